@@ -1,0 +1,34 @@
+# placer — developer entry points. `make demo` and `make test` are the two commands a newcomer needs.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PLACER := $(VENV)/bin/placer
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint typecheck check-fixtures bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev,bench]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(PLACER) solve examples/boreas.json --compare default
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy placer models cli
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/pytest -m "not e2e"
+
+bench: $(STAMP)
+	$(PY) -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache
+
+# Real control plane targets (testenv, cluster-up, cluster-down, e2e) live in mk/.
+-include mk/*.mk
