@@ -1,0 +1,55 @@
+"""placer's data model: pydantic shapes only, no behaviour beyond parsing and formatting."""
+
+from placer.models.cluster import (
+    POD_COUNT,
+    Cluster,
+    HostPort,
+    LabelSelector,
+    LabelSelectorRequirement,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Owner,
+    Pod,
+    PodDisruptionBudget,
+    PreferredTerm,
+    ReplicaSet,
+    Taint,
+    Toleration,
+)
+from placer.models.config import BalanceWeights, Config, PriorityConfig, SolverConfig
+from placer.models.plan import Eviction, Metrics, Placement, Result, Step, Unplaced
+from placer.models.quantities import CPU, QuantityError, format_quantity, parse_quantity, to_units
+
+__all__ = [
+    "CPU",
+    "POD_COUNT",
+    "BalanceWeights",
+    "Cluster",
+    "Config",
+    "Eviction",
+    "HostPort",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "Metrics",
+    "Node",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "Owner",
+    "Placement",
+    "Pod",
+    "PodDisruptionBudget",
+    "PreferredTerm",
+    "PriorityConfig",
+    "QuantityError",
+    "ReplicaSet",
+    "Result",
+    "SolverConfig",
+    "Step",
+    "Taint",
+    "Toleration",
+    "Unplaced",
+    "format_quantity",
+    "parse_quantity",
+    "to_units",
+]

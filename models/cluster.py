@@ -1,0 +1,169 @@
+"""The cluster as placer sees it: nodes, pods, disruption budgets and ReplicaSets.
+
+These are normalised shapes, independent of the Kubernetes API objects they are read from
+(`placer.inputs` does that). Resource amounts are integers in scheduler units: millicores for
+``cpu``, base units (bytes, counts, Mbit/s) for everything else.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "POD_COUNT",
+    "Cluster",
+    "HostPort",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "Node",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "Owner",
+    "Pod",
+    "PodDisruptionBudget",
+    "PreferredTerm",
+    "ReplicaSet",
+    "Taint",
+    "Toleration",
+]
+
+POD_COUNT = "pods"
+
+NodeOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+SelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+RestartPolicy = Literal["Always", "OnFailure", "Never"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class NodeSelectorRequirement(_Frozen):
+    key: str
+    operator: NodeOperator
+    values: tuple[str, ...] = ()
+
+
+class NodeSelectorTerm(_Frozen):
+    """Requirements ANDed together. A term with no requirement at all matches no node."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+class PreferredTerm(_Frozen):
+    weight: int = Field(ge=1, le=100)
+    preference: NodeSelectorTerm
+
+
+class Taint(_Frozen):
+    key: str
+    value: str = ""
+    effect: TaintEffect
+
+
+class Toleration(_Frozen):
+    key: str = ""
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: str = ""
+    effect: TaintEffect | Literal[""] = ""
+
+
+class HostPort(_Frozen):
+    port: int = Field(ge=1, le=65535)
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    host_ip: str = "0.0.0.0"
+
+
+class Owner(_Frozen):
+    kind: str
+    name: str
+    uid: str = ""
+
+
+class LabelSelectorRequirement(_Frozen):
+    key: str
+    operator: SelectorOperator
+    values: tuple[str, ...] = ()
+
+
+class LabelSelector(_Frozen):
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+
+class Node(_Frozen):
+    name: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    allocatable: dict[str, int] = Field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+
+
+class Pod(_Frozen):
+    namespace: str = "default"
+    name: str
+    uid: str = ""
+    node_name: str | None = None
+    phase: str = "Pending"
+    scheduler_name: str = "default-scheduler"
+    creation: str = ""
+    start_time: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    requests: dict[str, int] = Field(default_factory=dict)
+    # kube-scheduler scores with 100m cpu / 200Mi memory for containers that request none.
+    score_cpu: int = 0
+    score_memory: int = 0
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    required_terms: tuple[NodeSelectorTerm, ...] | None = None
+    preferred_terms: tuple[PreferredTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    priority: int = 0
+    restart_policy: RestartPolicy = "Always"
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
+    owner: Owner | None = None
+    scheduling_gates: tuple[str, ...] = ()
+    mirror: bool = False
+    # Why the engine refuses to place this pod (a constraint kind it does not model yet).
+    unsupported: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def running(self) -> bool:
+        """Bound and holding resources (Succeeded/Failed pods hold nothing)."""
+        return self.node_name is not None and self.phase not in ("Succeeded", "Failed")
+
+    @property
+    def pending(self) -> bool:
+        return self.node_name is None and self.phase == "Pending"
+
+
+class PodDisruptionBudget(_Frozen):
+    namespace: str = "default"
+    name: str
+    selector: LabelSelector | None = None
+    disruptions_allowed: int = 0
+
+
+class ReplicaSet(_Frozen):
+    namespace: str = "default"
+    name: str
+    uid: str = ""
+    scheduler_name: str = "default-scheduler"
+    owner: Owner | None = None
+
+
+class Cluster(_Frozen):
+    nodes: tuple[Node, ...] = ()
+    pods: tuple[Pod, ...] = ()
+    pdbs: tuple[PodDisruptionBudget, ...] = ()
+    replicasets: tuple[ReplicaSet, ...] = ()
+    warnings: tuple[str, ...] = ()

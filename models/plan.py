@@ -1,0 +1,83 @@
+"""What a solve returns: the JSON output contract of DESIGN.md, as models."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Eviction", "Metrics", "Placement", "Result", "Step", "Unplaced"]
+
+UnplacedCode = Literal["Unschedulable", "Outranked", "NotSolved", "Unsupported"]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Placement(_Out):
+    pod: str | None
+    node: str
+    kind: Literal["pending", "replacement"] = "pending"
+    replaces: str | None = None
+    owner: str | None = None
+
+
+class Unplaced(_Out):
+    pod: str
+    code: UnplacedCode
+    reason: str
+
+
+class Eviction(_Out):
+    pod: str
+    node: str
+    kind: Literal["move", "preempt"]
+    to: str | None = None
+    for_: list[str] = Field(default_factory=list, alias="for")
+
+
+class Step(_Out):
+    id: int
+    op: Literal["evict", "await-gone", "bind"]
+    pod: str
+    node: str
+    after: list[int] = Field(default_factory=list)
+
+
+class Metrics(_Out):
+    placed: int = 0
+    replacements: int = 0
+    moved: int = 0
+    preempted: int = 0
+    unplaced: int = 0
+    imbalance: float = 0.0
+    std_score: float = 0.0
+    solve_seconds: float = 0.0
+    gap: float = 0.0
+
+
+class Result(_Out):
+    schema_version: int = Field(1, alias="schemaVersion")
+    status: Literal["optimal", "feasible", "fallback"] = "optimal"
+    policy: Literal["placer", "default", "most-requested"] = "placer"
+    placements: list[Placement] = Field(default_factory=list)
+    unplaced: list[Unplaced] = Field(default_factory=list)
+    evictions: list[Eviction] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=list)
+    metrics: Metrics = Field(default_factory=Metrics)
+
+    def contract(self) -> dict[str, object]:
+        """The DESIGN.md JSON shape, arrays sorted by pod name."""
+        data = self.model_dump(by_alias=True, exclude_none=False)
+        data["placements"] = [
+            {k: v for k, v in p.items() if v is not None or k == "pod"}
+            for p in sorted(data["placements"], key=_placement_sort)
+        ]
+        data["unplaced"] = sorted(data["unplaced"], key=lambda u: u["pod"])
+        data["evictions"] = sorted(data["evictions"], key=lambda e: e["pod"])
+        return data
+
+
+def _placement_sort(p: dict[str, object]) -> str:
+    return str(p["pod"] if p["pod"] is not None else p.get("replaces"))

@@ -1,0 +1,5 @@
+"""kube-scheduler simulation: the baseline placer is compared with."""
+
+from placer.baseline.simulate import SimResult, simulate
+
+__all__ = ["SimResult", "simulate"]

@@ -1,0 +1,92 @@
+"""A batch of pending pods grouped into interchangeable classes, with candidate nodes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from placer.engine.keys import pod_key
+from placer.engine.prefilter import PodMasks, Prefilter, fits
+from placer.engine.snapshot import Snapshot, pod_vector
+from placer.models import Config, Pod
+
+__all__ = ["Batch", "Group", "build_batch"]
+
+
+@dataclass
+class Group:
+    """Pending pods that are interchangeable for placement (same requests and constraints)."""
+
+    pods: list[Pod]
+    vec: npt.NDArray[np.int64]
+    key: tuple[int, int]
+    masks: PodMasks
+    feasible: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    candidates: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def size(self) -> int:
+        return len(self.pods)
+
+    @property
+    def has_ports(self) -> bool:
+        return bool(self.pods[0].host_ports)
+
+
+@dataclass
+class Batch:
+    snapshot: Snapshot
+    prefilter: Prefilter
+    groups: list[Group]
+    key_rank: dict[tuple[int, int], int]
+
+    def rank(self, group: Group) -> int:
+        return self.key_rank[group.key]
+
+
+def _signature(pod: Pod) -> tuple[object, ...]:
+    return (
+        tuple(sorted(pod.requests.items())),
+        tuple(sorted(pod.node_selector.items())),
+        pod.required_terms,
+        pod.preferred_terms,
+        pod.tolerations,
+        pod.host_ports,
+        pod.priority,
+        pod.restart_policy,
+        pod.preemption_policy,
+        tuple(sorted(pod.annotations.items())),
+        pod.unsupported,
+    )
+
+
+def pod_order(pod: Pod) -> tuple[str, str, str]:
+    return (pod.creation, pod.namespace, pod.name)
+
+
+def build_batch(snapshot: Snapshot, pending: Sequence[Pod], config: Config) -> Batch:
+    prefilter = Prefilter(snapshot)
+    by_sig: dict[tuple[object, ...], list[Pod]] = {}
+    for pod in sorted(pending, key=pod_order):
+        by_sig.setdefault(_signature(pod), []).append(pod)
+    groups: list[Group] = []
+    free = snapshot.free
+    for pods in by_sig.values():
+        first = pods[0]
+        vec = pod_vector(first, snapshot.resources)
+        masks = prefilter.masks(first)
+        feasible = np.flatnonzero(masks.allowed & fits(snapshot, vec, free)).astype(np.int64)
+        groups.append(
+            Group(
+                pods=pods,
+                vec=vec,
+                key=pod_key(first, restart_tiers=config.priority.restart_tiers),
+                masks=masks,
+                feasible=feasible,
+            )
+        )
+    keys = sorted({g.key for g in groups})
+    return Batch(snapshot=snapshot, prefilter=prefilter, groups=groups, key_rank={k: i for i, k in enumerate(keys)})

@@ -1,0 +1,1 @@
+"""Constraint modules of the CP-SAT model, one concern each."""

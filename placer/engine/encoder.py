@@ -1,0 +1,27 @@
+"""Wires the constraint modules into a model: the one place that lists them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from placer.engine.batch import Batch
+from placer.engine.constraints import capacity, ports, symmetry
+from placer.engine.model import Model
+from placer.engine.scoring import Scorer
+
+__all__ = ["CONSTRAINTS", "encode"]
+
+CONSTRAINTS: dict[str, Callable[[Model], object]] = {
+    "capacity": capacity.build,
+    "ports": ports.build,
+}
+
+
+def encode(batch: Batch, scorer: Scorer) -> tuple[Model, list[list[int]]]:
+    """The model with all hard constraints, and the identical-node classes it ordered."""
+    model = Model(batch=batch, scorer=scorer)
+    model.build_variables()
+    for build in CONSTRAINTS.values():
+        build(model)
+    classes = symmetry.build(model)
+    return model, classes

@@ -1,0 +1,65 @@
+"""The greedy pass: the warm-start hint and the fallback answer.
+
+Pods go in order of key (highest first), then larger dominant share first, then creation; each
+takes the best feasible node in the objectives' order (matching nodes first for relaxed-affinity
+pods, then preference, then the smallest growth of the strategy cost, then lowest index).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from placer.engine.batch import Batch
+from placer.engine.candidates import node_order
+from placer.engine.prefilter import ports_conflict
+from placer.engine.scoring import Scorer
+
+__all__ = ["Assignment", "greedy"]
+
+# Assignment: for each group, the node index chosen for each of its pods (-1: unplaced).
+Assignment = list[npt.NDArray[np.int64]]
+
+
+def _dominant_share(batch: Batch, vec: npt.NDArray[np.int64]) -> float:
+    total = batch.snapshot.alloc.sum(axis=0).astype(np.float64)
+    share = np.where(total > 0, vec / np.where(total > 0, total, 1), 0.0)
+    return float(share.max()) if len(share) else 0.0
+
+
+def greedy(batch: Batch, scorer: Scorer, used: npt.NDArray[np.int64] | None = None) -> Assignment:
+    snap = batch.snapshot
+    used = snap.used.copy() if used is None else used.copy()
+    alloc = snap.alloc
+    ports: dict[int, list[int]] = {}
+    result: Assignment = [np.full(g.size, -1, dtype=np.int64) for g in batch.groups]
+    order = sorted(
+        ((gi, pi) for gi, g in enumerate(batch.groups) for pi in range(g.size)),
+        key=lambda t: (-batch.rank(batch.groups[t[0]]), -_dominant_share(batch, batch.groups[t[0]].vec), t[0], t[1]),
+    )
+    for gi, pi in order:
+        group = batch.groups[gi]
+        nodes = group.feasible
+        if len(nodes) == 0:
+            continue
+        nz = np.flatnonzero(group.vec)
+        ok = np.all(alloc[np.ix_(nodes, nz)] - used[np.ix_(nodes, nz)] >= group.vec[nz], axis=1)
+        if group.has_ports:
+            ok &= np.array([not _port_clash(batch, gi, ports.get(int(n), [])) for n in nodes], dtype=np.bool_)
+        nodes = nodes[ok]
+        if len(nodes) == 0:
+            continue
+        cost = scorer.delta(group.vec, nodes, used)
+        best = int(nodes[node_order(group, nodes, cost)[0]])
+        result[gi][pi] = best
+        used[best] += group.vec
+        if group.has_ports:
+            ports.setdefault(best, []).append(gi)
+    return result
+
+
+def _port_clash(batch: Batch, gi: int, placed_groups: list[int]) -> bool:
+    mine = batch.groups[gi].pods[0].host_ports
+    return any(
+        ports_conflict(a, b) for other in placed_groups for a in mine for b in batch.groups[other].pods[0].host_ports
+    )

@@ -1,0 +1,62 @@
+"""The CP-SAT model skeleton: one integer variable per (pod group, candidate node).
+
+``y[g, n]`` counts how many pods of group ``g`` go to node ``n``; singleton groups get booleans.
+Constraint modules (``placer.engine.constraints``) and objective modules
+(``placer.engine.objectives``) add to it; ``placer.engine.encoder`` wires them in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+from ortools.sat.python import cp_model
+
+from placer.engine.batch import Batch
+from placer.engine.scoring import Scorer
+
+__all__ = ["SCALE", "Model"]
+
+SCALE = 10_000  # utilisation in basis points
+
+
+@dataclass
+class Model:
+    batch: Batch
+    scorer: Scorer
+    cp: cp_model.CpModel = field(default_factory=cp_model.CpModel)
+    y: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
+    by_node: dict[int, list[tuple[int, cp_model.IntVar]]] = field(default_factory=dict)
+    by_group: list[list[tuple[int, cp_model.IntVar]]] = field(default_factory=list)
+    touched: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    upper: dict[int, int] = field(default_factory=dict)  # variable index -> upper bound
+
+    def ub(self, var: cp_model.IntVar) -> int:
+        return self.upper[var.index]
+
+    def placed(self, gi: int) -> cp_model.LinearExprT:
+        return sum(v for _, v in self.by_group[gi])
+
+    def build_variables(self) -> None:
+        snap = self.batch.snapshot
+        free = snap.free
+        touched: set[int] = set()
+        for gi, group in enumerate(self.batch.groups):
+            row: list[tuple[int, cp_model.IntVar]] = []
+            nz = np.flatnonzero(group.vec)
+            for n in group.candidates.tolist():
+                cap = int(np.min(free[n, nz] // group.vec[nz])) if len(nz) else group.size
+                ub = min(group.size, cap, 1 if group.has_ports else group.size)
+                if ub <= 0:
+                    continue
+                var = self.cp.new_bool_var(f"y{gi}_{n}") if ub == 1 else self.cp.new_int_var(0, ub, f"y{gi}_{n}")
+                self.y[gi, n] = var
+                self.upper[var.index] = ub
+                row.append((n, var))
+                self.by_node.setdefault(n, []).append((gi, var))
+                touched.add(n)
+            self.by_group.append(row)
+            if row:
+                self.cp.add(sum(v for _, v in row) <= group.size)
+        self.touched = np.array(sorted(touched), dtype=np.int64)

@@ -1,0 +1,1 @@
+"""Objective modules of the CP-SAT model, one concern each."""

@@ -1,0 +1,39 @@
+"""Soft placement wishes.
+
+- ``relaxed_on_matching``: pods annotated ``placer.io/when-no-node-fits: ignore-affinity`` may
+  use non-matching nodes, but only when matching ones are full: maximise how many land on
+  matching nodes, right after objective (1).
+- ``preference``: objective (3): preferred node-affinity weights, minus 100 per untolerated
+  PreferNoSchedule taint (kube-scheduler's NodeAffinity and TaintToleration scores, unnormalised).
+"""
+
+from __future__ import annotations
+
+from ortools.sat.python import cp_model
+
+from placer.engine.model import Model
+
+__all__ = ["preference", "relaxed_on_matching"]
+
+
+def relaxed_on_matching(model: Model) -> cp_model.LinearExprT | None:
+    terms = []
+    has_outside = False
+    for gi, row in enumerate(model.by_group):
+        group = model.batch.groups[gi]
+        if group.masks.binding != "relaxed":
+            continue
+        for n, var in row:
+            if group.masks.matching[n]:
+                terms.append(var)
+            else:
+                has_outside = True
+    return sum(terms) if terms and has_outside else None
+
+
+def preference(model: Model) -> cp_model.LinearExprT | None:
+    terms = []
+    for gi, row in enumerate(model.by_group):
+        pref = model.batch.groups[gi].masks.preference
+        terms.extend(int(pref[n]) * var for n, var in row if pref[n] != 0)
+    return sum(terms) if terms else None

@@ -1,0 +1,48 @@
+"""Objective (1): placed pods per priority key, compared from the highest key down.
+
+One weighted sum is exact when weights fit: w(k) = 1 + sum over lower keys of w(i) * count(i),
+so no number of lower-key placements can outweigh one more pod of a higher key. When the weights
+would overflow, the caller solves one level per key instead.
+"""
+
+from __future__ import annotations
+
+from ortools.sat.python import cp_model
+
+from placer.engine.model import Model
+
+__all__ = ["per_key", "weighted"]
+
+_LIMIT = 2**53
+
+
+def per_key(model: Model) -> dict[int, cp_model.LinearExprT]:
+    """Placed-pod count expression for each key rank that has variables."""
+    out: dict[int, list[cp_model.IntVar]] = {}
+    for gi, row in enumerate(model.by_group):
+        rank = model.batch.rank(model.batch.groups[gi])
+        out.setdefault(rank, []).extend(v for _, v in row)
+    return {rank: sum(vs) for rank, vs in out.items() if vs}
+
+
+def weights(model: Model) -> dict[int, int] | None:
+    counts: dict[int, int] = {}
+    for g in model.batch.groups:
+        counts[model.batch.rank(g)] = counts.get(model.batch.rank(g), 0) + g.size
+    out: dict[int, int] = {}
+    running = 0
+    for rank in sorted(counts):
+        out[rank] = running + 1
+        running += out[rank] * counts[rank]
+        if running >= _LIMIT:
+            return None
+    return out
+
+
+def weighted(model: Model) -> cp_model.LinearExprT | None:
+    """The exact lexicographic objective as one sum (to maximise), or None if it would overflow."""
+    w = weights(model)
+    if w is None:
+        return None
+    terms = per_key(model)
+    return sum(w[rank] * expr for rank, expr in terms.items())

@@ -1,0 +1,167 @@
+"""Per-pod feasibility masks over all nodes, computed with numpy once per batch.
+
+Filters, in kube-scheduler's order: NodeUnschedulable (cordon), TaintToleration, NodeAffinity
+(nodeSelector + required affinity, with placer's weak-binding annotations), NodePorts, and
+NodeResourcesFit. Capacity is checked separately (``fits``) because it changes as pods are placed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from placer.engine.labels import BoolArray
+from placer.engine.snapshot import Snapshot, pod_vector
+from placer.engine.taints import UNSCHEDULABLE_TAINT, first_untolerated, prefer_no_schedule_count
+from placer.models import POD_COUNT, HostPort, Pod
+
+__all__ = [
+    "NO_FIT",
+    "NO_MATCH",
+    "PodMasks",
+    "Prefilter",
+    "fits",
+    "ports_conflict",
+]
+
+NO_MATCH = "placer.io/when-no-node-matches"
+NO_FIT = "placer.io/when-no-node-fits"
+Binding = Literal["strict", "dropped", "relaxed"]
+
+
+@dataclass(frozen=True)
+class PodMasks:
+    """What a pod may do before capacity is considered.
+
+    ``matching``: nodes whose labels satisfy the pod's selector/affinity. ``allowed``: nodes it
+    may be placed on (cordon, taints, ports, and affinity unless weak binding dropped it).
+    ``binding``: strict; dropped (no node matched and the pod said ignore-affinity); relaxed
+    (the pod said ignore-affinity when matching nodes are full: non-matching nodes are allowed
+    but the engine prefers matching ones).
+    """
+
+    allowed: BoolArray
+    matching: BoolArray
+    binding: Binding
+    preference: npt.NDArray[np.int64]
+
+
+def ports_conflict(a: HostPort, b: HostPort) -> bool:
+    if a.port != b.port or a.protocol != b.protocol:
+        return False
+    return a.host_ip == b.host_ip or "0.0.0.0" in (a.host_ip, b.host_ip)
+
+
+def fits(snapshot: Snapshot, vec: npt.NDArray[np.int64], free: npt.NDArray[np.int64] | None = None) -> BoolArray:
+    free = snapshot.free if free is None else free
+    nz = np.flatnonzero(vec)
+    return np.all(free[:, nz] >= vec[nz], axis=1)  # type: ignore[no-any-return]
+
+
+class Prefilter:
+    """Masks for the pods of one batch; identical constraint signatures are computed once."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        taint_sets: dict[tuple[object, ...], int] = {}
+        self._taint_of_node = np.zeros(len(snapshot.nodes), dtype=np.int32)
+        self._taint_sets: list[tuple[object, ...]] = []
+        for i, node in enumerate(snapshot.nodes):
+            taints = tuple(node.taints) + ((UNSCHEDULABLE_TAINT,) if node.unschedulable else ())
+            idx = taint_sets.setdefault(taints, len(taint_sets))
+            if idx == len(self._taint_sets):
+                self._taint_sets.append(taints)
+            self._taint_of_node[i] = idx
+        self._cache: dict[tuple[object, ...], PodMasks] = {}
+
+    def taint_ok(self, pod: Pod) -> BoolArray:
+        ok = np.array(
+            [first_untolerated(ts, pod.tolerations) is None for ts in self._taint_sets],  # type: ignore[arg-type]
+            dtype=np.bool_,
+        )
+        return ok[self._taint_of_node]  # type: ignore[no-any-return]
+
+    def prefer_penalty(self, pod: Pod) -> npt.NDArray[np.int64]:
+        counts = np.array(
+            [prefer_no_schedule_count(ts, pod.tolerations) for ts in self._taint_sets],  # type: ignore[arg-type]
+            dtype=np.int64,
+        )
+        return counts[self._taint_of_node]  # type: ignore[no-any-return]
+
+    def ports_ok(self, pod: Pod) -> BoolArray:
+        ok = np.ones(len(self.snapshot.nodes), dtype=np.bool_)
+        if pod.host_ports:
+            for node, used in self.snapshot.ports.items():
+                if any(ports_conflict(a, b) for a in pod.host_ports for b in used):
+                    ok[node] = False
+        return ok
+
+    def matching(self, pod: Pod) -> BoolArray:
+        return self.snapshot.labels.selector(pod.node_selector, pod.required_terms)
+
+    def masks(self, pod: Pod) -> PodMasks:
+        signature = (
+            tuple(sorted(pod.node_selector.items())),
+            pod.required_terms,
+            pod.preferred_terms,
+            pod.tolerations,
+            pod.host_ports,
+            pod.annotations.get(NO_MATCH),
+            pod.annotations.get(NO_FIT),
+            pod.unsupported,
+        )
+        cached = self._cache.get(signature)
+        if cached is None:
+            cached = self._compute(pod)
+            self._cache[signature] = cached
+        return cached
+
+    def _compute(self, pod: Pod) -> PodMasks:
+        n = len(self.snapshot.nodes)
+        matching = self.matching(pod)
+        base = self.taint_ok(pod) & self.ports_ok(pod)
+        binding: Binding = "strict"
+        if not matching.any() and pod.annotations.get(NO_MATCH) == "ignore-affinity":
+            binding = "dropped"
+        elif pod.annotations.get(NO_FIT) == "ignore-affinity" and matching.any():
+            binding = "relaxed"
+        allowed = base if binding != "strict" else base & matching
+        if pod.unsupported:
+            allowed = np.zeros(n, dtype=np.bool_)
+        preference = np.zeros(n, dtype=np.int64)
+        for term in pod.preferred_terms:
+            preference += term.weight * self.snapshot.labels.term(term.preference)
+        preference -= 100 * self.prefer_penalty(pod)
+        return PodMasks(allowed=allowed, matching=matching, binding=binding, preference=preference)
+
+    def diagnose(self, pod: Pod, free: npt.NDArray[np.int64] | None = None) -> str:
+        """kube-scheduler's FailedScheduling message for this pod against the snapshot."""
+        snap = self.snapshot
+        free = snap.free if free is None else free
+        counts: Counter[str] = Counter()
+        vec = pod_vector(pod, snap.resources)
+        masks = self.masks(pod)
+        affinity_filter = masks.binding == "strict"
+        for i, node in enumerate(snap.nodes):
+            if node.unschedulable and first_untolerated((UNSCHEDULABLE_TAINT,), pod.tolerations):
+                counts["node(s) were unschedulable"] += 1
+                continue
+            taint = first_untolerated(node.taints, pod.tolerations)
+            if taint is not None:
+                counts[f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"] += 1
+                continue
+            if affinity_filter and not masks.matching[i]:
+                counts["node(s) didn't match Pod's node affinity/selector"] += 1
+                continue
+            if pod.host_ports and any(ports_conflict(a, b) for a in pod.host_ports for b in snap.ports.get(i, [])):
+                counts["node(s) didn't have free ports for the requested pod ports"] += 1
+                continue
+            for j, name in enumerate(snap.resources):
+                if vec[j] > 0 and free[i, j] < vec[j]:
+                    counts["Too many pods" if name == POD_COUNT else f"Insufficient {name}"] += 1
+        reasons = sorted(f"{c} {r}" for r, c in counts.items())
+        return f"0/{len(snap.nodes)} nodes are available: {', '.join(reasons)}."

@@ -1,0 +1,183 @@
+"""Read a Kubernetes ``List`` (``kubectl get nodes,pods,pdb,rs -A -o json``) into models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from placer.inputs.fields import Field
+from placer.inputs.requests import ContainerRequests, effective_requests, scoring_requests
+from placer.inputs.shapes import (
+    parse_host_ports,
+    parse_label_selector,
+    parse_node_affinity,
+    parse_taints,
+    parse_tolerations,
+)
+from placer.models import Node, Owner, Pod, PodDisruptionBudget, ReplicaSet
+
+__all__ = ["KubeObjects", "read_list"]
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+KINDS = ("Node", "Pod", "PodDisruptionBudget", "ReplicaSet")
+
+
+class KubeObjects:
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.pods: list[Pod] = []
+        self.pdbs: list[PodDisruptionBudget] = []
+        self.replicasets: list[ReplicaSet] = []
+        self.warnings: list[str] = []
+
+
+def read_list(doc: Field) -> KubeObjects:
+    out = KubeObjects()
+    kind = doc.get("kind").str()
+    items = [doc] if kind in KINDS else list(doc.get("items").items())
+    if kind not in KINDS and not doc.get("items").present():
+        raise doc.fail("expected a Kubernetes List with items, or placer's native schema (nodes, pods)")
+    for item in items:
+        item_kind = item.get("kind").str()
+        if item_kind == "Node":
+            out.nodes.append(_node(item))
+        elif item_kind == "Pod":
+            out.pods.append(_pod(item))
+        elif item_kind == "PodDisruptionBudget":
+            out.pdbs.append(_pdb(item))
+        elif item_kind == "ReplicaSet":
+            out.replicasets.append(_replicaset(item))
+        else:
+            out.warnings.append(f"{item.path}: kind {item_kind or '(none)'!r} ignored")
+    return out
+
+
+def _meta(item: Field) -> tuple[str, str, Field]:
+    meta = item.get("metadata")
+    name = meta.get("name").required_str()
+    return meta.get("namespace").str("default") or "default", name, meta
+
+
+def _owner(meta: Field) -> Owner | None:
+    refs = list(meta.get("ownerReferences").items())
+    chosen = next((r for r in refs if r.get("controller").bool()), refs[0] if refs else None)
+    if chosen is None:
+        return None
+    return Owner(
+        kind=chosen.get("kind").required_str(), name=chosen.get("name").required_str(), uid=chosen.get("uid").str()
+    )
+
+
+def _node(item: Field) -> Node:
+    meta = item.get("metadata")
+    spec, status = item.get("spec"), item.get("status")
+    alloc = status.get("allocatable")
+    if not alloc.present():
+        alloc = status.get("capacity")
+    return Node(
+        name=meta.get("name").required_str(),
+        labels=meta.get("labels").str_map(),
+        allocatable=alloc.quantities(),
+        taints=parse_taints(spec.get("taints")),
+        unschedulable=spec.get("unschedulable").bool(),
+    )
+
+
+def _container_requests(c: Field) -> dict[str, int]:
+    res = c.get("resources")
+    requests = res.get("requests").quantities()
+    # The API server defaults a missing request to the limit; a hand-written list may lack that.
+    for name, value in res.get("limits").quantities().items():
+        requests.setdefault(name, value)
+    return requests
+
+
+def pod_resources(spec: Field) -> tuple[dict[str, int], int, int]:
+    """(effective requests, scoring cpu, scoring memory) of a pod spec."""
+    containers = [_container_requests(c) for c in spec.get("containers").items()]
+    inits = [
+        ContainerRequests(_container_requests(c), sidecar=c.get("restartPolicy").str() == "Always")
+        for c in spec.get("initContainers").items()
+    ]
+    pod_level = spec.get("resources").get("requests").quantities()
+    overhead = spec.get("overhead").quantities()
+    requests = effective_requests(containers=containers, inits=inits, pod_level=pod_level, overhead=overhead)
+    cpu, mem = scoring_requests(containers=containers, inits=inits, pod_level=pod_level, overhead=overhead)
+    return requests, cpu, mem
+
+
+def unsupported_reason(spec: Field) -> str | None:
+    affinity = spec.get("affinity")
+    kinds = [k for k in ("podAffinity", "podAntiAffinity") if affinity.get(k).present()]
+    if spec.get("topologySpreadConstraints").value:
+        kinds.append("topologySpreadConstraints")
+    if not kinds:
+        return None
+    return f"pod uses {', '.join(kinds)}, which placer does not model yet; it is left for a scheduler that does"
+
+
+def _pod(item: Field) -> Pod:
+    namespace, name, meta = _meta(item)
+    spec, status = item.get("spec"), item.get("status")
+    requests, score_cpu, score_mem = pod_resources(spec)
+    required, preferred = parse_node_affinity(spec.get("affinity"))
+    restart = spec.get("restartPolicy").str("Always") or "Always"
+    if restart not in ("Always", "OnFailure", "Never"):
+        raise spec.get("restartPolicy").fail(f"invalid restartPolicy {restart!r}")
+    preemption = spec.get("preemptionPolicy").str("PreemptLowerPriority") or "PreemptLowerPriority"
+    if preemption not in ("PreemptLowerPriority", "Never"):
+        raise spec.get("preemptionPolicy").fail(f"invalid preemptionPolicy {preemption!r}")
+    annotations = meta.get("annotations").str_map()
+    node_name = spec.get("nodeName").str() or None
+    return Pod(
+        namespace=namespace,
+        name=name,
+        uid=meta.get("uid").str(),
+        node_name=node_name,
+        phase=status.get("phase").str("Running" if node_name else "Pending") or "Pending",
+        scheduler_name=spec.get("schedulerName").str("default-scheduler") or "default-scheduler",
+        creation=meta.get("creationTimestamp").str(),
+        start_time=status.get("startTime").str(),
+        labels=meta.get("labels").str_map(),
+        annotations=annotations,
+        requests=requests,
+        score_cpu=score_cpu,
+        score_memory=score_mem,
+        node_selector=spec.get("nodeSelector").str_map(),
+        required_terms=required,
+        preferred_terms=preferred,
+        tolerations=parse_tolerations(spec.get("tolerations")),
+        host_ports=parse_host_ports(list(spec.get("containers").items()) + list(spec.get("initContainers").items())),
+        priority=spec.get("priority").int(0),
+        restart_policy=restart,  # type: ignore[arg-type]
+        preemption_policy=preemption,  # type: ignore[arg-type]
+        owner=_owner(meta),
+        scheduling_gates=tuple(g.get("name").str() for g in spec.get("schedulingGates").items()),
+        mirror=MIRROR_ANNOTATION in annotations,
+        unsupported=unsupported_reason(spec),
+    )
+
+
+def _pdb(item: Field) -> PodDisruptionBudget:
+    namespace, name, _ = _meta(item)
+    return PodDisruptionBudget(
+        namespace=namespace,
+        name=name,
+        selector=parse_label_selector(item.get("spec").get("selector")),
+        disruptions_allowed=item.get("status").get("disruptionsAllowed").int(0),
+    )
+
+
+def _replicaset(item: Field) -> ReplicaSet:
+    namespace, name, meta = _meta(item)
+    template_spec = item.get("spec").get("template").get("spec")
+    return ReplicaSet(
+        namespace=namespace,
+        name=name,
+        uid=meta.get("uid").str(),
+        scheduler_name=template_spec.get("schedulerName").str("default-scheduler") or "default-scheduler",
+        owner=_owner(meta),
+    )
+
+
+def is_list(data: Any) -> bool:
+    return isinstance(data, dict) and ("items" in data or data.get("kind") in KINDS)

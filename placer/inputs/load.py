@@ -1,0 +1,96 @@
+"""Read a cluster file (kubectl List or native schema, JSON or YAML) into a Cluster."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from placer.errors import InputError
+from placer.inputs.fields import Field
+from placer.inputs.kubectl import is_list, read_list
+from placer.inputs.native import is_native, read_native
+from placer.models import Cluster, Node, Pod, PodDisruptionBudget, ReplicaSet
+
+__all__ = ["load_cluster", "parse_cluster"]
+
+
+def load_cluster(path: str | Path) -> Cluster:
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(source, "", f"cannot read file: {reason}") from None
+    return parse_cluster(source, text)
+
+
+def _decode(source: str, text: str) -> Any:
+    if not text.strip():
+        raise InputError(source, "", "file is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as json_err:
+        if text.lstrip().startswith(("{", "[")):
+            raise InputError(
+                source, f"line {json_err.lineno} column {json_err.colno}", f"invalid JSON: {json_err.msg}"
+            ) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "not JSON or YAML"
+        raise InputError(source, where, f"invalid YAML: {problem}") from None
+
+
+def parse_cluster(source: str, text: str) -> Cluster:
+    data = _decode(source, text)
+    warnings: list[str] = []
+    if is_native(data):
+        nodes, pods, pdbs, rss = read_native(source, data)
+    elif is_list(data):
+        objs = read_list(Field(source, "", data))
+        nodes, pods, pdbs, rss, warnings = objs.nodes, objs.pods, objs.pdbs, objs.replicasets, objs.warnings
+    else:
+        raise InputError(
+            source, "", "expected a Kubernetes List (kind: List, items) or placer's native schema (nodes, pods)"
+        )
+    return _assemble(source, nodes, pods, pdbs, rss, warnings)
+
+
+def _duplicates(source: str, what: str, names: Sequence[str]) -> None:
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            raise InputError(source, f"{what}[{i}]", f"duplicate name {name!r}")
+        seen.add(name)
+
+
+def _assemble(
+    source: str,
+    nodes: list[Node],
+    pods: list[Pod],
+    pdbs: list[PodDisruptionBudget],
+    rss: list[ReplicaSet],
+    warnings: list[str],
+) -> Cluster:
+    if not nodes:
+        raise InputError(source, "nodes", "the cluster has no nodes")
+    _duplicates(source, "nodes", [n.name for n in nodes])
+    _duplicates(source, "pods", [p.key for p in pods])
+    known = {n.name for n in nodes}
+    kept = []
+    for pod in pods:
+        if pod.node_name is not None and pod.node_name not in known:
+            warnings.append(
+                f"pod {pod.key} is bound to node {pod.node_name!r}, which is not in the dump; it is ignored"
+            )
+            continue
+        kept.append(pod)
+    return Cluster(
+        nodes=tuple(nodes), pods=tuple(kept), pdbs=tuple(pdbs), replicasets=tuple(rss), warnings=tuple(warnings)
+    )

@@ -1,0 +1,175 @@
+"""placer's own compact schema for hand-written what-ifs (``placer schema`` publishes it)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from placer.errors import InputError
+from placer.inputs.fields import Field as Doc
+from placer.inputs.kubectl import unsupported_reason
+from placer.inputs.requests import NONZERO_CPU, NONZERO_MEMORY
+from placer.inputs.shapes import (
+    parse_label_selector,
+    parse_node_affinity,
+    parse_taints,
+    parse_tolerations,
+)
+from placer.models import HostPort, Node, Owner, Pod, PodDisruptionBudget, ReplicaSet
+
+__all__ = ["NativeCluster", "cluster_schema", "is_native", "read_native"]
+
+Quantity = str | int | float
+
+
+class _Native(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class NativeNode(_Native):
+    name: str = Field(min_length=1)
+    labels: dict[str, str] = Field(default_factory=dict)
+    allocatable: dict[str, Quantity] = Field(description="cpu, memory, ephemeral-storage, pods, extended resources")
+    taints: list[dict[str, Any]] = Field(default_factory=list, description="Kubernetes taint objects")
+    unschedulable: bool = False
+
+
+class NativeHostPort(_Native):
+    port: int = Field(ge=1, le=65535)
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    host_ip: str = Field("0.0.0.0", alias="hostIP")
+
+
+class NativeOwner(_Native):
+    kind: str
+    name: str
+    uid: str = ""
+
+
+class NativePod(_Native):
+    name: str = Field(min_length=1)
+    namespace: str = "default"
+    node: str | None = Field(None, description="bound node; absent means pending")
+    phase: Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"] | None = None
+    scheduler_name: str = Field("placer", alias="schedulerName")
+    creation_timestamp: str = Field("", alias="creationTimestamp")
+    start_time: str = Field("", alias="startTime")
+    requests: dict[str, Quantity] = Field(default_factory=dict, description="the pod's total request")
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
+    affinity: dict[str, Any] = Field(default_factory=dict, description="Kubernetes affinity (nodeAffinity)")
+    tolerations: list[dict[str, Any]] = Field(default_factory=list)
+    host_ports: list[NativeHostPort] = Field(default_factory=list, alias="hostPorts")
+    priority: int = 0
+    restart_policy: Literal["Always", "OnFailure", "Never"] = Field("Always", alias="restartPolicy")
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] = Field(
+        "PreemptLowerPriority", alias="preemptionPolicy"
+    )
+    owner: NativeOwner | None = None
+    scheduling_gates: list[str] = Field(default_factory=list, alias="schedulingGates")
+
+
+class NativePDB(_Native):
+    name: str = Field(min_length=1)
+    namespace: str = "default"
+    selector: dict[str, Any] | None = None
+    disruptions_allowed: int = Field(0, ge=0, alias="disruptionsAllowed")
+
+
+class NativeReplicaSet(_Native):
+    name: str = Field(min_length=1)
+    namespace: str = "default"
+    uid: str = ""
+    scheduler_name: str = Field("placer", alias="schedulerName")
+
+
+class NativeCluster(_Native):
+    """A cluster for what-if planning: nodes, pods (bound or pending), PDBs, ReplicaSets."""
+
+    schema_: str | None = Field(None, alias="$schema")
+    nodes: list[NativeNode]
+    pods: list[NativePod] = Field(default_factory=list)
+    pdbs: list[NativePDB] = Field(default_factory=list)
+    replica_sets: list[NativeReplicaSet] = Field(default_factory=list, alias="replicaSets")
+
+
+def is_native(data: Any) -> bool:
+    return isinstance(data, dict) and "nodes" in data and "items" not in data
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def read_native(source: str, data: Any) -> tuple[list[Node], list[Pod], list[PodDisruptionBudget], list[ReplicaSet]]:
+    try:
+        native = NativeCluster.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(source, _loc(tuple(err["loc"])), err["msg"]) from None
+    nodes = [
+        Node(
+            name=n.name,
+            labels=n.labels,
+            allocatable=Doc(source, f"nodes[{i}].allocatable", n.allocatable).quantities(),
+            taints=parse_taints(Doc(source, f"nodes[{i}].taints", n.taints)),
+            unschedulable=n.unschedulable,
+        )
+        for i, n in enumerate(native.nodes)
+    ]
+    pods = [_pod(source, i, p) for i, p in enumerate(native.pods)]
+    pdbs = [
+        PodDisruptionBudget(
+            namespace=b.namespace,
+            name=b.name,
+            selector=parse_label_selector(Doc(source, f"pdbs[{i}].selector", b.selector)),
+            disruptions_allowed=b.disruptions_allowed,
+        )
+        for i, b in enumerate(native.pdbs)
+    ]
+    rss = [
+        ReplicaSet(namespace=r.namespace, name=r.name, uid=r.uid, scheduler_name=r.scheduler_name)
+        for r in native.replica_sets
+    ]
+    return nodes, pods, pdbs, rss
+
+
+def _pod(source: str, i: int, p: NativePod) -> Pod:
+    where = f"pods[{i}]"
+    requests = Doc(source, f"{where}.requests", p.requests).quantities()
+    required, preferred = parse_node_affinity(Doc(source, f"{where}.affinity", p.affinity))
+    return Pod(
+        namespace=p.namespace,
+        name=p.name,
+        uid=f"{p.namespace}/{p.name}",
+        node_name=p.node,
+        phase=p.phase or ("Running" if p.node else "Pending"),
+        scheduler_name=p.scheduler_name,
+        creation=p.creation_timestamp,
+        start_time=p.start_time,
+        labels=p.labels,
+        annotations=p.annotations,
+        requests={k: v for k, v in requests.items() if v > 0},
+        score_cpu=requests.get("cpu") or NONZERO_CPU,
+        score_memory=requests.get("memory") or NONZERO_MEMORY,
+        node_selector=p.node_selector,
+        required_terms=required,
+        preferred_terms=preferred,
+        tolerations=parse_tolerations(Doc(source, f"{where}.tolerations", p.tolerations)),
+        host_ports=tuple(HostPort(port=h.port, protocol=h.protocol, host_ip=h.host_ip) for h in p.host_ports),
+        priority=p.priority,
+        restart_policy=p.restart_policy,
+        preemption_policy=p.preemption_policy,
+        owner=Owner(kind=p.owner.kind, name=p.owner.name, uid=p.owner.uid) if p.owner else None,
+        scheduling_gates=tuple(p.scheduling_gates),
+        unsupported=unsupported_reason(Doc(source, where, {"affinity": p.affinity})),
+    )
+
+
+def cluster_schema() -> dict[str, Any]:
+    return NativeCluster.model_json_schema(by_alias=True)

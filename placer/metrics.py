@@ -1,0 +1,41 @@
+"""Cluster balance metrics: TBESK imbalance and the thesis' std_score.
+
+imbalance: for node i with utilisations A(i, j) over the resources j it has (cpu, memory,
+ephemeral-storage, and placer.io/bandwidth when present), Z(i) = sqrt(sum_j (A(i,j) - mean_j)^2);
+imbalance = mean of Z over nodes with allocatable > 0. std_score: population standard deviation
+across those nodes of each node's mean utilisation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["BALANCE_RESOURCES", "balance_metrics", "utilisation"]
+
+BALANCE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "placer.io/bandwidth")
+
+
+def utilisation(
+    alloc: Sequence[Mapping[str, int]], used: Sequence[Mapping[str, int]]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Utilisation matrix (nodes x BALANCE_RESOURCES) and which entries the node has."""
+    a = np.array([[float(n.get(r, 0)) for r in BALANCE_RESOURCES] for n in alloc]).reshape(-1, len(BALANCE_RESOURCES))
+    u = np.array([[float(n.get(r, 0)) for r in BALANCE_RESOURCES] for n in used]).reshape(-1, len(BALANCE_RESOURCES))
+    has = a > 0
+    return np.where(has, u / np.where(has, a, 1.0), 0.0), has
+
+
+def balance_metrics(alloc: Sequence[Mapping[str, int]], used: Sequence[Mapping[str, int]]) -> tuple[float, float]:
+    """(imbalance, std_score) of a cluster state."""
+    util, has = utilisation(alloc, used)
+    rows = has.any(axis=1)
+    if not rows.any():
+        return 0.0, 0.0
+    util, has = util[rows], has[rows]
+    k = has.sum(axis=1)
+    mean = util.sum(axis=1) / k
+    z = np.sqrt((((util - mean[:, None]) ** 2) * has).sum(axis=1))
+    return float(z.mean()), float(mean.std())
