@@ -20,8 +20,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy placer models cli
-	$(VENV)/bin/lint-imports
+	VENV=$(VENV) scripts/static-checks.sh
 	$(VENV)/bin/pytest -m "not e2e"
 
 bench: $(STAMP)

@@ -16,7 +16,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-def _default_class_weights() -> dict[str, dict[str, float]]:
+def _default_class_weights() -> dict[PodClass, dict[str, float]]:
     # TBESK: a pod heavy in compressible resources (cpu, bandwidth) weighs those more when it
     # looks for a node; an incompressible-heavy pod (memory, disk) weighs memory and disk more.
     return {

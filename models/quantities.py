@@ -87,10 +87,11 @@ def format_quantity(resource: str, units: int) -> str:
     if resource == CPU:
         return f"{units // 1000}" if units % 1000 == 0 else f"{units}m"
     if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
-        for suffix, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        sizes = (("Ti", 2**40), ("T", 10**12), ("Gi", 2**30), ("G", 10**9), ("Mi", 2**20), ("M", 10**6))
+        for suffix, size in sorted(sizes, key=lambda s: -s[1]):
             if units >= size and units % size == 0:
                 return f"{units // size}{suffix}"
-        for suffix, size in (("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)):
-            if units >= size and units % size == 0:
-                return f"{units // size}{suffix}"
+        for suffix, size in (("Gi", 2**30), ("Mi", 2**20)):
+            if units >= size:
+                return f"{units / size:.1f}{suffix}"
     return str(units)

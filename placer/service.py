@@ -75,7 +75,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
             status = max(status, res.status, key=_STATUS_ORDER.__getitem__)
             gap = max(gap, res.gap)
             done = res.placements
-            left = [(pod, code, reason) for pod, code, reason in res.unplaced]
+            left = [(pod, str(code), reason) for pod, code, reason in res.unplaced]
         else:
             sim = simulate(state, batch, options.policy)
             done, left = sim.placements, [(p, c, r) for p, c, r in sim.unplaced]
@@ -84,11 +84,11 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
             placements.append(Placement(pod=pod.key, node=state.nodes[node].name))
         carried = [pod for pod, _, _ in left]
         if not queue:
-            unplaced = [Unplaced(pod=pod.key, code=code, reason=reason) for pod, code, reason in left]  # type: ignore[arg-type]
+            unplaced = [Unplaced(pod=pod.key, code=code, reason=reason) for pod, code, reason in left]
             break
     imbalance, std = balance_metrics(*_node_dicts(state))
     result = Result(
-        status=status,  # type: ignore[arg-type]
+        status=status,
         policy=options.policy,
         placements=sorted(placements, key=lambda p: p.pod or ""),
         unplaced=sorted(unplaced, key=lambda u: u.pod),

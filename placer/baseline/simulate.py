@@ -47,7 +47,7 @@ def _normalise(raw: npt.NDArray[np.int64], *, reverse: bool) -> npt.NDArray[np.i
     if top == 0:
         return np.full(len(raw), MAX if reverse else 0, dtype=np.int64)
     scaled = raw * MAX // top
-    return MAX - scaled if reverse else scaled  # type: ignore[no-any-return]
+    return MAX - scaled if reverse else scaled
 
 
 def simulate(snapshot: Snapshot, pending: Sequence[Pod], scoring: Scoring = "default") -> SimResult:

@@ -20,7 +20,7 @@ __all__ = ["node_order", "select_candidates"]
 def node_order(group: Group, nodes: npt.NDArray[np.int64], cost: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     """Positions of ``nodes`` sorted best first for this group."""
     outside = (group.masks.binding == "relaxed") & ~group.masks.matching[nodes]
-    return np.lexsort((nodes, cost, -group.masks.preference[nodes], outside))  # type: ignore[no-any-return]
+    return np.lexsort((nodes, cost, -group.masks.preference[nodes], outside))
 
 
 def select_candidates(batch: Batch, scorer: Scorer, hint: list[npt.NDArray[np.int64]], limit: int) -> None:

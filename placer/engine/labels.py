@@ -76,15 +76,17 @@ class NodeLabels:
         if op == "NotIn":
             return ~self._in(req.key, req.values)
         codes, _ = self._column(req.key)
+        present: BoolArray = codes != _ABSENT
         if op == "Exists":
-            return codes != _ABSENT
+            return present
         if op == "DoesNotExist":
-            return codes == _ABSENT
+            return ~present
         bound = _as_int(req.values[0]) if len(req.values) == 1 else None
         if bound is None:
             return np.zeros(self.size, dtype=np.bool_)
         ints, valid = self._int_column(req.key)
-        return valid & (ints > bound) if op == "Gt" else valid & (ints < bound)
+        result: BoolArray = valid & (ints > bound) if op == "Gt" else valid & (ints < bound)
+        return result
 
     def field(self, req: NodeSelectorRequirement) -> BoolArray:
         mask = np.zeros(self.size, dtype=np.bool_)

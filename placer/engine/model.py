@@ -36,7 +36,7 @@ class Model:
         return self.upper[var.index]
 
     def placed(self, gi: int) -> cp_model.LinearExprT:
-        return sum(v for _, v in self.by_group[gi])
+        return cp_model.LinearExpr.sum([v for _, v in self.by_group[gi]])
 
     def build_variables(self) -> None:
         snap = self.batch.snapshot
@@ -58,5 +58,5 @@ class Model:
                 touched.add(n)
             self.by_group.append(row)
             if row:
-                self.cp.add(sum(v for _, v in row) <= group.size)
+                self.cp.add(cp_model.LinearExpr.sum([v for _, v in row]) <= group.size)
         self.touched = np.array(sorted(touched), dtype=np.int64)

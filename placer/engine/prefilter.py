@@ -83,14 +83,14 @@ class Prefilter:
             [first_untolerated(ts, pod.tolerations) is None for ts in self._taint_sets],  # type: ignore[arg-type]
             dtype=np.bool_,
         )
-        return ok[self._taint_of_node]  # type: ignore[no-any-return]
+        return ok[self._taint_of_node]
 
     def prefer_penalty(self, pod: Pod) -> npt.NDArray[np.int64]:
         counts = np.array(
             [prefer_no_schedule_count(ts, pod.tolerations) for ts in self._taint_sets],  # type: ignore[arg-type]
             dtype=np.int64,
         )
-        return counts[self._taint_of_node]  # type: ignore[no-any-return]
+        return counts[self._taint_of_node]
 
     def ports_ok(self, pod: Pod) -> BoolArray:
         ok = np.ones(len(self.snapshot.nodes), dtype=np.bool_)

@@ -14,11 +14,13 @@ import numpy.typing as npt
 
 from placer.engine.snapshot import Snapshot
 from placer.models import Config
+from placer.models.config import PodClass
 
 __all__ = ["CLASSES", "Scorer"]
 
 FloatArray = npt.NDArray[np.float64]
-CLASSES = ("compressible", "incompressible", "balanced")
+
+CLASSES: tuple[PodClass, ...] = ("compressible", "incompressible", "balanced")
 
 
 class Scorer:
@@ -26,8 +28,9 @@ class Scorer:
         self.snapshot = snapshot
         self.config = config
         wanted = [r for r in config.balance.resources if r in snapshot.resources]
-        self.cols = [snapshot.column(r) for r in wanted if snapshot.alloc[:, snapshot.column(r)].sum() > 0]
-        self.names = [snapshot.resources[c] for c in self.cols]
+        present = [snapshot.column(r) for r in wanted if snapshot.alloc[:, snapshot.column(r)].sum() > 0]
+        self.cols: npt.NDArray[np.int64] = np.array(present, dtype=np.int64)
+        self.names = [snapshot.resources[c] for c in present]
         alloc = snapshot.alloc[:, self.cols].astype(np.float64)
         self.valid = alloc > 0
         self.inv_alloc = np.where(self.valid, 1.0 / np.where(self.valid, alloc, 1.0), 0.0)
@@ -37,14 +40,15 @@ class Scorer:
         per_resource = np.where(total_alloc > 0, demand / np.where(total_alloc > 0, total_alloc, 1), 0.0)
         self.target = float(per_resource.mean()) if len(per_resource) else 0.0
         weights = config.balance.classes
-        self.class_weights = np.array([[weights[c].get(r, 0.0) for r in self.names] for c in CLASSES], dtype=np.float64)
+        self.class_weights = np.array([[weights.get(c, {}).get(r, 0.0) for r in self.names] for c in CLASSES], dtype=np.float64)
         self.w_intra = config.balance.intra_node
         self.w_inter = config.balance.inter_node
         self.w_class = config.balance.pod_class
 
     # -- utilisation ---------------------------------------------------------------------------
     def util(self, used: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64]) -> FloatArray:
-        return used[np.ix_(nodes, self.cols)] * self.inv_alloc[nodes]  # type: ignore[no-any-return]
+        util: FloatArray = used[np.ix_(nodes, self.cols)].astype(np.float64) * self.inv_alloc[nodes]
+        return util
 
     def _node_terms(self, util: FloatArray, nodes: npt.NDArray[np.int64]) -> tuple[FloatArray, FloatArray]:
         valid = self.valid[nodes]
@@ -94,7 +98,7 @@ class Scorer:
         intra0, inter0 = self._node_terms(before, nodes)
         intra1, inter1 = self._node_terms(after, nodes)
         if strategy == "spread":
-            return inter1 - inter0  # type: ignore[no-any-return]
+            return inter1 - inter0
         return (
             self.w_intra * (intra1 - intra0)
             + self.w_inter * (inter1 - inter0)

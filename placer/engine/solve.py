@@ -23,6 +23,7 @@ from placer.engine.constraints.symmetry import order_hint
 from placer.engine.encoder import encode
 from placer.engine.greedy import Assignment, greedy
 from placer.engine.model import Model
+from placer.engine.prefilter import Prefilter, fits
 from placer.engine.objectives import affinity, priority, strategy
 from placer.engine.scoring import Scorer
 from placer.engine.snapshot import Snapshot
@@ -67,7 +68,7 @@ class _Levels:
 
     def _hint(self) -> None:
         cp = self.model.cp
-        cp.clear_hints()
+        cp.clear_hints()  # type: ignore[no-untyped-call]
         for key, var in self.model.y.items():
             cp.add_hint(var, self.counts.get(key, 0))
 
@@ -179,34 +180,33 @@ def solve_batch(snapshot: Snapshot, pending: list[Pod], config: Config) -> Batch
 def _extract(
     batch: Batch, counts: dict[tuple[int, int], int], status: Status
 ) -> tuple[list[tuple[Pod, int]], list[tuple[Pod, Code, str]]]:
-    snap = batch.snapshot
-    free = snap.free.copy()
     per_group: dict[int, list[int]] = {}
     for (gi, n), c in sorted(counts.items()):
         per_group.setdefault(gi, []).extend([n] * c)
+    final = batch.snapshot.copy()
     placements: list[tuple[Pod, int]] = []
     placed_nodes_by_rank: dict[int, set[int]] = {}
     for gi, group in enumerate(batch.groups):
-        nodes = per_group.get(gi, [])
-        for pod, n in zip(group.pods, nodes, strict=False):
+        for pod, n in zip(group.pods, per_group.get(gi, []), strict=False):
             placements.append((pod, n))
-            free[n] -= group.vec
+            final.add(pod, n)
             placed_nodes_by_rank.setdefault(batch.rank(group), set()).add(n)
     unplaced: list[tuple[Pod, Code, str]] = []
+    after: Prefilter | None = None
     for gi, group in enumerate(batch.groups):
         rest = group.pods[len(per_group.get(gi, [])) :]
         if not rest:
             continue
+        after = after or Prefilter(final)
         rank = batch.rank(group)
         higher = set().union(*(nodes for r, nodes in placed_nodes_by_rank.items() if r > rank))
         for pod in rest:
-            code: Code
             if pod.unsupported:
                 unplaced.append((pod, "Unsupported", pod.unsupported))
                 continue
-            reason = batch.prefilter.diagnose(pod, free)
-            nz = np.flatnonzero(group.vec)
-            fits_now = group.masks.allowed & np.all(free[:, nz] >= group.vec[nz], axis=1)
+            reason = after.diagnose(pod)
+            fits_now = group.masks.allowed & after.ports_ok(pod) & fits(final, group.vec)
+            code: Code
             if fits_now.any():
                 code = "NotSolved"
                 reason = f"the solver stopped ({status}) before deciding this pod; {reason}"

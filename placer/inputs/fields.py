@@ -54,7 +54,7 @@ class Field:
         for k, v in self.obj().items():
             yield str(k), Field(self.source, self._child_path(str(k)), v)
 
-    def str(self, default: str = "") -> str:
+    def text(self, default: str = "") -> str:
         if self.value is None:
             return default
         if not isinstance(self.value, str):
@@ -64,16 +64,16 @@ class Field:
     def required_str(self) -> str:
         if self.value is None or self.value == "":
             raise self.fail("is required")
-        return self.str()
+        return self.text()
 
-    def int(self, default: int = 0) -> int:
+    def integer(self, default: int = 0) -> int:
         if self.value is None:
             return default
         if isinstance(self.value, bool) or not isinstance(self.value, int):
             raise self.fail(f"expected an integer, got {self.value!r}")
         return self.value
 
-    def bool(self, default: bool = False) -> bool:
+    def flag(self, default: bool = False) -> bool:
         if self.value is None:
             return default
         if not isinstance(self.value, bool):
@@ -89,7 +89,7 @@ class Field:
         return out
 
     def str_list(self) -> tuple[str, ...]:
-        return tuple(item.str() for item in self.items())
+        return tuple(item.text() for item in self.items())
 
     def quantities(self) -> dict[str, int]:
         """A resource list (``{cpu: "500m", memory: "1Gi"}``) in scheduler units."""

@@ -32,12 +32,12 @@ class KubeObjects:
 
 def read_list(doc: Field) -> KubeObjects:
     out = KubeObjects()
-    kind = doc.get("kind").str()
+    kind = doc.get("kind").text()
     items = [doc] if kind in KINDS else list(doc.get("items").items())
     if kind not in KINDS and not doc.get("items").present():
         raise doc.fail("expected a Kubernetes List with items, or placer's native schema (nodes, pods)")
     for item in items:
-        item_kind = item.get("kind").str()
+        item_kind = item.get("kind").text()
         if item_kind == "Node":
             out.nodes.append(_node(item))
         elif item_kind == "Pod":
@@ -54,16 +54,16 @@ def read_list(doc: Field) -> KubeObjects:
 def _meta(item: Field) -> tuple[str, str, Field]:
     meta = item.get("metadata")
     name = meta.get("name").required_str()
-    return meta.get("namespace").str("default") or "default", name, meta
+    return meta.get("namespace").text("default") or "default", name, meta
 
 
 def _owner(meta: Field) -> Owner | None:
     refs = list(meta.get("ownerReferences").items())
-    chosen = next((r for r in refs if r.get("controller").bool()), refs[0] if refs else None)
+    chosen = next((r for r in refs if r.get("controller").flag()), refs[0] if refs else None)
     if chosen is None:
         return None
     return Owner(
-        kind=chosen.get("kind").required_str(), name=chosen.get("name").required_str(), uid=chosen.get("uid").str()
+        kind=chosen.get("kind").required_str(), name=chosen.get("name").required_str(), uid=chosen.get("uid").text()
     )
 
 
@@ -78,7 +78,7 @@ def _node(item: Field) -> Node:
         labels=meta.get("labels").str_map(),
         allocatable=alloc.quantities(),
         taints=parse_taints(spec.get("taints")),
-        unschedulable=spec.get("unschedulable").bool(),
+        unschedulable=spec.get("unschedulable").flag(),
     )
 
 
@@ -95,7 +95,7 @@ def pod_resources(spec: Field) -> tuple[dict[str, int], int, int]:
     """(effective requests, scoring cpu, scoring memory) of a pod spec."""
     containers = [_container_requests(c) for c in spec.get("containers").items()]
     inits = [
-        ContainerRequests(_container_requests(c), sidecar=c.get("restartPolicy").str() == "Always")
+        ContainerRequests(_container_requests(c), sidecar=c.get("restartPolicy").text() == "Always")
         for c in spec.get("initContainers").items()
     ]
     pod_level = spec.get("resources").get("requests").quantities()
@@ -120,23 +120,23 @@ def _pod(item: Field) -> Pod:
     spec, status = item.get("spec"), item.get("status")
     requests, score_cpu, score_mem = pod_resources(spec)
     required, preferred = parse_node_affinity(spec.get("affinity"))
-    restart = spec.get("restartPolicy").str("Always") or "Always"
+    restart = spec.get("restartPolicy").text("Always") or "Always"
     if restart not in ("Always", "OnFailure", "Never"):
         raise spec.get("restartPolicy").fail(f"invalid restartPolicy {restart!r}")
-    preemption = spec.get("preemptionPolicy").str("PreemptLowerPriority") or "PreemptLowerPriority"
+    preemption = spec.get("preemptionPolicy").text("PreemptLowerPriority") or "PreemptLowerPriority"
     if preemption not in ("PreemptLowerPriority", "Never"):
         raise spec.get("preemptionPolicy").fail(f"invalid preemptionPolicy {preemption!r}")
     annotations = meta.get("annotations").str_map()
-    node_name = spec.get("nodeName").str() or None
+    node_name = spec.get("nodeName").text() or None
     return Pod(
         namespace=namespace,
         name=name,
-        uid=meta.get("uid").str(),
+        uid=meta.get("uid").text(),
         node_name=node_name,
-        phase=status.get("phase").str("Running" if node_name else "Pending") or "Pending",
-        scheduler_name=spec.get("schedulerName").str("default-scheduler") or "default-scheduler",
-        creation=meta.get("creationTimestamp").str(),
-        start_time=status.get("startTime").str(),
+        phase=status.get("phase").text("Running" if node_name else "Pending") or "Pending",
+        scheduler_name=spec.get("schedulerName").text("default-scheduler") or "default-scheduler",
+        creation=meta.get("creationTimestamp").text(),
+        start_time=status.get("startTime").text(),
         labels=meta.get("labels").str_map(),
         annotations=annotations,
         requests=requests,
@@ -147,11 +147,11 @@ def _pod(item: Field) -> Pod:
         preferred_terms=preferred,
         tolerations=parse_tolerations(spec.get("tolerations")),
         host_ports=parse_host_ports(list(spec.get("containers").items()) + list(spec.get("initContainers").items())),
-        priority=spec.get("priority").int(0),
-        restart_policy=restart,  # type: ignore[arg-type]
-        preemption_policy=preemption,  # type: ignore[arg-type]
+        priority=spec.get("priority").integer(0),
+        restart_policy=restart,
+        preemption_policy=preemption,
         owner=_owner(meta),
-        scheduling_gates=tuple(g.get("name").str() for g in spec.get("schedulingGates").items()),
+        scheduling_gates=tuple(g.get("name").text() for g in spec.get("schedulingGates").items()),
         mirror=MIRROR_ANNOTATION in annotations,
         unsupported=unsupported_reason(spec),
     )
@@ -163,7 +163,7 @@ def _pdb(item: Field) -> PodDisruptionBudget:
         namespace=namespace,
         name=name,
         selector=parse_label_selector(item.get("spec").get("selector")),
-        disruptions_allowed=item.get("status").get("disruptionsAllowed").int(0),
+        disruptions_allowed=item.get("status").get("disruptionsAllowed").integer(0),
     )
 
 
@@ -173,8 +173,8 @@ def _replicaset(item: Field) -> ReplicaSet:
     return ReplicaSet(
         namespace=namespace,
         name=name,
-        uid=meta.get("uid").str(),
-        scheduler_name=template_spec.get("schedulerName").str("default-scheduler") or "default-scheduler",
+        uid=meta.get("uid").text(),
+        scheduler_name=template_spec.get("schedulerName").text("default-scheduler") or "default-scheduler",
         owner=_owner(meta),
     )
 

@@ -41,7 +41,7 @@ def _requirement(f: Field, *, fields: bool) -> NodeSelectorRequirement:
         raise f.get("values").fail(f"operator {op} takes no values")
     if op in ("Gt", "Lt") and len(values) != 1:
         raise f.get("values").fail(f"operator {op} needs exactly one value")
-    return NodeSelectorRequirement(key=key, operator=op, values=values)  # type: ignore[arg-type]
+    return NodeSelectorRequirement(key=key, operator=op, values=values)
 
 
 def _term(f: Field) -> NodeSelectorTerm:
@@ -62,7 +62,7 @@ def parse_node_affinity(
         required = tuple(_term(t) for t in req.get("nodeSelectorTerms").items())
     preferred = []
     for p in node.get("preferredDuringSchedulingIgnoredDuringExecution").items():
-        weight = p.get("weight").int(0)
+        weight = p.get("weight").integer(0)
         if not 1 <= weight <= 100:
             raise p.get("weight").fail(f"weight must be 1-100, got {weight}")
         preferred.append(PreferredTerm(weight=weight, preference=_term(p.get("preference"))))
@@ -75,23 +75,23 @@ def parse_taints(f: Field) -> tuple[Taint, ...]:
         effect = t.get("effect").required_str()
         if effect not in EFFECTS:
             raise t.get("effect").fail(f"invalid taint effect {effect!r}")
-        taints.append(Taint(key=t.get("key").required_str(), value=t.get("value").str(), effect=effect))  # type: ignore[arg-type]
+        taints.append(Taint(key=t.get("key").required_str(), value=t.get("value").text(), effect=effect))
     return tuple(taints)
 
 
 def parse_tolerations(f: Field) -> tuple[Toleration, ...]:
     out = []
     for t in f.items():
-        op = t.get("operator").str("Equal") or "Equal"
+        op = t.get("operator").text("Equal") or "Equal"
         if op not in ("Exists", "Equal"):
             raise t.get("operator").fail(f"invalid toleration operator {op!r}")
-        effect = t.get("effect").str()
+        effect = t.get("effect").text()
         if effect and effect not in EFFECTS:
             raise t.get("effect").fail(f"invalid toleration effect {effect!r}")
-        key = t.get("key").str()
+        key = t.get("key").text()
         if not key and op != "Exists":
             raise t.fail("a toleration with an empty key must use operator Exists")
-        out.append(Toleration(key=key, operator=op, value=t.get("value").str(), effect=effect))  # type: ignore[arg-type]
+        out.append(Toleration(key=key, operator=op, value=t.get("value").text(), effect=effect))
     return tuple(out)
 
 
@@ -105,7 +105,7 @@ def parse_label_selector(f: Field) -> LabelSelector | None:
             raise r.get("operator").fail(f"invalid operator {op!r}")
         exprs.append(
             LabelSelectorRequirement(key=r.get("key").required_str(), operator=op, values=r.get("values").str_list())
-        )  # type: ignore[arg-type]
+        )
     return LabelSelector(match_labels=f.get("matchLabels").str_map(), match_expressions=tuple(exprs))
 
 
@@ -113,14 +113,14 @@ def parse_host_ports(containers: list[Field]) -> tuple[HostPort, ...]:
     ports = []
     for c in containers:
         for p in c.get("ports").items():
-            host_port = p.get("hostPort").int(0)
+            host_port = p.get("hostPort").integer(0)
             if host_port <= 0:
                 continue
             if host_port > 65535:
                 raise p.get("hostPort").fail(f"port {host_port} out of range")
-            proto = p.get("protocol").str("TCP") or "TCP"
+            proto = p.get("protocol").text("TCP") or "TCP"
             if proto not in ("TCP", "UDP", "SCTP"):
                 raise p.get("protocol").fail(f"invalid protocol {proto!r}")
-            ip = p.get("hostIP").str("0.0.0.0") or "0.0.0.0"
-            ports.append(HostPort(port=host_port, protocol=proto, host_ip=ip))  # type: ignore[arg-type]
+            ip = p.get("hostIP").text("0.0.0.0") or "0.0.0.0"
+            ports.append(HostPort(port=host_port, protocol=proto, host_ip=ip))
     return tuple(ports)

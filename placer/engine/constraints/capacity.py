@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from ortools.sat.python import cp_model
+
 from placer.engine.model import Model
 
 __all__ = ["build"]
@@ -31,4 +33,4 @@ def build(model: Model) -> None:
             worst = sum(c * model.ub(v) for c, v in terms)
             if worst <= room:
                 continue  # cannot bind: every variable's bound already fits
-            model.cp.add(sum(c * v for c, v in terms) <= room)
+            model.cp.add(cp_model.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms]) <= room)

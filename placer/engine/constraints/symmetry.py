@@ -11,6 +11,8 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 
+from ortools.sat.python import cp_model
+
 from placer.engine.model import Model
 
 __all__ = ["build", "node_classes", "order_hint"]
@@ -59,8 +61,8 @@ def build(model: Model) -> list[list[int]]:
     classes = node_classes(model)
     for members in classes:
         for a, b in itertools.pairwise(members):
-            load_a = sum(v for _, v in model.by_node[a])
-            load_b = sum(v for _, v in model.by_node[b])
+            load_a = cp_model.LinearExpr.sum([v for _, v in model.by_node[a]])
+            load_b = cp_model.LinearExpr.sum([v for _, v in model.by_node[b]])
             model.cp.add(load_a >= load_b)
     return classes
 

@@ -17,7 +17,7 @@ __all__ = ["preference", "relaxed_on_matching"]
 
 
 def relaxed_on_matching(model: Model) -> cp_model.LinearExprT | None:
-    terms = []
+    terms: list[cp_model.IntVar] = []
     has_outside = False
     for gi, row in enumerate(model.by_group):
         group = model.batch.groups[gi]
@@ -28,12 +28,12 @@ def relaxed_on_matching(model: Model) -> cp_model.LinearExprT | None:
                 terms.append(var)
             else:
                 has_outside = True
-    return sum(terms) if terms and has_outside else None
+    return cp_model.LinearExpr.sum(terms) if terms and has_outside else None
 
 
 def preference(model: Model) -> cp_model.LinearExprT | None:
-    terms = []
+    terms: list[cp_model.LinearExprT] = []
     for gi, row in enumerate(model.by_group):
         pref = model.batch.groups[gi].masks.preference
         terms.extend(int(pref[n]) * var for n, var in row if pref[n] != 0)
-    return sum(terms) if terms else None
+    return cp_model.LinearExpr.sum(terms) if terms else None

@@ -22,7 +22,7 @@ def per_key(model: Model) -> dict[int, cp_model.LinearExprT]:
     for gi, row in enumerate(model.by_group):
         rank = model.batch.rank(model.batch.groups[gi])
         out.setdefault(rank, []).extend(v for _, v in row)
-    return {rank: sum(vs) for rank, vs in out.items() if vs}
+    return {rank: cp_model.LinearExpr.sum(vs) for rank, vs in out.items() if vs}
 
 
 def weights(model: Model) -> dict[int, int] | None:
@@ -45,4 +45,4 @@ def weighted(model: Model) -> cp_model.LinearExprT | None:
     if w is None:
         return None
     terms = per_key(model)
-    return sum(w[rank] * expr for rank, expr in terms.items())
+    return cp_model.LinearExpr.sum([w[rank] * expr for rank, expr in terms.items()])

@@ -40,12 +40,17 @@ def _node_terms(model: Model, *, intra: bool) -> list[cp_model.LinearExprT]:
         k = len(nu.exprs)
         if k == 0:
             continue
-        total = sum(nu.exprs)
+        total = cp_model.LinearExpr.sum(nu.exprs)
         top = sum(nu.highs)
         factor = _LCM // k
         if intra and w_intra:
             for j, u in enumerate(nu.exprs):
-                dev = _abs_var(model, k * u - total, k * max(nu.highs[j], top), f"dev{nu.node}_{j}")
+                dev = _abs_var(
+                    model,
+                    cp_model.LinearExpr.weighted_sum([u, total], [k, -1]),
+                    k * max(nu.highs[j], top),
+                    f"dev{nu.node}_{j}",
+                )
                 terms.append(w_intra * factor * dev)
         if w_inter:
             d = _abs_var(model, total - k * target, max(top, k * target), f"spread{nu.node}")
@@ -89,12 +94,12 @@ def _pack(model: Model) -> cp_model.LinearExprT:
         emptiness = SCALE - min(SCALE, round(SCALE * fullness))
         fullness_terms.extend(emptiness * var for _, var in entries)
     big = SCALE * sum(g.size for g in model.batch.groups) + 1
-    return big * sum(terms) + sum(fullness_terms)
+    return big * cp_model.LinearExpr.sum(terms) + cp_model.LinearExpr.sum(fullness_terms)
 
 
 def build(model: Model, strategy: str) -> cp_model.LinearExprT:
     if strategy == "pack":
         return _pack(model)
     if strategy == "spread":
-        return sum(_node_terms(model, intra=False))
-    return sum(_node_terms(model, intra=True)) + sum(_class_terms(model))
+        return cp_model.LinearExpr.sum(_node_terms(model, intra=False))
+    return cp_model.LinearExpr.sum(_node_terms(model, intra=True) + _class_terms(model))

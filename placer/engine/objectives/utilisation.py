@@ -35,7 +35,7 @@ def node_utilisations(model: Model) -> list[NodeUtil]:
             base = round(SCALE * float(snap.used[n, col]) * inv)
             terms = [(round(SCALE * float(groups[gi].vec[col]) * inv), var) for gi, var in model.by_node[n]]
             terms = [(c, v) for c, v in terms if c]
-            exprs.append(base + sum(c * v for c, v in terms))
+            exprs.append(base + cp_model.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms]))
             lows.append(base)
             highs.append(base + sum(c * model.ub(v) for c, v in terms))
         out.append(NodeUtil(node=n, exprs=exprs, lows=lows, highs=highs))

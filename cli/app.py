@@ -1,0 +1,143 @@
+"""The ``placer`` command: thin typer wrappers over the library."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from pydantic import ValidationError
+from rich.console import Console
+
+from placer.cli.render import render_compare, render_outcome
+from placer.errors import InputError
+from placer.inputs import cluster_schema, load_cluster
+from placer.models import Config
+from placer.service import SolveOptions, solve_cluster
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Batch placement for Kubernetes on CP-SAT.")
+
+
+class Output(StrEnum):
+    text = "text"
+    json = "json"
+    yaml = "yaml"
+
+
+class Policy(StrEnum):
+    placer = "placer"
+    default = "default"
+    most_requested = "most-requested"
+
+
+class Baseline(StrEnum):
+    default = "default"
+    most_requested = "most-requested"
+
+
+class Strategy(StrEnum):
+    balance = "balance"
+    spread = "spread"
+    pack = "pack"
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"placer: {message}", err=True)
+    return typer.Exit(2)
+
+
+def load_config(path: Path | None) -> Config:
+    if path is None:
+        return Config()
+    source = str(path)
+    try:
+        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise InputError(source, "", f"cannot read file: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(source, "", f"invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise InputError(source, where, err["msg"]) from None
+
+
+@app.command()
+def solve(
+    file: Annotated[Path, typer.Argument(help="kubectl List dump or native-schema cluster (JSON or YAML)")],
+    output: Annotated[Output, typer.Option("--output", "-o", help="text, json or yaml")] = Output.text,
+    policy: Annotated[Policy, typer.Option(help="placer, or a kube-scheduler simulation")] = Policy.placer,
+    compare: Annotated[Baseline | None, typer.Option(help="also run this simulation and show both")] = None,
+    strategy: Annotated[Strategy | None, typer.Option(help="placement strategy (default: balance)")] = None,
+    batch_size: Annotated[int | None, typer.Option(min=1, help="simulate the controller's batches of N pods")] = None,
+    time_limit: Annotated[float | None, typer.Option(min=0.01, help="solver time limit in seconds")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="CP-SAT worker threads")] = None,
+    scheduler_name: Annotated[
+        str | None, typer.Option(help="pods of this schedulerName form the batch; '*' all")
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML/JSON engine configuration")] = None,
+    deterministic: Annotated[bool, typer.Option(help="1 worker, fixed seed, deterministic time limit")] = False,
+    fail_on_unplaced: Annotated[bool, typer.Option(help="exit 1 when pods stay unplaced")] = False,
+) -> None:
+    """Place the pending pods of a cluster and show where each goes, what stays unplaced and why."""
+    try:
+        cfg = load_config(config)
+        cluster = load_cluster(file)
+    except InputError as exc:
+        raise _fail(str(exc)) from None
+    updates: dict[str, Any] = {}
+    if strategy is not None:
+        updates["strategy"] = strategy.value
+    if scheduler_name is not None:
+        updates["scheduler_name"] = scheduler_name
+    solver: dict[str, Any] = {}
+    if time_limit is not None:
+        solver["time_limit"] = time_limit
+    if workers is not None:
+        solver["workers"] = workers
+    if deterministic:
+        solver.update(workers=1, deterministic=True)
+    cfg = cfg.model_copy(update={**updates, "solver": cfg.solver.model_copy(update=solver)})
+    outcome = solve_cluster(cluster, SolveOptions(policy=policy.value, batch_size=batch_size, config=cfg))
+    other = None
+    if compare is not None:
+        other = solve_cluster(cluster, SolveOptions(policy=compare.value, batch_size=batch_size, config=cfg))
+    if output is Output.text:
+        console = Console(width=max(Console().width, 120))
+        render_outcome(console, outcome)
+        if other is not None:
+            console.print()
+            render_compare(console, outcome, other)
+    else:
+        data: Any = outcome.result.contract()
+        if other is not None:
+            data = {"result": data, "compare": other.result.contract()}
+        if output is Output.json:
+            typer.echo(json.dumps(data, indent=2))
+        else:
+            typer.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
+        for warning in outcome.warnings:
+            typer.echo(f"placer: warning: {warning}", err=True)
+    if fail_on_unplaced and outcome.result.unplaced:
+        raise typer.Exit(1)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of placer's native cluster format."""
+    typer.echo(json.dumps(cluster_schema(), indent=2))
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)

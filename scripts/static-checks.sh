@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# mypy --strict and the import-linter contracts over the installed package layout.
+# The repo keeps models/ and cli/ at the top level but they import as placer.models and
+# placer.cli; neither mypy nor import-linter can follow setuptools' editable import hook, so
+# both run over a tree of symlinks shaped like the installed package (build/, git-ignored).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=${VENV:-$root/.venv}
+[[ $venv = /* ]] || venv="$root/$venv"
+tree="$root/build/static"
+rm -rf "$tree" && mkdir -p "$tree/placer"
+for entry in "$root"/placer/*; do ln -s "$entry" "$tree/placer/"; done
+ln -s "$root/models" "$tree/placer/models"
+ln -s "$root/cli" "$tree/placer/cli"
+cd "$tree"
+echo "mypy --strict"
+"$venv/bin/mypy" --config-file "$root/pyproject.toml" placer
+echo "import-linter"
+PYTHONPATH="$tree" "$venv/bin/lint-imports" --config "$root/pyproject.toml" --no-cache

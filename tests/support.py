@@ -1,0 +1,52 @@
+"""Shared test support: build native-schema clusters, solve them, validate every answer.
+
+Every placement the engine returns in a test goes through ``placer.validate`` (which shares no
+code with the engine) before the test looks at it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from placer.inputs import parse_cluster
+from placer.models import Cluster, Config
+from placer.service import Outcome, SolveOptions, solve_cluster
+from placer.validate import validate_placements
+
+DETERMINISTIC = {"solver": {"workers": 1, "deterministic": True, "timeLimit": 5, "seed": 0}}
+
+
+def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110, **extra: Any) -> dict[str, Any]:
+    alloc: dict[str, Any] = {"cpu": cpu, "memory": memory, "pods": pods}
+    alloc.update(extra.pop("allocatable", {}))
+    return {"name": name, "allocatable": alloc, **extra}
+
+
+def pod(name: str, cpu: str = "1", memory: str = "1Gi", **extra: Any) -> dict[str, Any]:
+    requests: dict[str, Any] = {"cpu": cpu, "memory": memory}
+    requests.update(extra.pop("requests", {}))
+    return {"name": name, "requests": requests, **extra}
+
+
+def cluster(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], **extra: Any) -> Cluster:
+    return parse_cluster("test.json", json.dumps({"nodes": nodes, "pods": pods, **extra}))
+
+
+def solve(c: Cluster, *, policy: str = "placer", batch_size: int | None = None, **config: Any) -> Outcome:
+    cfg = Config.model_validate({**DETERMINISTIC, **config})
+    outcome = solve_cluster(c, SolveOptions(policy=policy, batch_size=batch_size, config=cfg))  # type: ignore[arg-type]
+    placements = {p.pod: p.node for p in outcome.result.placements if p.pod}
+    violations = validate_placements(c, placements, restart_tiers=cfg.priority.restart_tiers)
+    assert violations == [], violations
+    return outcome
+
+
+def where(outcome: Outcome) -> dict[str, str]:
+    """Pod name (without namespace) -> node."""
+    return {p.pod.split("/", 1)[1]: p.node for p in outcome.result.placements if p.pod}
+
+
+def unplaced(outcome: Outcome) -> dict[str, str]:
+    """Pod name -> unplaced code."""
+    return {u.pod.split("/", 1)[1]: u.code for u in outcome.result.unplaced}

@@ -1,0 +1,236 @@
+"""The command line: output contract, formats, exit codes, and bad input without tracebacks.
+
+Bad input: each case is one line on stderr naming the file and the object/field, exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from support import node, pod
+from typer.testing import CliRunner
+
+from placer.cli.app import app
+
+runner = CliRunner()
+
+
+def _write(tmp_path: Path, data: Any, name: str = "cluster.json") -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def _boreas(tmp_path: Path) -> Path:
+    pods = [pod(f"proxy-{i}", cpu="7.5", creationTimestamp=f"2024-01-01T00:00:0{i}Z") for i in range(2)]
+    pods += [pod(f"backend-{i}", cpu="5", creationTimestamp=f"2024-01-01T00:01:0{i}Z") for i in range(3)]
+    return _write(tmp_path, {"nodes": [node("a", cpu="15"), node("b", cpu="15")], "pods": pods})
+
+
+def test_json_output_follows_the_contract(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--output", "json", "--deterministic"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert set(data) == {"schemaVersion", "status", "policy", "placements", "unplaced", "evictions", "steps", "metrics"}
+    assert data["schemaVersion"] == 1 and data["policy"] == "placer" and data["status"] == "optimal"
+    assert [p["pod"] for p in data["placements"]] == sorted(p["pod"] for p in data["placements"])
+    assert {p["kind"] for p in data["placements"]} == {"pending"}
+    assert set(data["metrics"]) >= {
+        "placed",
+        "replacements",
+        "moved",
+        "preempted",
+        "unplaced",
+        "imbalance",
+        "std_score",
+        "solve_seconds",
+        "gap",
+    }
+    assert data["metrics"]["placed"] == 5
+
+
+def test_yaml_output_is_the_same_document(tmp_path: Path) -> None:
+    path = _boreas(tmp_path)
+    as_json = json.loads(runner.invoke(app, ["solve", str(path), "-o", "json", "--deterministic"]).stdout)
+    as_yaml = yaml.safe_load(runner.invoke(app, ["solve", str(path), "-o", "yaml", "--deterministic"]).stdout)
+    for doc in (as_json, as_yaml):
+        doc["metrics"].pop("solve_seconds")
+    assert as_json == as_yaml
+
+
+def test_default_policy_and_reason_format(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["solve", str(_boreas(tmp_path)), "-o", "json", "--policy", "default"])
+    data = json.loads(res.stdout)
+    assert data["policy"] == "default"
+    assert data["unplaced"] == [
+        {"pod": "default/backend-2", "code": "Unschedulable", "reason": "0/2 nodes are available: 2 Insufficient cpu."}
+    ]
+
+
+def test_text_output_shows_placements_nodes_and_metrics(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--compare", "default"])
+    assert res.exit_code == 0, res.output
+    for text in ("Placements", "default/proxy-0", "Nodes", "-> 100%", "imbalance", "Side by side", "placed"):
+        assert text in res.stdout
+
+
+def test_fail_on_unplaced_exits_one(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"nodes": [node("a", cpu="1")], "pods": [pod("p", cpu="2")]})
+    assert runner.invoke(app, ["solve", str(path), "-o", "json"]).exit_code == 0
+    assert runner.invoke(app, ["solve", str(path), "-o", "json", "--fail-on-unplaced"]).exit_code == 1
+
+
+def test_strategy_and_config_file_are_honoured(tmp_path: Path) -> None:
+    nodes = [node(f"n{i}") for i in range(3)]
+    path = _write(tmp_path, {"nodes": nodes, "pods": [pod(f"p{i}") for i in range(3)]})
+    packed = json.loads(runner.invoke(app, ["solve", str(path), "-o", "json", "--strategy", "pack"]).stdout)
+    assert len({p["node"] for p in packed["placements"]}) == 1
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("strategy: spread\n")
+    spread = json.loads(runner.invoke(app, ["solve", str(path), "-o", "json", "--config", str(cfg)]).stdout)
+    assert len({p["node"] for p in spread["placements"]}) == 3
+
+
+def test_scheduler_name_selects_the_batch(tmp_path: Path) -> None:
+    pods = [pod("mine"), pod("other", schedulerName="default-scheduler")]
+    path = _write(tmp_path, {"nodes": [node("a")], "pods": pods})
+    only = json.loads(runner.invoke(app, ["solve", str(path), "-o", "json"]).stdout)
+    every = json.loads(runner.invoke(app, ["solve", str(path), "-o", "json", "--scheduler-name", "*"]).stdout)
+    assert only["metrics"]["placed"] == 1 and every["metrics"]["placed"] == 2
+
+
+def test_schema_is_a_json_schema_of_the_native_format() -> None:
+    res = runner.invoke(app, ["schema"])
+    schema = json.loads(res.stdout)
+    assert schema["type"] == "object" and "nodes" in schema["properties"] and "nodes" in schema["required"]
+
+
+def test_a_kubectl_dump_with_unknown_kinds_and_dangling_pods_warns(tmp_path: Path) -> None:
+    doc = {
+        "kind": "List",
+        "items": [
+            {"kind": "Node", "metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "2", "pods": "10"}}},
+            {"kind": "Service", "metadata": {"name": "svc"}},
+            {"kind": "Pod", "metadata": {"name": "ghost"}, "spec": {"nodeName": "gone", "containers": []}},
+            {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"schedulerName": "placer", "containers": []}},
+        ],
+    }
+    res = runner.invoke(app, ["solve", str(_write(tmp_path, doc)), "-o", "json"])
+    assert res.exit_code == 0
+    assert "kind 'Service' ignored" in res.stderr
+    assert "not in the dump" in res.stderr
+    assert json.loads(res.stdout)["metrics"]["placed"] == 1
+
+
+def _node_list(**node_extra: Any) -> dict[str, Any]:
+    item = {"kind": "Node", "metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "2"}}}
+    item.update(node_extra)
+    return {"kind": "List", "items": [item]}
+
+
+def _with_pod(spec: dict[str, Any], meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    doc = _node_list()
+    doc["items"].append({"kind": "Pod", "metadata": meta or {"name": "p"}, "spec": spec})
+    return doc
+
+
+BAD: list[tuple[str, Any, str]] = [
+    ("malformed JSON", '{"kind": "List", "items": [', "invalid JSON"),
+    ("malformed YAML", "kind: List\nitems: [\n  - {a: 1\n", "invalid YAML"),
+    ("empty file", "", "file is empty"),
+    ("not a cluster", "[1, 2, 3]", "expected a Kubernetes List"),
+    ("a list with no nodes", {"kind": "List", "items": []}, "no nodes"),
+    ("unknown quantity suffix", _node_list(status={"allocatable": {"cpu": "2x"}}), "status.allocatable.cpu"),
+    (
+        "negative quantity",
+        _with_pod({"containers": [{"name": "c", "resources": {"requests": {"cpu": "-1"}}}]}),
+        "spec.containers[0].resources.requests.cpu",
+    ),
+    ("NaN quantity", '{"nodes": [{"name": "a", "allocatable": {"cpu": NaN}}]}', "nodes[0].allocatable.cpu"),
+    (
+        "duplicate node names",
+        {"kind": "List", "items": [_node_list()["items"][0], _node_list()["items"][0]]},
+        "duplicate name 'a'",
+    ),
+    (
+        "invalid operator",
+        _with_pod(
+            {
+                "containers": [],
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {"matchExpressions": [{"key": "k", "operator": "Near", "values": ["x"]}]}
+                            ]
+                        }
+                    }
+                },
+            }
+        ),
+        "invalid operator 'Near'",
+    ),
+    (
+        "Gt with two values",
+        _with_pod(
+            {
+                "containers": [],
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {"matchExpressions": [{"key": "k", "operator": "Gt", "values": ["1", "2"]}]}
+                            ]
+                        }
+                    }
+                },
+            }
+        ),
+        "exactly one value",
+    ),
+    ("bad taint effect", _node_list(spec={"taints": [{"key": "k", "effect": "Sometimes"}]}), "spec.taints[0].effect"),
+    ("node without a name", {"kind": "List", "items": [{"kind": "Node", "metadata": {}}]}, "metadata.name"),
+    ("labels that are not a map", _node_list(metadata={"name": "a", "labels": ["x"]}), "metadata.labels"),
+    ("bad restart policy", _with_pod({"containers": [], "restartPolicy": "Sometimes"}), "spec.restartPolicy"),
+    ("native pod missing a name", {"nodes": [node("a")], "pods": [{"requests": {"cpu": "1"}}]}, "pods[0].name"),
+    ("native unknown field", {"nodes": [node("a")], "pods": [pod("p", colour="red")]}, "pods[0].colour"),
+    ("host port out of range", _with_pod({"containers": [{"name": "c", "ports": [{"hostPort": 70000}]}]}), "hostPort"),
+    ("priority that is not an integer", _with_pod({"containers": [], "priority": "high"}), "spec.priority"),
+]
+
+
+@pytest.mark.parametrize(("case", "content", "field"), BAD, ids=[b[0] for b in BAD])
+def test_bad_input_is_one_line_naming_file_and_field_exit_2(
+    tmp_path: Path, case: str, content: Any, field: str
+) -> None:
+    path = _write(tmp_path, content, "bad-input.json")
+    res = runner.invoke(app, ["solve", str(path), "-o", "json"])
+    assert res.exit_code == 2, (case, res.output)
+    assert res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "bad-input.json" in lines[0] and field in lines[0], lines[0]
+    assert "Traceback" not in res.output
+
+
+def test_an_unreadable_file_is_exit_2(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["solve", str(tmp_path / "missing.json")])
+    assert res.exit_code == 2
+    assert "missing.json: cannot read file" in res.stderr
+
+
+def test_a_bad_config_file_is_exit_2_naming_the_field(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("strategy: zigzag\n")
+    res = runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--config", str(cfg)])
+    assert res.exit_code == 2
+    assert "config.yaml: strategy" in res.stderr
+
+
+def test_usage_errors_are_exit_2(tmp_path: Path) -> None:
+    assert runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--batch-size", "0"]).exit_code == 2
+    assert runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--policy", "random"]).exit_code == 2
