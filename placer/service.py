@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from placer.baseline import simulate
+from placer.engine.prefilter import Prefilter
 from placer.engine.snapshot import Snapshot, build_snapshot
 from placer.engine.solve import solve_batch
 from placer.metrics import balance_metrics
-from placer.models import Cluster, Config, Metrics, Placement, Pod, Result, Unplaced
+from placer.models import Cluster, Config, Eviction, Metrics, Placement, Pod, Result, Step, Unplaced
+from placer.plan import Plan, plan_batch
 
 __all__ = ["Outcome", "SolveOptions", "pending_batch", "solve_cluster"]
 
@@ -24,6 +26,8 @@ class SolveOptions:
     policy: Policy = "placer"
     batch_size: int | None = None
     config: Config = field(default_factory=Config)
+    evict: bool = True  # compute a global plan when a batch leaves pods unplaced
+    max_evictions: int | None = None  # cap on moves + preemptions over the whole run
 
 
 @dataclass
@@ -68,6 +72,10 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     placements: list[Placement] = []
     unplaced: list[Unplaced] = []
     status, gap = "optimal", 0.0
+    evictions: list[Eviction] = []
+    steps: list[Step] = []
+    replacements = 0
+    budget = options.max_evictions
     while queue or carried:
         batch, queue = carried + queue[:size], queue[size:]
         if options.policy == "placer":
@@ -76,6 +84,16 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
             gap = max(gap, res.gap)
             done = res.placements
             left = [(pod, str(code), reason) for pod, code, reason in res.unplaced]
+            plan = None
+            if options.evict and left:
+                plan = plan_batch(cluster, state, batch, res, config, max_evictions=budget)
+            if plan is not None:
+                status = max(status, plan.status, key=_STATUS_ORDER.__getitem__)
+                if budget is not None:
+                    budget -= len(plan.evictions)
+                replacements += _apply_plan(state, plan, evictions, steps, placements)
+                done = plan.placements
+                left = _still_unplaced(state, batch, done, left)
         else:
             sim = simulate(state, batch, options.policy)
             done, left = sim.placements, [(p, c, r) for p, c, r in sim.unplaced]
@@ -84,16 +102,21 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
             placements.append(Placement(pod=pod.key, node=state.nodes[node].name))
         carried = [pod for pod, _, _ in left]
         if not queue:
-            unplaced = [Unplaced(pod=pod.key, code=code, reason=reason) for pod, code, reason in left]
+            unplaced = [Unplaced(pod=pod.key, code=code, reason=reason) for pod, code, reason in left]  # type: ignore[arg-type]
             break
     imbalance, std = balance_metrics(*_node_dicts(state))
     result = Result(
         status=status,
         policy=options.policy,
-        placements=sorted(placements, key=lambda p: p.pod or ""),
+        placements=sorted(placements, key=lambda p: p.pod or p.replaces or ""),
         unplaced=sorted(unplaced, key=lambda u: u.pod),
+        evictions=evictions,
+        steps=steps,
         metrics=Metrics(
-            placed=len(placements),
+            placed=sum(1 for p in placements if p.kind == "pending"),
+            replacements=replacements,
+            moved=sum(1 for e in evictions if e.kind == "move"),
+            preempted=sum(1 for e in evictions if e.kind == "preempt"),
             unplaced=len(unplaced),
             imbalance=round(imbalance, 6),
             std_score=round(std, 6),
@@ -102,3 +125,64 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
         ),
     )
     return Outcome(result=result, before=before, after=state, warnings=[*cluster.warnings, *warnings])
+
+
+def _apply_plan(
+    state: Snapshot, plan: Plan, evictions: list[Eviction], steps: list[Step], placements: list[Placement]
+) -> int:
+    """Account a plan on the state; record its evictions, steps and replacement placements."""
+    names = [n.name for n in state.nodes]
+    replaced = 0
+    for e in plan.evictions:
+        state.remove(e.pod, e.node)
+        evictions.append(
+            Eviction(
+                pod=e.pod.key,
+                node=names[e.node],
+                kind=e.kind,
+                to=names[e.to] if e.to is not None else None,
+                for_=e.for_,
+            )
+        )
+        if e.kind == "move" and e.to is not None:
+            stand_in = e.pod.model_copy(update={"name": f"{e.pod.name}~replacement", "node_name": names[e.to]})
+            state.add(stand_in, e.to)
+            owner = e.pod.owner
+            placements.append(
+                Placement(
+                    pod=None,
+                    replaces=e.pod.key,
+                    owner=f"{owner.kind}/{e.pod.namespace}/{owner.name}" if owner else None,
+                    node=names[e.to],
+                    kind="replacement",
+                )
+            )
+            replaced += 1
+    offset = len(steps)
+    for st in plan.steps:
+        steps.append(
+            Step(id=st.id + offset, op=st.op, pod=st.pod, node=names[st.node], after=[a + offset for a in st.after])  # type: ignore[arg-type]
+        )
+    return replaced
+
+
+def _still_unplaced(
+    state: Snapshot, batch: list[Pod], done: list[tuple[Pod, int]], first: list[tuple[Pod, str, str]]
+) -> list[tuple[Pod, str, str]]:
+    """Pods the plan leaves unplaced, with reasons against the state after the plan."""
+    after = state.copy()
+    for pod, node in done:
+        after.add(pod, node)
+    pre = Prefilter(after)
+    placed = {pod.key for pod, _ in done}
+    codes = {pod.key: code for pod, code, _ in first}
+    out = []
+    for pod in batch:
+        if pod.key in placed:
+            continue
+        code = codes.get(pod.key, "Unschedulable")
+        if code == "Unsupported":
+            out.append((pod, code, pod.unsupported or ""))
+            continue
+        out.append((pod, "Outranked" if code == "Outranked" else "Unschedulable", pre.diagnose(pod)))
+    return out

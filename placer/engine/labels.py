@@ -8,6 +8,7 @@ is not an integer; matchFields supports metadata.name.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,11 +22,15 @@ BoolArray = npt.NDArray[np.bool_]
 _ABSENT = -1
 
 
+_INTEGER = re.compile(r"^[+-]?[0-9]+$")
+
+
 def _as_int(text: str) -> int | None:
-    try:
-        return int(text, 10)
-    except ValueError:
+    """Go's strconv.ParseInt(text, 10, 64): optional sign, ASCII digits only, within int64."""
+    if not _INTEGER.match(text):
         return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
 
 
 class NodeLabels:
@@ -58,7 +63,7 @@ class NodeLabels:
             valid = np.zeros(self.size, dtype=np.bool_)
             for i, node in enumerate(self._nodes):
                 parsed = _as_int(node.labels.get(key, "x"))
-                if parsed is not None and -(2**63) <= parsed < 2**63:
+                if parsed is not None:
                     values[i], valid[i] = parsed, True
             col = (values, valid)
             self._ints[key] = col

@@ -49,6 +49,14 @@ class Snapshot:
             self.ports.setdefault(node, []).extend(pod.host_ports)
         self.running[node].append(pod)
 
+    def remove(self, pod: Pod, node: int) -> None:
+        """Release what a pod held on a node (it was evicted or is being re-planned)."""
+        self.used[node] -= pod_vector(pod, self.resources)
+        if pod.host_ports and node in self.ports:
+            for port in pod.host_ports:
+                self.ports[node].remove(port)
+        self.running[node] = [p for p in self.running[node] if p.key != pod.key]
+
     def copy(self) -> Snapshot:
         return Snapshot(
             nodes=self.nodes,

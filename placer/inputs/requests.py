@@ -71,8 +71,8 @@ def effective_requests(
 def _nonzero(requests: Mapping[str, int]) -> dict[str, int]:
     # kube-scheduler substitutes the defaults only when the request is absent, not when it is 0.
     return {
-        "cpu": requests["cpu"] if "cpu" in requests else NONZERO_CPU,
-        "memory": requests["memory"] if "memory" in requests else NONZERO_MEMORY,
+        "cpu": requests.get("cpu", NONZERO_CPU),
+        "memory": requests.get("memory", NONZERO_MEMORY),
     }
 
 

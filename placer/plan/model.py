@@ -1,0 +1,137 @@
+"""The global-plan model: pending pods and (some) running pods are decisions together.
+
+Per running pod r that may be touched: ``p[r]`` (preempted: evicted, not re-placed) and
+``z[r, n]`` (moved: evicted, its ReplicaSet's replacement bound to n); it stays otherwise.
+Capacity on a node: the batch pods bound there plus the replacements moved in minus the pods
+leaving must fit the room free before the plan. PDBs cap each budget's evictions at
+``disruptionsAllowed``; ``max_evictions`` caps them all. A pod is preempted only on a node where a
+pending pod of a strictly higher key that may preempt is placed (all-or-nothing: the preemptor
+then fits, since the whole plan is one feasible assignment).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+from ortools.sat.python import cp_model
+
+from placer.engine.batch import Batch, Group
+from placer.engine.snapshot import Snapshot
+from placer.models import Pod
+
+__all__ = ["Mover", "PlanModel"]
+
+
+@dataclass
+class Mover:
+    """A running pod the plan may evict."""
+
+    pod: Pod
+    home: int
+    vec: npt.NDArray[np.int64]
+    rank: int
+    pdbs: tuple[int, ...]
+    targets: npt.NDArray[np.int64]  # nodes its replacement may be bound to (empty: not movable)
+    preemptible: bool
+
+
+@dataclass
+class PlanModel:
+    batch: Batch
+    movers: list[Mover]
+    current: Snapshot  # the state before the plan (movers still running)
+    cp: cp_model.CpModel = field(default_factory=cp_model.CpModel)
+    y: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
+    z: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
+    p: dict[int, cp_model.IntVar] = field(default_factory=dict)
+    upper: dict[int, int] = field(default_factory=dict)
+
+    moves: dict[int, list[cp_model.IntVar]] = field(default_factory=dict)
+
+    def leaves(self, ri: int) -> cp_model.LinearExpr:
+        """1 when mover ri is evicted (moved or preempted)."""
+        terms = list(self.moves.get(ri, []))
+        if ri in self.p:
+            terms.append(self.p[ri])
+        return cp_model.LinearExpr.sum(terms)
+
+    def build(self, *, pdb_allowed: list[int], max_evictions: int | None) -> None:
+        snap = self.current
+        free = snap.free
+        base_free = self.batch.snapshot.free  # room once every mover is gone
+        self._pending_variables(base_free)
+        for ri, m in enumerate(self.movers):
+            for n in m.targets.tolist():
+                self.z[ri, n] = self.cp.new_bool_var(f"z{ri}_{n}")
+                self.moves.setdefault(ri, []).append(self.z[ri, n])
+            if m.preemptible:
+                self.p[ri] = self.cp.new_bool_var(f"p{ri}")
+            self.cp.add(self.leaves(ri) <= 1)
+        self._preemption_needs_a_preemptor()
+        self._capacity(free)
+        evicted = {ri: self.leaves(ri) for ri in range(len(self.movers))}
+        for b, allowed in enumerate(pdb_allowed):
+            members = [evicted[ri] for ri, m in enumerate(self.movers) if b in m.pdbs]
+            if members:
+                self.cp.add(cp_model.LinearExpr.sum(members) <= max(allowed, 0))
+        if max_evictions is not None:
+            self.cp.add(cp_model.LinearExpr.sum(list(evicted.values())) <= max_evictions)
+
+    def _pending_variables(self, base_free: npt.NDArray[np.int64]) -> None:
+        for gi, group in enumerate(self.batch.groups):
+            nz = np.flatnonzero(group.vec)
+            rows = []
+            for n in group.candidates.tolist():
+                cap = int(np.min(base_free[n, nz] // group.vec[nz])) if len(nz) else group.size
+                ub = min(group.size, cap, 1 if group.has_ports else group.size)
+                if ub <= 0:
+                    continue
+                var = self.cp.new_int_var(0, ub, f"y{gi}_{n}")
+                self.y[gi, n] = var
+                self.upper[var.index] = ub
+                rows.append(var)
+            if rows:
+                self.cp.add(cp_model.LinearExpr.sum(rows) <= group.size)
+
+    def _preemption_needs_a_preemptor(self) -> None:
+        for ri, var in self.p.items():
+            m = self.movers[ri]
+            preemptors = [
+                v
+                for (gi, n), v in self.y.items()
+                if n == m.home and _may_preempt(self.batch, self.batch.groups[gi], m.rank)
+            ]
+            if preemptors:
+                self.cp.add(var <= cp_model.LinearExpr.sum(preemptors))
+            else:
+                self.cp.add(var == 0)
+
+    def _capacity(self, free: npt.NDArray[np.int64]) -> None:
+        groups = self.batch.groups
+        per_node: dict[int, list[tuple[npt.NDArray[np.int64], cp_model.LinearExprT]]] = {}
+        for (gi, n), var in self.y.items():
+            per_node.setdefault(n, []).append((groups[gi].vec, var))
+        for (ri, n), var in self.z.items():
+            per_node.setdefault(n, []).append((self.movers[ri].vec, var))
+        decided = set(self.p) | {ri for ri, _ in self.z}
+        for ri in sorted(decided):
+            m = self.movers[ri]
+            per_node.setdefault(m.home, []).append((-m.vec, self.leaves(ri)))
+        for n, terms in per_node.items():
+            for j in range(free.shape[1]):
+                coeffs = [int(vec[j]) for vec, _ in terms]
+                if not any(c > 0 for c in coeffs):
+                    continue
+                rhs = int(free[n, j])
+                unit = math.gcd(*[abs(c) for c in coeffs if c], abs(rhs)) or 1
+                self.cp.add(
+                    cp_model.LinearExpr.sum([(c // unit) * e for c, (_, e) in zip(coeffs, terms, strict=True) if c])
+                    <= rhs // unit
+                )
+
+
+def _may_preempt(batch: Batch, group: Group, victim_rank: int) -> bool:
+    return batch.rank(group) > victim_rank and group.pods[0].preemption_policy != "Never"
