@@ -23,6 +23,9 @@ test: $(STAMP)
 	VENV=$(VENV) scripts/static-checks.sh
 	$(VENV)/bin/pytest -m "not e2e"
 
+check-fixtures: $(STAMP)
+	$(PLACER) check tests/fixtures/infeasible
+
 bench: $(STAMP)
 	$(PY) -m benchmarks.run
 

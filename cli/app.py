@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,7 +13,9 @@ import typer
 import yaml
 from pydantic import ValidationError
 from rich.console import Console
+from rich.table import Table
 
+from placer.check import find_fixtures, run_fixture
 from placer.cli.render import render_compare, render_outcome
 from placer.errors import InputError
 from placer.inputs import cluster_schema, load_cluster
@@ -86,6 +89,8 @@ def solve(
     config: Annotated[Path | None, typer.Option(help="YAML/JSON engine configuration")] = None,
     deterministic: Annotated[bool, typer.Option(help="1 worker, fixed seed, deterministic time limit")] = False,
     fail_on_unplaced: Annotated[bool, typer.Option(help="exit 1 when pods stay unplaced")] = False,
+    no_evict: Annotated[bool, typer.Option("--no-evict", help="never plan evictions or moves")] = False,
+    max_evictions: Annotated[int | None, typer.Option(min=0, help="cap on moves + preemptions")] = None,
 ) -> None:
     """Place the pending pods of a cluster and show where each goes, what stays unplaced and why."""
     try:
@@ -106,10 +111,13 @@ def solve(
     if deterministic:
         solver.update(workers=1, deterministic=True)
     cfg = cfg.model_copy(update={**updates, "solver": cfg.solver.model_copy(update=solver)})
-    outcome = solve_cluster(cluster, SolveOptions(policy=policy.value, batch_size=batch_size, config=cfg))
+    options = SolveOptions(
+        policy=policy.value, batch_size=batch_size, config=cfg, evict=not no_evict, max_evictions=max_evictions
+    )
+    outcome = solve_cluster(cluster, options)
     other = None
     if compare is not None:
-        other = solve_cluster(cluster, SolveOptions(policy=compare.value, batch_size=batch_size, config=cfg))
+        other = solve_cluster(cluster, replace(options, policy=compare.value))
     if output is Output.text:
         console = Console(width=max(Console().width, 120))
         render_outcome(console, outcome)
@@ -127,6 +135,33 @@ def solve(
         for warning in outcome.warnings:
             typer.echo(f"placer: warning: {warning}", err=True)
     if fail_on_unplaced and outcome.result.unplaced:
+        raise typer.Exit(1)
+
+
+@app.command()
+def check(
+    directory: Annotated[Path, typer.Argument(help="directory of fixtures (each: cluster.json + expect.yaml)")],
+    time_limit: Annotated[float, typer.Option(min=0.01, help="deterministic time limit per solve")] = 10.0,
+) -> None:
+    """Run regression fixtures deterministically; exit 1 on any regression, with what changed."""
+    try:
+        fixtures = find_fixtures(directory)
+        results = [run_fixture(f, time_limit=time_limit) for f in fixtures]
+    except InputError as exc:
+        raise _fail(str(exc)) from None
+    console = Console(width=max(Console().width, 120))
+    table = Table(title=f"placer check {directory}")
+    table.add_column("fixture")
+    table.add_column("result")
+    table.add_column("outcome / what changed", overflow="fold")
+    for r in results:
+        table.add_row(
+            r.name, "[green]pass[/]" if r.passed else "[red]FAIL[/]", r.summary if r.passed else "; ".join(r.diffs)
+        )
+    console.print(table)
+    failed = [r for r in results if not r.passed]
+    console.print(f"{len(results) - len(failed)} of {len(results)} fixtures pass")
+    if failed:
         raise typer.Exit(1)
 
 

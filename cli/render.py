@@ -61,10 +61,24 @@ def render_outcome(console: Console, outcome: Outcome) -> None:
         for u in result.unplaced:
             table.add_row(u.pod, u.code, u.reason)
         console.print(table)
+    if result.evictions:
+        table = Table(title="Global plan: evictions")
+        for col in ("pod", "node", "kind", "to", "for"):
+            table.add_column(col, overflow="fold")
+        for e in result.evictions:
+            table.add_row(e.pod, e.node, e.kind, e.to or "-", ", ".join(e.for_) or "-")
+        console.print(table)
+        steps = Table(title="Global plan: steps (each waits for the steps in 'after')")
+        for col in ("id", "op", "pod", "node", "after"):
+            steps.add_column(col)
+        for st in result.steps:
+            steps.add_row(str(st.id), st.op, st.pod, st.node, ", ".join(map(str, st.after)) or "-")
+        console.print(steps)
     console.print(_node_table(outcome))
     m = result.metrics
     console.print(
-        f"placed {m.placed}, unplaced {m.unplaced}, imbalance {m.imbalance:.4f}, std_score {m.std_score:.4f}, "
+        f"placed {m.placed}, moved {m.moved}, preempted {m.preempted}, unplaced {m.unplaced}, "
+        f"imbalance {m.imbalance:.4f}, std_score {m.std_score:.4f}, "
         f"solve {m.solve_seconds:.3f}s, status {result.status}, gap {m.gap:.4f}"
     )
 

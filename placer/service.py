@@ -94,11 +94,14 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
                 replacements += _apply_plan(state, plan, evictions, steps, placements)
                 done = plan.placements
                 left = _still_unplaced(state, batch, done, left)
+            for pod, node in done:
+                state.add(pod, node)
         else:
-            sim = simulate(state, batch, options.policy)
+            sim = simulate(state, batch, options.policy, pdbs=cluster.pdbs, preemption=options.evict)
             done, left = sim.placements, [(p, c, r) for p, c, r in sim.unplaced]
+            for victim, node, by in sim.preemptions:
+                evictions.append(Eviction(pod=victim.key, node=state.nodes[node].name, kind="preempt", for_=[by.key]))
         for pod, node in done:
-            state.add(pod, node)
             placements.append(Placement(pod=pod.key, node=state.nodes[node].name))
         carried = [pod for pod, _, _ in left]
         if not queue:

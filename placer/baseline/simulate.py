@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from placer.baseline.preemption import preempt
 from placer.engine.prefilter import Prefilter, fits
 from placer.engine.snapshot import Snapshot, pod_vector
-from placer.models import Pod
+from placer.models import Pod, PodDisruptionBudget
 
 __all__ = ["SimResult", "simulate"]
 
@@ -36,6 +37,7 @@ class SimResult:
     placements: list[tuple[Pod, int]]
     unplaced: list[tuple[Pod, str, str]]
     seconds: float
+    preemptions: list[tuple[Pod, int, Pod]] = field(default_factory=list)  # (victim, node, preemptor)
 
 
 def queue_order(pod: Pod) -> tuple[int, str, str, str]:
@@ -50,10 +52,19 @@ def _normalise(raw: npt.NDArray[np.int64], *, reverse: bool) -> npt.NDArray[np.i
     return MAX - scaled if reverse else scaled
 
 
-def simulate(snapshot: Snapshot, pending: Sequence[Pod], scoring: Scoring = "default") -> SimResult:
+def simulate(
+    snapshot: Snapshot,
+    pending: Sequence[Pod],
+    scoring: Scoring = "default",
+    *,
+    pdbs: Sequence[PodDisruptionBudget] = (),
+    preemption: bool = True,
+) -> SimResult:
+    """Place ``pending`` one at a time; ``snapshot`` is updated in place (victims removed, pods added)."""
     started = time.monotonic()
-    snap = snapshot.copy()
+    snap = snapshot
     pre = Prefilter(snap)
+    preemptions: list[tuple[Pod, int, Pod]] = []
     cpu, mem = snap.column("cpu"), snap.column("memory")
     alloc_cm = snap.alloc[:, [cpu, mem]]
     nonzero = np.zeros((len(snap.nodes), 2), dtype=np.int64)
@@ -71,7 +82,18 @@ def simulate(snapshot: Snapshot, pending: Sequence[Pod], scoring: Scoring = "def
         allowed = pre.taint_ok(pod) & pre.matching(pod) & pre.ports_ok(pod) & fits(snap, vec)
         nodes = np.flatnonzero(allowed)
         if len(nodes) == 0:
-            unplaced.append((pod, "Unschedulable", _diagnose(pre, pod)))
+            found = preempt(snap, pre, pod, pdbs, name_rank.tolist()) if preemption else None
+            if found is None:
+                unplaced.append((pod, "Unschedulable", _diagnose(pre, pod)))
+                continue
+            for victim in found.victims:
+                snap.remove(victim, found.node)
+                nonzero[found.node] -= (victim.score_cpu, victim.score_memory)
+                preemptions.append((victim, found.node, pod))
+            # The preemptor is nominated to the node and bound there in the next cycle.
+            placements.append((pod, found.node))
+            snap.add(pod, found.node)
+            nonzero[found.node] += (pod.score_cpu, pod.score_memory)
             continue
         req = nonzero[nodes] + (pod.score_cpu, pod.score_memory)
         cap = alloc_cm[nodes]
@@ -94,7 +116,9 @@ def simulate(snapshot: Snapshot, pending: Sequence[Pod], scoring: Scoring = "def
         placements.append((pod, int(best)))
         snap.add(pod, int(best))
         nonzero[best] += (pod.score_cpu, pod.score_memory)
-    return SimResult(placements=placements, unplaced=unplaced, seconds=time.monotonic() - started)
+    return SimResult(
+        placements=placements, unplaced=unplaced, seconds=time.monotonic() - started, preemptions=preemptions
+    )
 
 
 def _diagnose(pre: Prefilter, pod: Pod) -> str:

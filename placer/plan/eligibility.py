@@ -14,30 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from placer.models import Cluster, LabelSelector, Pod, PodDisruptionBudget
+from placer.engine.selectors import selector_matches
+from placer.models import Cluster, Pod, PodDisruptionBudget
 
-__all__ = ["Eligibility", "classify", "selector_matches"]
+__all__ = ["Eligibility", "classify"]
 
 OPT_OUT = (("placer.io/evictable", "false"), ("cluster-autoscaler.kubernetes.io/safe-to-evict", "false"))
-
-
-def selector_matches(selector: LabelSelector | None, labels: dict[str, str]) -> bool:
-    """metav1.LabelSelector semantics: a null selector matches nothing, an empty one everything."""
-    if selector is None:
-        return False
-    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
-        return False
-    for req in selector.match_expressions:
-        present = req.key in labels
-        if req.operator == "In" and not (present and labels[req.key] in req.values):
-            return False
-        if req.operator == "NotIn" and present and labels[req.key] in req.values:
-            return False
-        if req.operator == "Exists" and not present:
-            return False
-        if req.operator == "DoesNotExist" and present:
-            return False
-    return True
 
 
 @dataclass(frozen=True)
