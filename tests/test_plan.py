@@ -1,0 +1,183 @@
+"""The global plan: when it is made, what it may touch, and the order of its steps.
+
+Aspects: strict improvement only; moves vs preemptions; PDB and --max-evictions caps; opt-outs;
+step graph (binds after the evictions they need, swaps without deadlock); the kube-scheduler
+simulation's DefaultPreemption; `placer check` reporting regressions.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from support import cluster, node, pod
+from typer.testing import CliRunner
+
+from placer.cli.app import app
+from placer.models import Config
+from placer.plan.steps import BindSpec, EvictSpec, order_steps
+from placer.service import Outcome, SolveOptions, solve_cluster
+
+FIXTURES = Path(__file__).parent / "fixtures" / "infeasible"
+
+
+def _solve(c: Any, **options: Any) -> Outcome:
+    cfg = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 5}})
+    return solve_cluster(c, SolveOptions(config=cfg, **options))
+
+
+def _rs(name: str) -> dict[str, str]:
+    return {"kind": "ReplicaSet", "name": name}
+
+
+def _fragmented(**extra: Any) -> Any:
+    pods = [
+        pod("proxy-0", cpu="7.5", node="a", owner=_rs("proxy")),
+        pod("backend-0", cpu="5", node="a", owner=_rs("backend")),
+        pod("proxy-1", cpu="7.5", owner=_rs("proxy")),
+        pod("backend-1", cpu="5", owner=_rs("backend")),
+        pod("backend-2", cpu="5", owner=_rs("backend")),
+    ]
+    rss = extra.pop("replicaSets", [{"name": "proxy"}, {"name": "backend"}])
+    return cluster([node("a", cpu="15"), node("b", cpu="15")], pods, replicaSets=rss, **extra)
+
+
+def test_a_fragmented_batch_is_fixed_by_one_move_and_ordered_steps() -> None:
+    out = _solve(_fragmented()).result
+    assert out.metrics.placed == 3 and out.metrics.moved == 1 and out.metrics.replacements == 1
+    (evict,) = out.evictions
+    assert (evict.kind, evict.node, evict.to) == ("move", "a", "b")
+    ops = {(s.op, s.pod): s for s in out.steps}
+    gone = ops["await-gone", evict.pod]
+    assert ops["evict", evict.pod].id in gone.after
+    assert gone.id in ops["bind", f"replaces:{evict.pod}"].after
+    # Whatever binds into node a (where room is freed) waits until the victim is gone.
+    for s in out.steps:
+        if s.op == "bind" and s.node == "a":
+            assert gone.id in s.after
+    replacement = next(p for p in out.placements if p.kind == "replacement")
+    assert replacement.pod is None and replacement.replaces == evict.pod
+    assert replacement.owner == "ReplicaSet/default/" + evict.pod.split("/")[1].split("-")[0]
+
+
+def test_no_evict_and_zero_max_evictions_disable_the_plan() -> None:
+    assert _solve(_fragmented(), evict=False).result.evictions == []
+    assert _solve(_fragmented(), max_evictions=0).result.evictions == []
+    assert _solve(_fragmented(), evict=False).result.metrics.placed == 2
+
+
+def test_pods_of_a_replicaset_not_scheduled_by_placer_are_not_moved() -> None:
+    c = _fragmented(
+        replicaSets=[
+            {"name": "proxy", "schedulerName": "default-scheduler"},
+            {"name": "backend", "schedulerName": "default-scheduler"},
+        ]
+    )
+    out = _solve(c).result
+    assert out.evictions == [] and out.metrics.placed == 2
+
+
+def test_opted_out_pods_are_never_evicted() -> None:
+    for annotation in ("placer.io/evictable", "cluster-autoscaler.kubernetes.io/safe-to-evict"):
+        c = _fragmented()
+        c = c.model_copy(
+            update={
+                "pods": tuple(
+                    p.model_copy(update={"annotations": {annotation: "false"}}) if p.node_name else p for p in c.pods
+                )
+            }
+        )
+        assert _solve(c).result.evictions == []
+
+
+def test_preemption_takes_the_lowest_key_and_names_the_preemptor() -> None:
+    c = cluster(
+        [node("a", cpu="2")],
+        [
+            pod("job", cpu="1", node="a", restartPolicy="Never"),
+            pod("cron", cpu="1", node="a", restartPolicy="OnFailure"),
+            pod("web", cpu="1"),
+        ],
+    )
+    out = _solve(c).result
+    assert [(e.pod, e.kind, e.for_) for e in out.evictions] == [("default/job", "preempt", ["default/web"])]
+
+
+def test_preemption_policy_never_does_not_preempt() -> None:
+    c = cluster(
+        [node("a", cpu="1")],
+        [pod("job", cpu="1", node="a", restartPolicy="Never"), pod("web", cpu="1", preemptionPolicy="Never")],
+    )
+    assert _solve(c).result.evictions == []
+
+
+def test_pdb_budget_caps_evictions_of_its_pods() -> None:
+    running = [pod(f"job-{i}", cpu="1", node="a", restartPolicy="Never", labels={"app": "job"}) for i in range(2)]
+    pending = [pod(f"web-{i}", cpu="1") for i in range(2)]
+    pdb = [{"name": "jobs", "selector": {"matchLabels": {"app": "job"}}, "disruptionsAllowed": 1}]
+    out = _solve(cluster([node("a", cpu="2")], running + pending, pdbs=pdb)).result
+    assert len(out.evictions) == 1 and out.metrics.placed == 1
+
+
+def test_steps_of_a_swap_evict_both_before_binding_either() -> None:
+    vec = np.array([2], dtype=np.int64)
+    free = np.array([[0], [0]], dtype=np.int64)
+    steps = order_steps(
+        [EvictSpec("ns/x", 0, vec), EvictSpec("ns/y", 1, vec)],
+        [BindSpec("replaces:ns/x", 1, vec, replaces="ns/x"), BindSpec("replaces:ns/y", 0, vec, replaces="ns/y")],
+        free,
+    )
+    by = {(s.op, s.pod): s for s in steps}
+    assert by["bind", "replaces:ns/x"].after == (by["await-gone", "ns/x"].id, by["await-gone", "ns/y"].id)
+    assert by["bind", "replaces:ns/y"].after == (by["await-gone", "ns/x"].id, by["await-gone", "ns/y"].id)
+    position = {s.id: i for i, s in enumerate(steps)}
+    for s in steps:
+        assert all(position[a] < position[s.id] for a in s.after)
+
+
+def test_a_bind_that_fits_already_free_room_does_not_wait() -> None:
+    vec = np.array([1], dtype=np.int64)
+    steps = order_steps([EvictSpec("ns/x", 0, vec)], [BindSpec("ns/new", 0, vec)], np.array([[1]], dtype=np.int64))
+    assert next(s for s in steps if s.op == "bind").after == ()
+
+
+def test_default_simulation_preempts_lower_priority_pods() -> None:
+    c = cluster([node("a", cpu="2")], [pod("low", cpu="2", node="a", priority=1), pod("high", cpu="2", priority=10)])
+    out = _solve(c, policy="default").result
+    assert [(e.pod, e.kind, e.for_) for e in out.evictions] == [("default/low", "preempt", ["default/high"])]
+    assert [p.pod for p in out.placements] == ["default/high"]
+
+
+def test_default_simulation_prefers_the_node_without_pdb_violations() -> None:
+    c = cluster(
+        [node("a", cpu="2"), node("b", cpu="2")],
+        [
+            pod("guarded", cpu="2", node="a", labels={"app": "g"}),
+            pod("free", cpu="2", node="b"),
+            pod("high", cpu="2", priority=10),
+        ],
+        pdbs=[{"name": "g", "selector": {"matchLabels": {"app": "g"}}, "disruptionsAllowed": 0}],
+    )
+    out = _solve(c, policy="default").result
+    assert [e.pod for e in out.evictions] == ["default/free"]
+
+
+def test_check_passes_the_shipped_fixtures_and_fails_a_regression_with_a_diff(tmp_path: Path) -> None:
+    runner = CliRunner()
+    ok = runner.invoke(app, ["check", str(FIXTURES)])
+    assert ok.exit_code == 0, ok.stdout
+    shutil.copytree(FIXTURES / "01-boreas-two-batch", tmp_path / "changed")
+    expect = yaml.safe_load((tmp_path / "changed" / "expect.yaml").read_text())
+    expect["moved"] = 0
+    (tmp_path / "changed" / "expect.yaml").write_text(yaml.safe_dump(expect))
+    bad = runner.invoke(app, ["check", str(tmp_path)])
+    assert bad.exit_code == 1
+    assert "moved: expected 0, got 1" in bad.stdout
+
+
+def test_check_refuses_a_directory_without_fixtures(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["check", str(tmp_path)])
+    assert res.exit_code == 2 and "no fixtures" in res.stderr
