@@ -40,7 +40,9 @@ class Scorer:
         per_resource = np.where(total_alloc > 0, demand / np.where(total_alloc > 0, total_alloc, 1), 0.0)
         self.target = float(per_resource.mean()) if len(per_resource) else 0.0
         weights = config.balance.classes
-        self.class_weights = np.array([[weights.get(c, {}).get(r, 0.0) for r in self.names] for c in CLASSES], dtype=np.float64)
+        self.class_weights = np.array(
+            [[weights.get(c, {}).get(r, 0.0) for r in self.names] for c in CLASSES], dtype=np.float64
+        )
         self.w_intra = config.balance.intra_node
         self.w_inter = config.balance.inter_node
         self.w_class = config.balance.pod_class

@@ -23,8 +23,8 @@ from placer.engine.constraints.symmetry import order_hint
 from placer.engine.encoder import encode
 from placer.engine.greedy import Assignment, greedy
 from placer.engine.model import Model
-from placer.engine.prefilter import Prefilter, fits
 from placer.engine.objectives import affinity, priority, strategy
+from placer.engine.prefilter import Prefilter, fits
 from placer.engine.scoring import Scorer
 from placer.engine.snapshot import Snapshot
 from placer.models import Config, Pod
