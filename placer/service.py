@@ -105,7 +105,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
             placements.append(Placement(pod=pod.key, node=state.nodes[node].name))
         carried = [pod for pod, _, _ in left]
         if not queue:
-            unplaced = [Unplaced(pod=pod.key, code=code, reason=reason) for pod, code, reason in left]  # type: ignore[arg-type]
+            unplaced = [Unplaced(pod=pod.key, code=code, reason=reason) for pod, code, reason in left]
             break
     imbalance, std = balance_metrics(*_node_dicts(state))
     result = Result(
@@ -164,7 +164,7 @@ def _apply_plan(
     offset = len(steps)
     for st in plan.steps:
         steps.append(
-            Step(id=st.id + offset, op=st.op, pod=st.pod, node=names[st.node], after=[a + offset for a in st.after])  # type: ignore[arg-type]
+            Step(id=st.id + offset, op=st.op, pod=st.pod, node=names[st.node], after=[a + offset for a in st.after])
         )
     return replaced
 

@@ -52,7 +52,7 @@ class Scorer:
         util: FloatArray = used[np.ix_(nodes, self.cols)].astype(np.float64) * self.inv_alloc[nodes]
         return util
 
-    def _node_terms(self, util: FloatArray, nodes: npt.NDArray[np.int64]) -> tuple[FloatArray, FloatArray]:
+    def node_terms(self, util: FloatArray, nodes: npt.NDArray[np.int64]) -> tuple[FloatArray, FloatArray]:
         valid = self.valid[nodes]
         k = self.k[nodes]
         mean = util.sum(axis=1) / k
@@ -97,12 +97,27 @@ class Scorer:
             empty = used[nodes].sum(axis=1) == 0
             fullness = before.sum(axis=1) / self.k[nodes]
             return 1000.0 * empty - fullness  # type: ignore[no-any-return]
-        intra0, inter0 = self._node_terms(before, nodes)
-        intra1, inter1 = self._node_terms(after, nodes)
+        intra0, inter0 = self.node_terms(before, nodes)
+        intra1, inter1 = self.node_terms(after, nodes)
         if strategy == "spread":
             return inter1 - inter0
         return (
             self.w_intra * (intra1 - intra0)
             + self.w_inter * (inter1 - inter0)
-            + self.w_class * self.class_cost(vec, nodes, used)
+            + self.w_class * self.class_cost(vec, nodes, self.snapshot.used)
+        )
+
+    def removal(self, vec: npt.NDArray[np.int64], node: int, used: npt.NDArray[np.int64]) -> float:
+        """Change of the strategy objective when one pod of ``vec`` leaves ``node`` (balance, spread)."""
+        at = np.array([node], dtype=np.int64)
+        before = self.util(used, at)
+        after = before - vec[self.cols] * self.inv_alloc[at]
+        intra0, inter0 = self.node_terms(before, at)
+        intra1, inter1 = self.node_terms(after, at)
+        if self.config.strategy == "spread":
+            return float(inter1[0] - inter0[0])
+        return float(
+            self.w_intra * (intra1[0] - intra0[0])
+            + self.w_inter * (inter1[0] - inter0[0])
+            - self.w_class * self.class_cost(vec, at, self.snapshot.used)[0]
         )

@@ -17,6 +17,7 @@ from typing import Literal
 import numpy as np
 from ortools.sat.python import cp_model
 
+from placer.engine import lns
 from placer.engine.batch import Batch, build_batch
 from placer.engine.candidates import select_candidates
 from placer.engine.constraints.symmetry import order_hint
@@ -30,6 +31,9 @@ from placer.engine.snapshot import Snapshot
 from placer.models import Config, Pod
 
 __all__ = ["BatchResult", "LevelReport", "solve_batch"]
+
+# Above this many (pod group, node) pairs, the strategy level runs as neighbourhood re-solves.
+LNS_VARIABLES = 6000
 
 Status = Literal["optimal", "feasible", "fallback"]
 Code = Literal["Unschedulable", "Outranked", "NotSolved", "Unsupported"]
@@ -133,13 +137,39 @@ def solve_batch(snapshot: Snapshot, pending: list[Pod], config: Config) -> Batch
     scorer = Scorer(snapshot, config, demand)
     hint = greedy(batch, scorer)
     select_candidates(batch, scorer, hint, config.solver.candidates)
-    model, classes = encode(batch, scorer)
-    counts = order_hint(classes, _counts(hint))
+    counts = _counts(hint)
     greedy_placed = sum(counts.values())
+    large = sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
+    all_placed = _all_placeable_placed(batch, hint)
+    if large and all_placed:
+        # Level 1 is optimal already; improve the strategy by neighbourhood re-solves.
+        counts, report = lns.improve(
+            batch, scorer, counts, config, config.solver.time_limit - (time.monotonic() - started)
+        )
+        placements, unplaced = _extract(batch, counts, "feasible")
+        return BatchResult(
+            placements=placements,
+            unplaced=unplaced,
+            status="feasible",
+            gap=0.0,
+            seconds=time.monotonic() - started,
+            levels=[
+                LevelReport(
+                    "strategy-lns",
+                    f"{report.accepted}/{report.iterations} accepted",
+                    report.cost_after,
+                    float("nan"),
+                    report.seconds,
+                )
+            ],
+            greedy_placed=greedy_placed,
+        )
+    model, classes = encode(batch, scorer)
+    counts = order_hint(classes, counts)
     levels = _Levels(model, config, counts)
 
     if model.y:
-        if _all_placeable_placed(batch, hint):
+        if all_placed:
             for gi, row in enumerate(model.by_group):
                 if row:
                     model.cp.add(model.placed(gi) == sum(c for (g, _), c in counts.items() if g == gi))
@@ -156,7 +186,21 @@ def solve_batch(snapshot: Snapshot, pending: list[Pod], config: Config) -> Batch
         pref = affinity.preference(model)
         if pref is not None:
             levels.run("preferences", pref, maximize=True)
-        levels.run(f"strategy-{config.strategy}", strategy.build(model, config.strategy), maximize=False)
+        if large:
+            remaining = config.solver.time_limit - (time.monotonic() - started)
+            levels.counts, report = lns.improve(batch, scorer, levels.counts, config, remaining)
+            levels.proven = False
+            levels.reports.append(
+                LevelReport(
+                    "strategy-lns",
+                    f"{report.accepted}/{report.iterations} accepted",
+                    report.cost_after,
+                    float("nan"),
+                    report.seconds,
+                )
+            )
+        else:
+            levels.run(f"strategy-{config.strategy}", strategy.build(model, config.strategy), maximize=False)
 
     placed_total = sum(levels.counts.values())
     status: Status = "optimal" if levels.proven else "feasible"

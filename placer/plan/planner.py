@@ -183,9 +183,9 @@ def plan_batch(
     hint: dict[tuple[int, int], int] = {}
     for gi, group in enumerate(batch.groups):
         for pod in group.pods:
-            n = hint_nodes.get(pod.key)
-            if n is not None and (gi, n) in model.y:
-                hint[gi, n] = hint.get((gi, n), 0) + 1
+            at = hint_nodes.get(pod.key)
+            if at is not None and (gi, at) in model.y:
+                hint[gi, at] = hint.get((gi, at), 0) + 1
     return _solve(model, batch, scorer, config, hint, started, len(hood))
 
 
@@ -250,7 +250,7 @@ def _solve(
     weights = _lex_weights(counts)
     improved = False
     if weights is not None:
-        expr = cp_model.LinearExpr.sum([weights[r] * e for r, es in kept.items() for e in es])  # type: ignore[operator]
+        expr = cp_model.LinearExpr.sum([weights[r] * e for r, es in kept.items() for e in es])
         before = sum(weights[r] * hint_per_rank[r] for r in counts)
         got = run(expr, True)
         improved = got is not None and got[0] > before

@@ -1,0 +1,189 @@
+"""Large-neighbourhood search for the strategy level of large batches.
+
+One CP-SAT model over every (pod, node) pair of a large batch (the TBESK setting: 1,800 pods on
+31 nodes) is too big to improve within seconds. Instead: start from the current answer and
+repeatedly free the batch pods of a few nodes (the worst node by strategy cost plus random
+others), re-solve just those pods over just those nodes with the same constraints and objective,
+keeping every freed pod placed and no earlier level worse, and accept the result only when the
+strategy cost of those nodes decreases. The rest of the cluster is fixed meanwhile, so every
+accepted step keeps the whole answer feasible.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from ortools.sat.python import cp_model
+
+from placer.engine.batch import Batch, Group
+from placer.engine.constraints.symmetry import order_hint
+from placer.engine.descent import descend
+from placer.engine.encoder import encode
+from placer.engine.model import Model
+from placer.engine.objectives import affinity, strategy
+from placer.engine.scoring import Scorer
+from placer.engine.snapshot import Snapshot
+from placer.models import Config
+
+__all__ = ["LnsReport", "improve"]
+
+Counts = dict[tuple[int, int], int]
+TARGET_VARIABLES = 500
+
+
+@dataclass
+class LnsReport:
+    iterations: int
+    accepted: int
+    cost_before: float
+    cost_after: float
+    seconds: float
+
+
+def _used(batch: Batch, counts: Counts) -> npt.NDArray[np.int64]:
+    used = batch.snapshot.used.copy()
+    for (gi, n), c in counts.items():
+        used[n] += batch.groups[gi].vec * c
+    return used
+
+
+def strategy_cost(batch: Batch, scorer: Scorer, counts: Counts, nodes: npt.NDArray[np.int64]) -> float:
+    """The float strategy cost restricted to ``nodes`` (the rest of the cluster is constant)."""
+    used = _used(batch, counts)
+    if scorer.config.strategy == "pack":
+        occupied = used[nodes].sum(axis=1) > 0
+        fullness = (scorer.util(used, nodes).sum(axis=1) / scorer.k[nodes]) * occupied
+        return float(1000.0 * occupied.sum() - fullness.sum())
+    intra, inter = scorer.node_terms(scorer.util(used, nodes), nodes)
+    if scorer.config.strategy == "spread":
+        return float(inter.sum())
+    cost = scorer.w_intra * float(intra.sum()) + scorer.w_inter * float(inter.sum())
+    inside = set(nodes.tolist())
+    for (gi, n), c in counts.items():
+        if n in inside and c:
+            group = batch.groups[gi]
+            cost += scorer.w_class * c * float(scorer.class_cost(group.vec, np.array([n]), batch.snapshot.used)[0])
+    return cost
+
+
+def _sub_batch(batch: Batch, counts: Counts, chosen: npt.NDArray[np.int64]) -> tuple[Batch, list[int], Counts]:
+    """The batch pods on ``chosen`` as a batch of their own; everything else fixed."""
+    inside = set(chosen.tolist())
+    fixed = {k: c for k, c in counts.items() if k[1] not in inside}
+    snap = batch.snapshot
+    sub_snap = Snapshot(
+        nodes=snap.nodes,
+        resources=snap.resources,
+        alloc=snap.alloc,
+        used=_used(batch, fixed),
+        labels=snap.labels,
+        index=snap.index,
+        ports=snap.ports,
+        running=snap.running,
+    )
+    groups: list[Group] = []
+    origin: list[int] = []
+    hint: Counts = {}
+    for gi, group in enumerate(batch.groups):
+        here = {n: c for (g, n), c in counts.items() if g == gi and n in inside and c}
+        total = sum(here.values())
+        if not total:
+            continue
+        feasible = np.intersect1d(group.feasible, chosen).astype(np.int64)
+        sub = Group(pods=group.pods[:total], vec=group.vec, key=group.key, masks=group.masks, feasible=feasible)
+        sub.candidates = feasible
+        for n, c in here.items():
+            hint[len(groups), n] = c
+        groups.append(sub)
+        origin.append(gi)
+    return Batch(snapshot=sub_snap, prefilter=batch.prefilter, groups=groups, key_rank=batch.key_rank), origin, hint
+
+
+def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget: float) -> tuple[Counts, LnsReport]:
+    """Local descent first (cheap), then CP-SAT neighbourhood re-solves for the remaining budget."""
+    started = time.monotonic()
+    counts, _ = descend(batch, scorer, counts, seconds=budget / 2, seed=config.solver.seed)
+    budget -= time.monotonic() - started
+    rng = np.random.default_rng(config.solver.seed)
+    nodes_used = np.array(sorted({n for (_, n), c in counts.items() if c}), dtype=np.int64)
+    pool = np.union1d(nodes_used, np.concatenate([g.candidates for g in batch.groups] or [nodes_used]))
+    pool = pool.astype(np.int64)
+    all_cost = strategy_cost(batch, scorer, counts, pool)
+    report = LnsReport(iterations=0, accepted=0, cost_before=all_cost, cost_after=all_cost, seconds=0.0)
+    if len(pool) < 2:
+        return counts, report
+    per_node = max(sum(counts.values()) / max(len(nodes_used), 1), 1.0)
+    k = int(min(len(pool), max(2, TARGET_VARIABLES // (per_node * 4))))
+    spent = 0.0
+    while spent < budget:
+        used = _used(batch, counts)
+        intra, inter = scorer.node_terms(scorer.util(used, pool), pool)
+        worst = int(pool[int(np.argmax(intra + inter))])
+        others = rng.choice(pool[pool != worst], size=min(k - 1, len(pool) - 1), replace=False)
+        chosen = np.sort(np.append(others, worst)).astype(np.int64)
+        sub, origin, hint = _sub_batch(batch, counts, chosen)
+        step = min(max(budget - spent, 0.05), 1.0)
+        found, seconds = _resolve(sub, config, hint, step)
+        spent += seconds if config.solver.deterministic else time.monotonic() - started - spent
+        report.iterations += 1
+        if found is None:
+            continue
+        candidate = {k2: c for k2, c in counts.items() if k2[1] not in set(chosen.tolist())}
+        for (si, n), c in found.items():
+            if c:
+                candidate[origin[si], n] = candidate.get((origin[si], n), 0) + c
+        before = strategy_cost(batch, scorer, counts, chosen)
+        after = strategy_cost(batch, scorer, candidate, chosen)
+        if after < before - 1e-9:
+            counts = candidate
+            report.accepted += 1
+    report.cost_after = strategy_cost(batch, scorer, counts, pool)
+    report.seconds = time.monotonic() - started
+    return counts, report
+
+
+def _resolve(sub: Batch, config: Config, hint: Counts, limit: float) -> tuple[Counts | None, float]:
+    demand = sum((g.vec * g.size for g in sub.groups), np.zeros(len(sub.snapshot.resources), dtype=np.int64))
+    scorer = Scorer(sub.snapshot, config, demand)
+    model, classes = encode(sub, scorer)
+    hint = order_hint(classes, hint)
+    for gi in range(len(model.by_group)):
+        model.cp.add(model.placed(gi) == sub.groups[gi].size)
+    kept, preference = _earlier_levels(sub, hint)
+    _keep_at_least(model, affinity.relaxed_on_matching(model), kept)
+    _keep_at_least(model, affinity.preference(model), preference)
+    model.cp.minimize(strategy.build(model, config.strategy))
+    for key, var in model.y.items():
+        model.cp.add_hint(var, hint.get(key, 0))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = config.solver.seed
+    if config.solver.deterministic:
+        solver.parameters.max_deterministic_time = limit
+    else:
+        solver.parameters.max_time_in_seconds = limit
+    status = solver.solve(model.cp)
+    seconds = solver.response_proto.deterministic_time
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None, seconds
+    return {key: int(solver.value(var)) for key, var in model.y.items()}, seconds
+
+
+def _keep_at_least(model: Model, expr: cp_model.LinearExprT | None, value: int) -> None:
+    """Keep an earlier level (relaxed pods on matching nodes, preferences) no worse than the hint."""
+    if expr is not None:
+        model.cp.add(expr >= value)
+
+
+def _earlier_levels(sub: Batch, hint: Counts) -> tuple[int, int]:
+    """(relaxed pods on matching nodes, preference total) of the hint, as the objectives count them."""
+    kept = preference = 0
+    for (gi, n), c in hint.items():
+        masks = sub.groups[gi].masks
+        if masks.binding == "relaxed" and masks.matching[n]:
+            kept += c
+        preference += c * int(masks.preference[n])
+    return kept, preference
