@@ -1,0 +1,1 @@
+"""Cluster generators and benchmark runners for placer; results are written to docs/bench/."""

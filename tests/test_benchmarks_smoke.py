@@ -1,0 +1,137 @@
+"""Smoke tests of the benchmark generators and runner at a tiny size: structure, not timing."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `benchmarks/` is not an installed package
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import generate, run  # noqa: E402
+from placer.inputs import load_cluster, parse_cluster  # noqa: E402
+from placer.models import Cluster  # noqa: E402
+from placer.service import SolveOptions, pending_batch, solve_cluster  # noqa: E402
+
+MI = 2**20
+
+
+def test_scale_cluster_counts_and_parses() -> None:
+    c = generate.cluster(20, running_per_node=3, pending=10, seed=3)
+    assert len(c.nodes) == 20
+    assert sum(1 for p in c.pods if p.running) == 60
+    pending, _ = pending_batch(c, "placer")
+    assert len(pending) == 10
+    assert all(p.node_name is None and p.scheduler_name == "placer" for p in pending)
+    # Every running pod is on a known node and the whole cluster survives a validation round trip.
+    names = {n.name for n in c.nodes}
+    assert all(p.node_name in names for p in c.pods if p.running)
+    assert Cluster.model_validate(c.model_dump()) == c
+    assert len({p.key for p in c.pods}) == len(c.pods)
+
+
+def test_scale_cluster_is_seeded() -> None:
+    assert generate.cluster(20, running_per_node=3, pending=10, seed=5) == generate.cluster(
+        20, running_per_node=3, pending=10, seed=5
+    )
+    assert generate.cluster(20, running_per_node=3, pending=10, seed=5) != generate.cluster(
+        20, running_per_node=3, pending=10, seed=6
+    )
+
+
+def test_scale_cluster_has_identical_replicas_and_mixed_constraints() -> None:
+    c = generate.cluster(200, pending=99, seed=1)
+    pending, _ = pending_batch(c, "placer")
+    assert len(pending) == 99
+    owners = Counter(p.owner.name for p in pending if p.owner is not None)
+    assert max(owners.values()) > 1  # Deployments with several replicas
+    assert {p.restart_policy for p in pending} >= {"Always", "OnFailure"}
+    assert len({p.priority for p in pending}) > 1
+    operators = {r.operator for p in pending for t in (p.required_terms or ()) for r in t.match_expressions}
+    assert len(operators) >= 3
+    assert any(p.tolerations for p in pending)
+    assert any(n.taints for n in c.nodes)
+
+
+def test_tbesk_document_ranges_and_classes() -> None:
+    doc = generate.tbesk_document(seed=2, pods=30)
+    text = json.dumps(doc)
+    c = parse_cluster("tbesk.json", text)
+    assert len(c.nodes) == sum(generate.TBESK_NODE_COUNTS) == 31
+    assert len(c.pods) == 30
+    assert all(n.allocatable["pods"] == generate.TBESK_MAX_PODS for n in c.nodes)
+    classes = Counter(p.labels[generate.TBESK_CLASS_LABEL] for p in c.pods)
+    assert classes == {"compressible": 10, "incompressible": 10, "balanced": 10}
+    for pod in c.pods:
+        assert pod.pending and pod.scheduler_name == "placer"
+        cpu = pod.requests["cpu"]
+        mem = pod.requests["memory"] // MI
+        net = pod.requests[generate.BANDWIDTH]
+        disk = pod.requests["ephemeral-storage"] // MI
+        assert generate.TBESK_CPU_M[0] <= cpu <= generate.TBESK_CPU_M[1]
+        assert generate.TBESK_MEMORY_MI[0] <= mem <= generate.TBESK_MEMORY_MI[1]
+        assert generate.TBESK_BANDWIDTH[0] <= net <= generate.TBESK_BANDWIDTH[1]
+        assert generate.TBESK_DISK_MI[0] <= disk <= generate.TBESK_DISK_MI[1]
+        label = pod.labels[generate.TBESK_CLASS_LABEL]
+        for node_type in generate.TBESK_NODE_TYPES:
+            assert generate.tbesk_class([cpu, mem, net, disk], node_type) == label
+
+
+def test_tbesk_class_definition() -> None:
+    small = generate.TBESK_NODE_TYPES[0]  # 16 cores, 24574Mi, 30000 Mbit/s, 800Gi
+    assert generate.tbesk_class([580, 212, 700, 1536], small) == "compressible"
+    assert generate.tbesk_class([70, 383, 50, 15360], small) == "incompressible"
+    assert generate.tbesk_class([580, 212, 50, 15360], small) == "balanced"
+
+
+def test_tbesk_json_is_byte_identical_per_seed() -> None:
+    assert generate.tbesk_json(4, pods=12) == generate.tbesk_json(4, pods=12)
+    assert generate.tbesk_json(4, pods=12) != generate.tbesk_json(5, pods=12)
+
+
+def test_shipped_tbesk_example_is_seed_1() -> None:
+    shipped = (ROOT / "examples" / "tbesk.json").read_text(encoding="utf-8")
+    assert shipped == generate.tbesk_json(1)
+
+
+def test_boreas_example() -> None:
+    c = load_cluster(ROOT / "examples" / "boreas.json")
+    assert len(c.nodes) == 2 and len(c.pods) == 5
+    default = solve_cluster(c, SolveOptions(policy="default")).result.metrics
+    placer = solve_cluster(c, SolveOptions(policy="placer")).result.metrics
+    assert (default.placed, default.unplaced) == (4, 1)
+    assert (placer.placed, placer.unplaced) == (5, 0)
+
+
+def test_run_size_once(tmp_path: Path) -> None:
+    r = run.run_size(
+        20,
+        repeats=1,
+        time_limit=0.05,
+        running_per_node=3,
+        pending=10,
+        quality_max=20,
+        quality_limit=1.0,
+        warmup=False,
+        trace_memory=False,
+    )
+    assert r.nodes == 20 and r.running == 60 and r.pending == 10
+    assert len(r.decisions) == 1 and r.median > 0
+    assert 0 <= r.placed <= 10 and 0 <= r.default_placed <= 10
+    assert r.status in ("optimal", "feasible", "fallback")
+    assert r.quality is not None and r.quality.placed <= 10
+    text = run.render_markdown([r], run.machine_info(), "python -m benchmarks.run --sizes 20")
+    assert "| nodes |" in text and "| 20 |" in text
+    png = tmp_path / "latency.png"
+    run.plot([r], png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("nodes", [1, 1000, 5000, 50000])
+def test_time_limits_fit_the_targets(nodes: int) -> None:
+    assert 0 < run.time_limit_for(nodes) < run.p95_target(nodes)
