@@ -1,0 +1,42 @@
+"""Machine description for benchmark reports: cores, CPU model, memory, versions, date."""
+
+from __future__ import annotations
+
+import os
+import platform
+from datetime import UTC, datetime
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["machine_info"]
+
+
+def machine_info() -> dict[str, str]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        mem_kib = next(
+            int(line.split()[1])
+            for line in Path("/proc/meminfo").read_text(encoding="utf-8").splitlines()
+            if line.startswith("MemTotal")
+        )
+        mem = f"{mem_kib / 2**20:.1f} GiB"
+    except (OSError, StopIteration):
+        mem = "unknown"
+    return {
+        "nproc": str(len(os.sched_getaffinity(0))),
+        "cpu": cpu,
+        "memory": mem,
+        "python": platform.python_version(),
+        "ortools": version("ortools"),
+        "numpy": np.__version__,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }

@@ -1,0 +1,498 @@
+"""Engine benchmark: decision latency, placement and quality per cluster size, plus TBESK.
+
+``python -m benchmarks.run [--sizes 100,1000,5000,10000,50000] [--repeats 5] [--time-limit T]
+[--quick] [--no-tbesk]`` (``make bench``) writes ``docs/bench/engine.md``,
+``docs/bench/engine_latency.png`` and (through ``benchmarks.tbesk``) ``docs/bench/tbesk.md``.
+
+Per size, in a fresh child process (so that its memory high-water mark is its own):
+1. ``benchmarks.generate.cluster(nodes, running_per_node=10, pending=99)``; parse time is not
+   part of the decision: the snapshot (``build_snapshot``) is built once, timed separately.
+2. One untimed warm-up decision, then ``repeats`` timed decisions:
+   ``placer.engine.solve.solve_batch(snapshot, pending, config)``, which is the whole decision
+   (prefilter, greedy hint, candidates, model build, every CP-SAT level, extraction), timed with
+   ``time.perf_counter``. Median and p95 (numpy's linear interpolation: with 5 repeats, p95 is
+   0.2 x the 4th + 0.8 x the slowest).
+3. Memory: ``rss delta`` = growth of the process's ``ru_maxrss`` high-water mark over the warm-up
+   and timed decisions (whole process: Python, numpy and the CP-SAT C++ heap; 0 when a decision
+   needs less than the generator's own peak), and ``py peak`` = tracemalloc peak of one extra
+   decision (Python and numpy allocations only, not CP-SAT's).
+4. ``--policy default``: the kube-scheduler simulation on the same snapshot and batch.
+5. Quality vs unpruned (sizes <= ``--quality-max``): the batch re-solved with candidate pruning
+   off (``candidates = 10**9``) and a long limit (``--quality-limit``, 60 s), as one CP-SAT model
+   (the engine's switch to neighbourhood search above ``LNS_VARIABLES`` pairs, which reports no
+   bound, is lifted for this run). Both answers are
+   scored with one independent float evaluation of the strategy objective (``strategy_cost``:
+   the engine's balance cost over every node the unpruned model touches) and compared with the
+   unpruned run's best bound on its last (strategy) level, scaled back by the engine's
+   integer unit: ``gap = (cost(placer at budget) - bound) / cost(placer at budget)``.
+
+The solver time limit per size is the budget the latency targets imply (p95 <= 0.25 s up to
+5,000 nodes, <= 1.0 s at 50,000 nodes, interpolated log-linearly): ``time_limit_for``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from benchmarks import tbesk
+from benchmarks.generate import cluster
+from benchmarks.machine import machine_info
+from placer.baseline.simulate import simulate
+from placer.engine import solve as engine_solve
+from placer.engine.batch import build_batch
+from placer.engine.objectives.strategy import UNIT
+from placer.engine.scoring import Scorer
+from placer.engine.snapshot import Snapshot, build_snapshot, pod_vector
+from placer.engine.solve import BatchResult, solve_batch
+from placer.models import Config, Pod
+from placer.service import pending_batch
+
+__all__ = [
+    "DEFAULT_SIZES",
+    "QUICK_SIZES",
+    "Quality",
+    "SizeResult",
+    "main",
+    "p95_target",
+    "run_size",
+    "strategy_cost",
+    "time_limit_for",
+]
+
+DEFAULT_SIZES = (100, 1000, 5000, 10000, 50000)
+QUICK_SIZES = (100, 1000)
+OUT_DIR = Path("docs/bench")
+SEED = 1
+RUNNING_PER_NODE = 10
+PENDING = 99
+
+
+def p95_target(nodes: int) -> float:
+    """The latency target: 0.25 s up to 5,000 nodes, 1.0 s at 50,000, log-linear in between."""
+    if nodes <= 5000:
+        return 0.25
+    return float(0.25 * (nodes / 5000) ** np.log10(4.0))
+
+
+def time_limit_for(nodes: int) -> float:
+    """Solver time limit the target implies: 0.15 s up to 5,000 nodes (0.1 s left for the work
+    around the solver), growing to 0.5 s at 50,000 nodes (half of the 1.0 s target)."""
+    if nodes <= 5000:
+        return 0.15
+    return round(float(0.15 * (nodes / 5000) ** np.log10(0.5 / 0.15)), 3)
+
+
+@dataclass
+class Quality:
+    """Placer at the benchmark budget against an unpruned, long solve of the same batch."""
+
+    time_limit: float
+    seconds: float
+    status: str
+    placed: int
+    budget_cost: float  # strategy_cost of the answer at the benchmark budget
+    unpruned_cost: float  # strategy_cost of the unpruned answer
+    unpruned_bound: float  # unpruned strategy level's best bound / UNIT
+    unpruned_value: float  # unpruned strategy level's objective / UNIT (engine's integer form)
+    gap: float  # (budget_cost - unpruned_bound) / budget_cost
+    same_earlier_levels: bool  # the levels before the strategy reached the same values
+
+
+@dataclass
+class SizeResult:
+    nodes: int
+    running: int
+    pending: int
+    time_limit: float
+    target_p95: float
+    workers: int
+    generate_seconds: float
+    snapshot_seconds: float
+    decisions: list[float]
+    median: float
+    p95: float
+    placed: int
+    status: str
+    gap: float
+    levels: list[dict[str, Any]]
+    greedy_placed: int
+    default_placed: int
+    default_seconds: float
+    rss_delta_mib: float
+    py_peak_mib: float
+    quality: Quality | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _maxrss_mib() -> float:
+    # Linux reports ru_maxrss in KiB.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _levels(res: BatchResult) -> list[dict[str, Any]]:
+    return [
+        {"name": lv.name, "status": lv.status, "value": lv.value, "bound": lv.bound, "seconds": round(lv.seconds, 4)}
+        for lv in res.levels
+    ]
+
+
+def strategy_cost(
+    snapshot: Snapshot,
+    pending: Sequence[Pod],
+    config: Config,
+    placements: Sequence[tuple[Pod, int]],
+    nodes: npt.NDArray[np.int64],
+) -> float:
+    """The balance strategy's cost (in the engine's float units) of placing ``placements`` from
+    ``snapshot``, summed over ``nodes``: per node, w_intra x the L1 deviation of its resource
+    utilisations from their mean + w_inter x |mean - cluster target|, plus w_class x each placed
+    pod's TBESK class cost against the snapshot's usage. Independent of the engine's model."""
+    resources = snapshot.resources
+    demand = np.zeros(len(resources), dtype=np.int64)
+    for pod in pending:
+        demand += pod_vector(pod, resources)
+    scorer = Scorer(snapshot, config, demand)
+    used = snapshot.used.copy()
+    class_total = 0.0
+    for pod, n in placements:
+        vec = pod_vector(pod, resources)
+        class_total += float(scorer.class_cost(vec, np.array([n], dtype=np.int64), snapshot.used)[0])
+        used[n] += vec
+    util = scorer.util(used, nodes)
+    valid = scorer.valid[nodes]
+    mean = util.sum(axis=1) / scorer.k[nodes]
+    intra = (np.abs(util - mean[:, None]) * valid).sum(axis=1)
+    inter = np.abs(mean - scorer.target)
+    return float((scorer.w_intra * intra + scorer.w_inter * inter).sum() + scorer.w_class * class_total)
+
+
+def _quality(snapshot: Snapshot, pending: list[Pod], config: Config, budget: BatchResult, limit: float) -> Quality:
+    unpruned_cfg = config.model_copy(
+        update={"solver": config.solver.model_copy(update={"candidates": 10**9, "time_limit": limit})}
+    )
+    # One CP-SAT model over every feasible node: also keep the engine from switching the strategy
+    # level of this (now large) model to neighbourhood search, which reports no bound.
+    saved = getattr(engine_solve, "LNS_VARIABLES", None)
+    if saved is not None:
+        engine_solve.LNS_VARIABLES = 10**12
+    started = time.perf_counter()
+    try:
+        res = solve_batch(snapshot, pending, unpruned_cfg)
+    finally:
+        if saved is not None:
+            engine_solve.LNS_VARIABLES = saved
+    seconds = time.perf_counter() - started
+    batch = build_batch(snapshot, pending, config)
+    touched = np.unique(np.concatenate([g.feasible for g in batch.groups] + [np.zeros(0, dtype=np.int64)]))
+    budget_cost = strategy_cost(snapshot, pending, config, budget.placements, touched)
+    unpruned_cost = strategy_cost(snapshot, pending, config, res.placements, touched)
+    last = res.levels[-1] if res.levels else None
+    ok = last is not None and last.name.startswith("strategy") and not math.isnan(last.bound)
+    bound = last.bound / UNIT if ok and last is not None else float("nan")
+    value = last.value / UNIT if ok and last is not None else float("nan")
+    earlier_b = [(lv.name, lv.value) for lv in budget.levels if not lv.name.startswith("strategy")]
+    earlier_u = [(lv.name, lv.value) for lv in res.levels if not lv.name.startswith("strategy")]
+    same = earlier_b == earlier_u and len(budget.placements) == len(res.placements)
+    gap = (budget_cost - bound) / budget_cost if budget_cost > 0 and not math.isnan(bound) else float("nan")
+    return Quality(
+        time_limit=limit,
+        seconds=round(seconds, 3),
+        status=res.status,
+        placed=len(res.placements),
+        budget_cost=budget_cost,
+        unpruned_cost=unpruned_cost,
+        unpruned_bound=bound,
+        unpruned_value=value,
+        gap=gap,
+        same_earlier_levels=same,
+    )
+
+
+def run_size(
+    nodes: int,
+    repeats: int = 5,
+    time_limit: float | None = None,
+    *,
+    seed: int = SEED,
+    running_per_node: int = RUNNING_PER_NODE,
+    pending: int = PENDING,
+    workers: int | None = None,
+    quality_max: int = 1000,
+    quality_limit: float = 60.0,
+    warmup: bool = True,
+    trace_memory: bool = True,
+) -> SizeResult:
+    """Benchmark one cluster size (see the module docstring)."""
+    limit = time_limit if time_limit is not None else time_limit_for(nodes)
+    solver = {"timeLimit": limit} if workers is None else {"timeLimit": limit, "workers": workers}
+    config = Config(solver=solver)
+    started = time.perf_counter()
+    generated = cluster(nodes, running_per_node=running_per_node, pending=pending, seed=seed)
+    generate_seconds = time.perf_counter() - started
+
+    started = time.perf_counter()
+    batch, _ = pending_batch(generated, config.scheduler_name)
+    snapshot = build_snapshot(generated.nodes, [p for p in generated.pods if p.running], batch)
+    snapshot_seconds = time.perf_counter() - started
+
+    rss0 = _maxrss_mib()
+    if warmup:
+        solve_batch(snapshot, batch, config)
+    times: list[float] = []
+    result: BatchResult | None = None
+    for _ in range(max(repeats, 1)):
+        started = time.perf_counter()
+        result = solve_batch(snapshot, batch, config)
+        times.append(time.perf_counter() - started)
+    assert result is not None
+    rss_delta = max(_maxrss_mib() - rss0, 0.0)
+
+    py_peak = float("nan")
+    if trace_memory:
+        tracemalloc.start()
+        solve_batch(snapshot, batch, config)
+        py_peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+
+    started = time.perf_counter()
+    sim = simulate(snapshot, batch, "default")
+    default_seconds = time.perf_counter() - started
+
+    quality = _quality(snapshot, batch, config, result, quality_limit) if nodes <= quality_max else None
+    arr = np.array(times)
+    return SizeResult(
+        nodes=nodes,
+        running=sum(1 for p in generated.pods if p.running),
+        pending=len(batch),
+        time_limit=limit,
+        target_p95=p95_target(nodes),
+        workers=config.solver.workers,
+        generate_seconds=round(generate_seconds, 3),
+        snapshot_seconds=round(snapshot_seconds, 4),
+        decisions=[round(t, 4) for t in times],
+        median=float(np.median(arr)),
+        p95=float(np.percentile(arr, 95)),
+        placed=len(result.placements),
+        status=result.status,
+        gap=result.gap,
+        levels=_levels(result),
+        greedy_placed=result.greedy_placed,
+        default_placed=len(sim.placements),
+        default_seconds=round(default_seconds, 4),
+        rss_delta_mib=round(rss_delta, 1),
+        py_peak_mib=round(py_peak, 1),
+        quality=quality,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Child processes, report, plot
+# --------------------------------------------------------------------------------------------
+def _from_json(data: dict[str, Any]) -> SizeResult:
+    q = data.pop("quality")
+    return SizeResult(**data, quality=Quality(**q) if q else None)
+
+
+def _run_child(nodes: int, args: argparse.Namespace) -> SizeResult:
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.run",
+        "--child",
+        str(nodes),
+        "--repeats",
+        str(args.repeats),
+        "--quality-max",
+        str(args.quality_max),
+        "--quality-limit",
+        str(args.quality_limit),
+    ]
+    if args.time_limit is not None:
+        cmd += ["--time-limit", str(args.time_limit)]
+    if args.workers is not None:
+        cmd += ["--workers", str(args.workers)]
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
+    return _from_json(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.{digits}f}"
+
+
+def _levels_text(levels: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{lv['name']} {lv['status']} {lv['seconds']:.3f}s" for lv in levels) or "no solver level"
+
+
+def render_markdown(results: Sequence[SizeResult], meta: dict[str, str], command: str) -> str:
+    lines = [
+        "# Engine benchmark",
+        "",
+        f"Command: `{command}` ({meta['date']}).",
+        "",
+        f"Machine: {meta['nproc']} cores (`nproc`), {meta['cpu']} (/proc/cpuinfo), {meta['memory']} RAM; "
+        f"Python {meta['python']}, OR-Tools {meta['ortools']}, numpy {meta['numpy']}. "
+        "Shared machine: other work may have run at the same time.",
+        "",
+        f"Clusters: `benchmarks.generate.cluster(nodes, running_per_node={RUNNING_PER_NODE}, "
+        f"pending={PENDING}, seed={SEED})`: heterogeneous nodes (8 shapes, 3 zones, ~5% dedicated "
+        "NoSchedule, ~5% spot PreferNoSchedule, ~1.5% GPU, ~0.5% cordoned), running pods filling 30-70%, "
+        "99 pending pods in Deployments/Jobs with selectors, affinity (In/NotIn/Exists/DoesNotExist/Gt/Lt), "
+        "tolerations, priorities, restart policies.",
+        "",
+        "Decision = `solve_batch(snapshot, pending, config)` on an in-memory snapshot (prefilter, greedy hint, "
+        "candidates, model build, all CP-SAT levels, extraction), wall clock (`time.perf_counter`), after one "
+        "untimed warm-up. p95 uses numpy's linear interpolation. `snapshot` = `build_snapshot` from the "
+        "generated Cluster (not part of the decision; a controller keeps it up to date incrementally). "
+        "`rss delta` = growth of the process's ru_maxrss over the decisions (fresh process per size; "
+        "includes CP-SAT's C++ heap); `py peak` = tracemalloc peak of one decision (Python + numpy only).",
+        "",
+        "| nodes | running | pending | time limit (s) | target p95 (s) | median (s) | p95 (s) | meets target "
+        "| placed placer | placed default | status | gap | snapshot (s) | default sim (s) | rss delta (MiB) "
+        "| py peak (MiB) |",
+        "|---:|---:|---:|---:|---:|---:|---:|:-:|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        ok = "yes" if r.p95 <= r.target_p95 else "**no**"
+        lines.append(
+            f"| {r.nodes:,} | {r.running:,} | {r.pending} | {r.time_limit:g} | {r.target_p95:.2f} | "
+            f"{r.median:.3f} | {r.p95:.3f} | {ok} | {r.placed} | {r.default_placed} | {r.status} | "
+            f"{_fmt(r.gap, 4)} | {r.snapshot_seconds:.3f} | {r.default_seconds:.3f} | {r.rss_delta_mib:.0f} | "
+            f"{_fmt(r.py_peak_mib, 0)} |"
+        )
+    lines += ["", "Solver levels of the last timed decision (name, CP-SAT status, seconds):", ""]
+    lines += [f"- {r.nodes:,} nodes: {_levels_text(r.levels)}" for r in results]
+    lines += ["", "All decision times (s):", ""]
+    lines += [f"- {r.nodes:,} nodes: {', '.join(f'{t:.3f}' for t in r.decisions)}" for r in results]
+    quality = [r for r in results if r.quality is not None]
+    if quality:
+        lines += [
+            "",
+            "## Quality vs unpruned",
+            "",
+            "The same batch re-solved with candidate pruning off (`candidates = 10**9`) and a long time limit. "
+            "`cost` = the balance strategy objective of an answer, evaluated independently of the model "
+            "(`benchmarks.run.strategy_cost`, over every node the unpruned model touches); `bound` = the "
+            "unpruned run's best bound on its strategy level (integer objective / UNIT); "
+            "`gap` = (cost at budget - bound) / cost at budget. `same levels`: the levels before the strategy "
+            "(placed pods, preferences) reached the same values in both runs, so the strategy costs are "
+            "comparable.",
+            "",
+            "| nodes | budget (s) | cost at budget | unpruned limit (s) | unpruned time (s) | unpruned status "
+            "| unpruned cost | unpruned value | bound | gap to bound | same levels |",
+            "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|:-:|",
+        ]
+        for r in quality:
+            q = r.quality
+            assert q is not None
+            lines.append(
+                f"| {r.nodes:,} | {r.time_limit:g} | {q.budget_cost:.4f} | {q.time_limit:g} | {q.seconds:.1f} | "
+                f"{q.status} | {q.unpruned_cost:.4f} | {_fmt(q.unpruned_value, 4)} | {_fmt(q.unpruned_bound, 4)} | "
+                f"{_fmt(100 * q.gap, 2)}% | {'yes' if q.same_earlier_levels else 'no'} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: Sequence[SizeResult], path: Path) -> None:
+    xs = [r.nodes for r in results]
+    fig = Figure(figsize=(7, 4.2), dpi=120)
+    FigureCanvasAgg(fig)  # the Agg backend, without pyplot's global state
+    ax = fig.add_subplot()
+    ax.plot(xs, [r.median for r in results], "o-", label="median")
+    ax.plot(xs, [r.p95 for r in results], "s--", label="p95")
+    ax.plot(xs, [r.time_limit for r in results], ":", color="grey", label="solver time limit")
+    targets = [(5000, 0.25), (50000, 1.0)]
+    ax.plot([t[0] for t in targets], [t[1] for t in targets], "r^", label="p95 target")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("nodes (log)")
+    ax.set_ylabel("decision time (s, log)")
+    ax.set_title(f"placer decision latency, {PENDING} pending pods, {RUNNING_PER_NODE} running/node")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", help="comma-separated node counts (default 100,1000,5000,10000,50000)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--time-limit", type=float, help="solver time limit for every size (default: per size)")
+    parser.add_argument("--workers", type=int, help="CP-SAT workers (default: the Config default)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: sizes 100,1000, 2 repeats, short limits")
+    parser.add_argument("--quality-max", type=int, default=1000, help="largest size re-solved unpruned")
+    parser.add_argument("--quality-limit", type=float, default=60.0, help="time limit of the unpruned solve")
+    parser.add_argument("--no-tbesk", action="store_true", help="skip the TBESK comparison")
+    parser.add_argument("--tbesk-limit", type=float, default=60.0, help="placer's time limit on TBESK")
+    parser.add_argument("--out", type=Path, default=OUT_DIR)
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.repeats = min(args.repeats, 2)
+        args.quality_limit = min(args.quality_limit, 10.0)
+        args.tbesk_limit = min(args.tbesk_limit, 10.0)
+    if args.child is not None:
+        res = run_size(
+            args.child,
+            args.repeats,
+            args.time_limit,
+            workers=args.workers,
+            quality_max=args.quality_max,
+            quality_limit=args.quality_limit,
+        )
+        print(json.dumps(asdict(res)))
+        return 0
+    sizes = (
+        [int(s) for s in args.sizes.split(",") if s.strip()]
+        if args.sizes
+        else list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
+    )
+    command = "python -m benchmarks.run" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    results = []
+    for n in sizes:
+        limit = args.time_limit if args.time_limit is not None else time_limit_for(n)
+        print(f"[bench] {n:,} nodes: solver time limit {limit:g} s, {args.repeats} repeats ...", flush=True)
+        started = time.perf_counter()
+        r = _run_child(n, args)
+        results.append(r)
+        q = r.quality
+        quality = f", quality gap {_fmt(100 * q.gap, 2)}% (unpruned {q.status})" if q else ""
+        print(
+            f"[bench] {n:,} nodes: median {r.median:.3f} s, p95 {r.p95:.3f} s (target {r.target_p95:.2f}), "
+            f"placed {r.placed}/{r.pending} (default {r.default_placed}), {r.status}, gap {_fmt(r.gap, 4)}"
+            f"{quality}; {time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
+    meta = machine_info()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "engine.md").write_text(render_markdown(results, meta, command), encoding="utf-8")
+    plot(results, args.out / "engine_latency.png")
+    (args.out / "engine.json").write_text(
+        json.dumps({"machine": meta, "command": command, "results": [asdict(r) for r in results]}, indent=2) + "\n",
+        encoding="utf-8",
+    )
+    print(f"[bench] wrote {args.out / 'engine.md'}, {args.out / 'engine_latency.png'}, {args.out / 'engine.json'}")
+    if not args.no_tbesk:
+        tbesk.main(["--time-limit", str(args.tbesk_limit), "--out", str(args.out / "tbesk.md")])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
