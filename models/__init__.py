@@ -17,7 +17,16 @@ from placer.models.cluster import (
     Taint,
     Toleration,
 )
-from placer.models.config import BalanceWeights, Config, PriorityConfig, SolverConfig
+from placer.models.config import (
+    BalanceWeights,
+    Config,
+    ControllerConfig,
+    EvictionLimits,
+    LeaderElection,
+    PlanTimeouts,
+    PriorityConfig,
+    SolverConfig,
+)
 from placer.models.plan import Eviction, Metrics, Placement, Result, Step, Unplaced
 from placer.models.quantities import CPU, QuantityError, format_quantity, parse_quantity, to_units
 
@@ -27,16 +36,20 @@ __all__ = [
     "BalanceWeights",
     "Cluster",
     "Config",
+    "ControllerConfig",
     "Eviction",
+    "EvictionLimits",
     "HostPort",
     "LabelSelector",
     "LabelSelectorRequirement",
+    "LeaderElection",
     "Metrics",
     "Node",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "Owner",
     "Placement",
+    "PlanTimeouts",
     "Pod",
     "PodDisruptionBudget",
     "PreferredTerm",

@@ -6,7 +6,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["BalanceWeights", "Config", "PriorityConfig", "SolverConfig"]
+__all__ = [
+    "BalanceWeights",
+    "Config",
+    "ControllerConfig",
+    "EvictionLimits",
+    "LeaderElection",
+    "PlanTimeouts",
+    "PriorityConfig",
+    "SolverConfig",
+]
 
 Strategy = Literal["balance", "spread", "pack"]
 PodClass = Literal["compressible", "incompressible", "balanced"]
@@ -55,3 +64,44 @@ class Config(_Strict):
     priority: PriorityConfig = Field(default_factory=PriorityConfig)
     balance: BalanceWeights = Field(default_factory=BalanceWeights)
     solver: SolverConfig = Field(default_factory=SolverConfig)
+
+
+class LeaderElection(_Strict):
+    enabled: bool = True
+    lease_name: str = Field("placer", alias="leaseName")
+    namespace: str = "placer-system"
+    lease_duration: float = Field(15.0, gt=0, alias="leaseDurationSeconds")
+    renew_deadline: float = Field(10.0, gt=0, alias="renewDeadlineSeconds")
+    retry_period: float = Field(2.0, gt=0, alias="retryPeriodSeconds")
+
+
+class PlanTimeouts(_Strict):
+    await_gone: float = Field(120.0, gt=0, alias="awaitGoneSeconds")
+    await_replacement: float = Field(60.0, gt=0, alias="awaitReplacementSeconds")
+    await_room: float = Field(120.0, gt=0, alias="awaitRoomSeconds")
+
+
+class EvictionLimits(_Strict):
+    per_cycle: int = Field(10, ge=0, alias="perCycle")
+    per_node: int = Field(2, ge=0, alias="perNode")
+    move_cooldown: float = Field(600.0, ge=0, alias="moveCooldownSeconds")
+
+
+class ControllerConfig(_Strict):
+    """``placer run``: the in-cluster controller (a ConfigMap file, overridden by flags/env)."""
+
+    scheduler_name: str = Field("placer", alias="schedulerName")
+    namespaces: tuple[str, ...] = ()  # empty: all namespaces
+    batch_window: float = Field(30.0, gt=0, alias="batchWindowSeconds")
+    batch_size: int = Field(99, ge=1, alias="batchSize")
+    label_check_period: float = Field(60.0, gt=0, alias="labelCheckPeriodSeconds")
+    resync_period: float = Field(300.0, gt=0, alias="resyncPeriodSeconds")
+    bind_workers: int = Field(8, ge=1, alias="bindWorkers")
+    requeue_backoff: float = Field(5.0, gt=0, alias="requeueBackoffSeconds")
+    max_requeue_backoff: float = Field(60.0, gt=0, alias="maxRequeueBackoffSeconds")
+    metrics_port: int = Field(8080, ge=0, le=65535, alias="metricsPort")
+    dry_run: bool = Field(False, alias="dryRun")
+    leader_election: LeaderElection = Field(default_factory=LeaderElection, alias="leaderElection")
+    plan_timeouts: PlanTimeouts = Field(default_factory=PlanTimeouts, alias="planTimeouts")
+    evictions: EvictionLimits = Field(default_factory=EvictionLimits)
+    engine: Config = Field(default_factory=Config)

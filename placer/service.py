@@ -15,7 +15,7 @@ from placer.metrics import balance_metrics
 from placer.models import Cluster, Config, Eviction, Metrics, Placement, Pod, Result, Step, Unplaced
 from placer.plan import Plan, plan_batch
 
-__all__ = ["Outcome", "SolveOptions", "pending_batch", "solve_cluster"]
+__all__ = ["Decision", "Outcome", "SolveOptions", "decide", "pending_batch", "solve_cluster"]
 
 Policy = Literal["placer", "default", "most-requested"]
 _STATUS_ORDER = {"optimal": 0, "feasible": 1, "fallback": 2}
@@ -59,6 +59,53 @@ def _node_dicts(snap: Snapshot) -> tuple[list[dict[str, int]], list[dict[str, in
     return alloc, used
 
 
+@dataclass
+class Decision:
+    """What placer decides for one batch: placements, a plan (or None), and what stays unplaced."""
+
+    placements: list[tuple[Pod, int]]
+    unplaced: list[tuple[Pod, str, str]]
+    plan: Plan | None
+    status: str
+    gap: float
+
+
+def decide(
+    cluster: Cluster,
+    state: Snapshot,
+    batch: list[Pod],
+    config: Config,
+    *,
+    evict: bool = True,
+    max_evictions: int | None = None,
+    max_per_node: int | None = None,
+    frozen: frozenset[str] = frozenset(),
+) -> Decision:
+    """Solve a batch on ``state`` (not modified); plan evictions when it leaves pods unplaced."""
+    res = solve_batch(state, batch, config)
+    left = [(pod, str(code), reason) for pod, code, reason in res.unplaced]
+    plan = None
+    if evict and left:
+        plan = plan_batch(
+            cluster, state, batch, res, config, max_evictions=max_evictions, max_per_node=max_per_node, frozen=frozen
+        )
+    if plan is None:
+        return Decision(res.placements, left, None, res.status, res.gap)
+    after = state.copy()
+    for e in plan.evictions:
+        after.remove(e.pod, e.node)
+        if e.kind == "move" and e.to is not None:
+            after.add(_stand_in(e.pod, after.nodes[e.to].name), e.to)
+    left = _still_unplaced(after, batch, plan.placements, left)
+    status = max(res.status, plan.status, key=_STATUS_ORDER.__getitem__)
+    return Decision(plan.placements, left, plan, status, res.gap)
+
+
+def _stand_in(pod: Pod, node: str) -> Pod:
+    """The replacement of a moved pod, for accounting until the real one is observed."""
+    return pod.model_copy(update={"name": f"{pod.name}~replacement", "node_name": node})
+
+
 def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     started = time.monotonic()
     config = options.config
@@ -79,21 +126,14 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     while queue or carried:
         batch, queue = carried + queue[:size], queue[size:]
         if options.policy == "placer":
-            res = solve_batch(state, batch, config)
-            status = max(status, res.status, key=_STATUS_ORDER.__getitem__)
-            gap = max(gap, res.gap)
-            done = res.placements
-            left = [(pod, str(code), reason) for pod, code, reason in res.unplaced]
-            plan = None
-            if options.evict and left:
-                plan = plan_batch(cluster, state, batch, res, config, max_evictions=budget)
-            if plan is not None:
-                status = max(status, plan.status, key=_STATUS_ORDER.__getitem__)
+            decision = decide(cluster, state, batch, config, evict=options.evict, max_evictions=budget)
+            status = max(status, decision.status, key=_STATUS_ORDER.__getitem__)
+            gap = max(gap, decision.gap)
+            done, left = decision.placements, decision.unplaced
+            if decision.plan is not None:
                 if budget is not None:
-                    budget -= len(plan.evictions)
-                replacements += _apply_plan(state, plan, evictions, steps, placements)
-                done = plan.placements
-                left = _still_unplaced(state, batch, done, left)
+                    budget -= len(decision.plan.evictions)
+                replacements += _apply_plan(state, decision.plan, evictions, steps, placements)
             for pod, node in done:
                 state.add(pod, node)
         else:
@@ -148,8 +188,7 @@ def _apply_plan(
             )
         )
         if e.kind == "move" and e.to is not None:
-            stand_in = e.pod.model_copy(update={"name": f"{e.pod.name}~replacement", "node_name": names[e.to]})
-            state.add(stand_in, e.to)
+            state.add(_stand_in(e.pod, names[e.to]), e.to)
             owner = e.pod.owner
             placements.append(
                 Placement(

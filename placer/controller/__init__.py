@@ -1,1 +1,1 @@
-"""placer.controller."""
+"""Controller logic as pure state machines: the batcher and the plan executor."""

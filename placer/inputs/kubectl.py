@@ -181,3 +181,26 @@ def _replicaset(item: Field) -> ReplicaSet:
 
 def is_list(data: Any) -> bool:
     return isinstance(data, dict) and ("items" in data or data.get("kind") in KINDS)
+
+
+def parse_pod(raw: Any, source: str = "api") -> Pod:
+    """One Pod object as the API returns it (watch/list), with errors naming the object."""
+    return _pod(Field(source, _where(raw, "Pod"), raw))
+
+
+def parse_node(raw: Any, source: str = "api") -> Node:
+    return _node(Field(source, _where(raw, "Node"), raw))
+
+
+def parse_pdb(raw: Any, source: str = "api") -> PodDisruptionBudget:
+    return _pdb(Field(source, _where(raw, "PodDisruptionBudget"), raw))
+
+
+def parse_replicaset(raw: Any, source: str = "api") -> ReplicaSet:
+    return _replicaset(Field(source, _where(raw, "ReplicaSet"), raw))
+
+
+def _where(raw: Any, kind: str) -> str:
+    meta = raw.get("metadata", {}) if isinstance(raw, dict) else {}
+    ns = meta.get("namespace")
+    return f"{kind} {ns + '/' if ns else ''}{meta.get('name', '?')}"

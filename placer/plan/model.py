@@ -58,7 +58,7 @@ class PlanModel:
             terms.append(self.p[ri])
         return cp_model.LinearExpr.sum(terms)
 
-    def build(self, *, pdb_allowed: list[int], max_evictions: int | None) -> None:
+    def build(self, *, pdb_allowed: list[int], max_evictions: int | None, max_per_node: int | None = None) -> None:
         snap = self.current
         free = snap.free
         base_free = self.batch.snapshot.free  # room once every mover is gone
@@ -79,6 +79,12 @@ class PlanModel:
                 self.cp.add(cp_model.LinearExpr.sum(members) <= max(allowed, 0))
         if max_evictions is not None:
             self.cp.add(cp_model.LinearExpr.sum(list(evicted.values())) <= max_evictions)
+        if max_per_node is not None:
+            homes: dict[int, list[cp_model.LinearExpr]] = {}
+            for ri, m in enumerate(self.movers):
+                homes.setdefault(m.home, []).append(evicted[ri])
+            for leaving in homes.values():
+                self.cp.add(cp_model.LinearExpr.sum(leaving) <= max_per_node)
 
     def _pending_variables(self, base_free: npt.NDArray[np.int64]) -> None:
         for gi, group in enumerate(self.batch.groups):

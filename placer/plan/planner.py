@@ -105,8 +105,14 @@ def plan_batch(
     config: Config,
     *,
     max_evictions: int | None = None,
+    max_per_node: int | None = None,
+    frozen: frozenset[str] = frozenset(),
 ) -> Plan | None:
-    """A plan that places more (higher-key) pods than ``first``, or None."""
+    """A plan that places more (higher-key) pods than ``first``, or None.
+
+    ``max_evictions`` caps moves + preemptions, ``max_per_node`` the evictions on any one node;
+    pods in ``frozen`` (for example moved too recently) are never evicted.
+    """
     started = time.monotonic()
     unplaced = [pod for pod, code, _ in first.unplaced if code != "Unsupported"]
     if not unplaced or max_evictions == 0:
@@ -129,7 +135,7 @@ def plan_batch(
     chosen: list[tuple[Pod, int]] = []
     for pod, n in candidates:
         e = elig[pod.key]
-        if n not in hood or not e.evictable:
+        if n not in hood or not e.evictable or pod.key in frozen:
             continue
         preemptible = top_key is not None and pod_key(pod, restart_tiers=tiers) < top_key
         if not (preemptible or e.movable):
@@ -178,7 +184,11 @@ def plan_batch(
             )
         )
     model = PlanModel(batch=batch, movers=movers, current=state)
-    model.build(pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs], max_evictions=max_evictions)
+    model.build(
+        pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs],
+        max_evictions=max_evictions,
+        max_per_node=max_per_node,
+    )
 
     hint: dict[tuple[int, int], int] = {}
     for gi, group in enumerate(batch.groups):

@@ -1,0 +1,66 @@
+"""The batcher: pending pods gather until the window closes or the batch is full.
+
+Pure: the caller passes the current time and the pods it sees pending. A batch is due once
+``window`` seconds passed since its first pod arrived, or once ``size`` pods gathered. Pods that
+disappear or get bound by someone else drop out. Pods that stayed unplaced come back only after
+their back-off (doubling, capped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+__all__ = ["Batcher"]
+
+
+@dataclass
+class Batcher:
+    window: float
+    size: int
+    backoff: float = 5.0
+    max_backoff: float = 60.0
+    _arrived: dict[str, float] = field(default_factory=dict)
+    _deferred: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (until, current backoff)
+
+    def sync(self, pending: Iterable[str], now: float) -> None:
+        """Make the batch match the pods seen pending now (new ones join, gone ones drop)."""
+        seen = set(pending)
+        for key in list(self._arrived):
+            if key not in seen:
+                del self._arrived[key]
+        for key in list(self._deferred):
+            if key not in seen:
+                del self._deferred[key]
+        for key in sorted(seen):
+            if key in self._arrived:
+                continue
+            until = self._deferred.get(key, (0.0, 0.0))[0]
+            if now >= until:
+                self._arrived[key] = now
+
+    def due(self, now: float) -> bool:
+        if not self._arrived:
+            return False
+        return len(self._arrived) >= self.size or now - min(self._arrived.values()) >= self.window
+
+    def take(self) -> list[str]:
+        """The batch: up to ``size`` pods, oldest first; the rest keep waiting."""
+        ordered = sorted(self._arrived, key=lambda k: (self._arrived[k], k))[: self.size]
+        for key in ordered:
+            del self._arrived[key]
+        return ordered
+
+    def defer(self, key: str, now: float) -> float:
+        """Back a pod off after it stayed unplaced; returns the delay."""
+        current = self._deferred.get(key, (0.0, 0.0))[1]
+        delay = min(self.max_backoff, current * 2 if current else self.backoff)
+        self._deferred[key] = (now + delay, delay)
+        return delay
+
+    def forget(self, key: str) -> None:
+        """The pod was placed: reset its back-off."""
+        self._deferred.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._arrived)

@@ -1,0 +1,224 @@
+"""Executing a global plan step by step against what the cluster really does.
+
+Pure state machine: the caller passes observations (``World``) and the outcomes of the actions
+it carried out; the executor answers with the next actions. Rules:
+
+- ``evict`` becomes an ``Evict`` action once its predecessors are done; a refusal (HTTP 429 from
+  a PodDisruptionBudget, or any error) fails the step and abandons everything that depends on it;
+  404 (already gone) counts as done.
+- ``await-gone`` is done when the victim (same UID) is no longer seen; the room it held counts as
+  free only then. It times out after ``await_gone`` seconds.
+- ``bind`` of a pending pod, or of ``replaces:ns/old`` (the replacement: any new pod of the
+  victim's owner created after the eviction, unbound, not yet claimed; replacements are
+  interchangeable), is issued once predecessors are done and the node really has room for it
+  (``World.free``, which counts terminating pods and binds not yet observed). Waiting for room or
+  for the replacement times out; a bind refused with a conflict is abandoned (the pod is re-queued
+  by the next batch).
+- When a pod or node the plan relies on disappears, the steps that need it are abandoned.
+Abandoned pods simply stay Pending and join a later batch, which re-plans on the real state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from placer.models import Step
+
+__all__ = ["Abandon", "Bind", "Evict", "PlanRun", "PodView", "World"]
+
+State = Literal["waiting", "running", "done", "failed", "abandoned"]
+
+
+@dataclass(frozen=True)
+class PodView:
+    key: str
+    uid: str
+    node: str | None
+    owner_uid: str | None
+    created: float
+    requests: Mapping[str, int] = field(default_factory=dict)
+    deleting: bool = False
+
+
+@dataclass(frozen=True)
+class World:
+    now: float
+    pods: Mapping[str, PodView]
+    free: Mapping[str, Mapping[str, int]]  # node -> free room (terminating pods still hold theirs)
+
+
+@dataclass(frozen=True)
+class Evict:
+    step: int
+    pod: str
+
+
+@dataclass(frozen=True)
+class Bind:
+    step: int
+    pod: str  # the pod actually bound (a captured replacement's own key)
+    node: str
+    nominated: bool = False  # True: only mark status.nominatedNodeName, room not yet free
+
+
+@dataclass(frozen=True)
+class Abandon:
+    step: int
+    pod: str
+    reason: str
+
+
+Action = Evict | Bind | Abandon
+
+
+@dataclass
+class _Step:
+    spec: Step
+    state: State = "waiting"
+    since: float = 0.0
+    target: str | None = None  # the pod a replacement bind captured
+
+
+class PlanRun:
+    def __init__(
+        self,
+        steps: list[Step],
+        victims: Mapping[str, PodView],
+        *,
+        started: float,
+        await_gone: float,
+        await_replacement: float,
+        await_room: float,
+    ) -> None:
+        self.steps = {s.id: _Step(s, since=started) for s in steps}
+        self.victims = dict(victims)
+        self.evicted_at: dict[str, float] = {}
+        self.claimed: set[str] = set()
+        self.await_gone = await_gone
+        self.await_replacement = await_replacement
+        self.await_room = await_room
+        self.nominated: set[int] = set()
+
+    # -- results of actions -----------------------------------------------------------------
+    def evicted(self, step: int, now: float, *, ok: bool, reason: str = "") -> list[Action]:
+        s = self.steps[step]
+        if ok:
+            s.state = "done"
+            self.evicted_at[s.spec.pod] = now
+            return []
+        s.state = "failed"
+        return self._abandon_dependents(step, f"eviction of {s.spec.pod} refused: {reason}")
+
+    def bound(self, step: int, *, ok: bool, reason: str = "") -> list[Action]:
+        s = self.steps[step]
+        s.state = "done" if ok else "failed"
+        if not ok and s.target:
+            self.claimed.discard(s.target)
+        return [] if ok else [Abandon(step, s.target or s.spec.pod, f"bind refused: {reason}")]
+
+    # -- progress -------------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        return all(s.state in ("done", "failed", "abandoned") for s in self.steps.values())
+
+    def advance(self, world: World) -> list[Action]:
+        actions: list[Action] = []
+        free = {n: dict(r) for n, r in world.free.items()}
+        for sid in sorted(self.steps):
+            s = self.steps[sid]
+            if s.state != "waiting":
+                continue
+            preds = [self.steps[a] for a in s.spec.after]
+            if any(p.state in ("failed", "abandoned") for p in preds):
+                actions += self._abandon(sid, "a step it depends on did not happen")
+                continue
+            if any(p.state != "done" for p in preds):
+                continue
+            actions += self._try(sid, s, world, free)
+        return actions
+
+    def _try(self, sid: int, s: _Step, world: World, free: dict[str, dict[str, int]]) -> list[Action]:
+        op, pod, node = s.spec.op, s.spec.pod, s.spec.node
+        if op == "evict":
+            victim = self.victims.get(pod)
+            seen = world.pods.get(pod)
+            if victim is None or seen is None or seen.uid != victim.uid:
+                s.state = "done"  # already gone: nothing to evict
+                self.evicted_at[pod] = world.now
+                return []
+            s.state = "running"
+            return [Evict(sid, pod)]
+        if op == "await-gone":
+            victim = self.victims.get(pod)
+            seen = world.pods.get(pod)
+            if seen is None or victim is None or seen.uid != victim.uid:
+                s.state = "done"
+                return []
+            if world.now - self._ready_since(s) > self.await_gone:
+                return self._abandon(sid, f"{pod} still not gone after {self.await_gone:.0f}s")
+            return []
+        # bind
+        if node not in world.free:
+            return self._abandon(sid, f"node {node} disappeared")
+        if pod.startswith("replaces:"):
+            target = s.target or self._capture(pod.removeprefix("replaces:"), world)
+            if target is None:
+                if world.now - self._ready_since(s) > self.await_replacement:
+                    return self._abandon(sid, f"no replacement for {pod.removeprefix('replaces:')} appeared")
+                return []
+            s.target = target
+        else:
+            target = pod
+        view = world.pods.get(target)
+        if view is None or view.node is not None or view.deleting:
+            return self._abandon(sid, f"{target} is gone or was bound by someone else")
+        room = free[node]
+        if any(room.get(r, 0) < q for r, q in view.requests.items()):
+            if world.now - self._ready_since(s) > self.await_room:
+                return self._abandon(sid, f"node {node} never had room for {target}")
+            if sid not in self.nominated:
+                self.nominated.add(sid)
+                return [Bind(sid, target, node, nominated=True)]
+            return []
+        for r, q in view.requests.items():
+            room[r] = room.get(r, 0) - q
+        s.state = "running"
+        return [Bind(sid, target, node)]
+
+    def _ready_since(self, s: _Step) -> float:
+        done = [self.steps[a] for a in s.spec.after]
+        stamps = [self.evicted_at.get(p.spec.pod, s.since) for p in done if p.spec.op == "evict"]
+        return max([s.since, *stamps])
+
+    def _capture(self, victim_key: str, world: World) -> str | None:
+        victim = self.victims.get(victim_key)
+        if victim is None or victim.owner_uid is None:
+            return None
+        after = self.evicted_at.get(victim_key, 0.0) - 5.0  # tolerate clock skew between client and server
+        for view in sorted(world.pods.values(), key=lambda v: (v.created, v.key)):
+            if (
+                view.owner_uid == victim.owner_uid
+                and view.node is None
+                and not view.deleting
+                and view.key != victim_key
+                and view.key not in self.claimed
+                and view.created >= after
+            ):
+                self.claimed.add(view.key)
+                return view.key
+        return None
+
+    def _abandon(self, sid: int, reason: str) -> list[Action]:
+        s = self.steps[sid]
+        s.state = "abandoned"
+        out: list[Action] = [Abandon(sid, s.target or s.spec.pod, reason)]
+        return out + self._abandon_dependents(sid, reason)
+
+    def _abandon_dependents(self, sid: int, reason: str) -> list[Action]:
+        out: list[Action] = []
+        for other_id, other in self.steps.items():
+            if sid in other.spec.after and other.state == "waiting":
+                out += self._abandon(other_id, reason)
+        return out
