@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
+import socket
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
@@ -19,7 +23,7 @@ from placer.check import find_fixtures, run_fixture
 from placer.cli.render import render_compare, render_outcome
 from placer.errors import InputError
 from placer.inputs import cluster_schema, load_cluster
-from placer.models import Config
+from placer.models import Config, ControllerConfig
 from placer.service import SolveOptions, solve_cluster
 
 __all__ = ["app", "main"]
@@ -53,6 +57,35 @@ class Strategy(StrEnum):
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"placer: {message}", err=True)
     return typer.Exit(2)
+
+
+ENV_PREFIX = "PLACER_"
+
+
+def load_controller_config(path: Path | None, environ: Mapping[str, str]) -> ControllerConfig:
+    """The controller's configuration: the file, then ``PLACER_<FIELD>`` environment overrides
+    (top-level fields by their file names, e.g. PLACER_BATCHWINDOWSECONDS=5, PLACER_DRYRUN=true)."""
+    source = str(path) if path else "environment"
+    data: Any = {}
+    if path is not None:
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except OSError as exc:
+            raise InputError(source, "", f"cannot read file: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            raise InputError(source, "", f"invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        if not isinstance(data, dict):
+            raise InputError(source, "", "expected a mapping of settings")
+    fields = {f.alias or name: f.alias or name for name, f in ControllerConfig.model_fields.items()}
+    lowered = {k.lower(): k for k in fields}
+    for key, value in environ.items():
+        if key.startswith(ENV_PREFIX) and key[len(ENV_PREFIX) :].lower() in lowered:
+            data[lowered[key[len(ENV_PREFIX) :].lower()]] = yaml.safe_load(value)
+    try:
+        return ControllerConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(source, ".".join(str(p) for p in err["loc"]), err["msg"]) from None
 
 
 def load_config(path: Path | None) -> Config:
@@ -163,6 +196,43 @@ def check(
     console.print(f"{len(results) - len(failed)} of {len(results)} fixtures pass")
     if failed:
         raise typer.Exit(1)
+
+
+@app.command()
+def run(
+    config: Annotated[
+        Path | None, typer.Option(help="controller configuration (YAML/JSON, e.g. a ConfigMap file)")
+    ] = None,
+    kubeconfig: Annotated[str | None, typer.Option(help="kubeconfig file (default: in-cluster config)")] = None,
+    dry_run: Annotated[
+        bool | None, typer.Option("--dry-run/--no-dry-run", help="watch and solve, touch nothing")
+    ] = None,
+    scheduler_name: Annotated[str | None, typer.Option(help="schedule pods with this schedulerName")] = None,
+    metrics_port: Annotated[int | None, typer.Option(min=0, max=65535, help="/healthz /readyz /metrics port")] = None,
+    identity: Annotated[str | None, typer.Option(help="leader-election identity (default: hostname)")] = None,
+    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+) -> None:
+    """Run the controller: batch pending pods, bind them, execute global plans."""
+    try:
+        cfg = load_controller_config(config, os.environ)
+    except InputError as exc:
+        raise _fail(str(exc)) from None
+    overrides: dict[str, Any] = {}
+    if dry_run is not None:
+        overrides["dry_run"] = dry_run
+    if scheduler_name is not None:
+        overrides["scheduler_name"] = scheduler_name
+    if metrics_port is not None:
+        overrides["metrics_port"] = metrics_port
+    cfg = cfg.model_copy(update=overrides)
+    cfg = cfg.model_copy(update={"engine": cfg.engine.model_copy(update={"scheduler_name": cfg.scheduler_name})})
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Imported here so that `placer solve` never loads the Kubernetes client.
+    from placer.kube.client import api_client  # noqa: PLC0415
+    from placer.kube.runner import Runner  # noqa: PLC0415
+
+    runner = Runner(api_client(kubeconfig), cfg, identity or os.environ.get("POD_NAME") or socket.gethostname())
+    raise typer.Exit(runner.run())
 
 
 @app.command()

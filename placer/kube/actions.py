@@ -1,0 +1,163 @@
+"""Writes to the API: binds, evictions, deletions, pod conditions, events, nominations.
+
+Each returns an ``Outcome`` instead of raising, so the controller decides what a refusal means
+(409 conflict: re-queue; 429 from a PodDisruptionBudget: stop that branch of the plan; 404:
+already gone).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+__all__ = ["Actions", "Outcome"]
+
+log = logging.getLogger("placer.kube.actions")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    status: int = 0
+    reason: str = ""
+
+
+def _split(key: str) -> tuple[str, str]:
+    ns, name = key.split("/", 1)
+    return ns, name
+
+
+def _failed(exc: ApiException) -> Outcome:
+    return Outcome(ok=False, status=int(exc.status or 0), reason=str(exc.reason or exc))
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class Actions:
+    def __init__(self, api: client.ApiClient, *, scheduler_name: str, identity: str, dry_run: bool = False) -> None:
+        self.core = client.CoreV1Api(api)
+        self.events = client.EventsV1Api(api)
+        self.scheduler_name = scheduler_name
+        self.identity = identity
+        self.dry_run = dry_run
+
+    def bind(self, key: str, node: str, uid: str | None = None) -> Outcome:
+        ns, name = _split(key)
+        if self.dry_run:
+            log.info("dry-run: would bind %s to %s", key, node)
+            return Outcome(ok=True)
+        body = client.V1Binding(
+            metadata=client.V1ObjectMeta(name=name, namespace=ns, uid=uid),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+        )
+        try:
+            # The generated client cannot decode the Binding response; the bind itself succeeds.
+            self.core.create_namespaced_pod_binding(name=name, namespace=ns, body=body, _preload_content=False)
+        except ApiException as exc:
+            return _failed(exc)
+        return Outcome(ok=True)
+
+    def evict(self, key: str) -> Outcome:
+        ns, name = _split(key)
+        if self.dry_run:
+            log.info("dry-run: would evict %s", key)
+            return Outcome(ok=True)
+        body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ns))
+        try:
+            self.core.create_namespaced_pod_eviction(name=name, namespace=ns, body=body, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 404:
+                return Outcome(ok=True, status=404, reason="already gone")
+            return _failed(exc)
+        return Outcome(ok=True)
+
+    def delete(self, key: str) -> Outcome:
+        ns, name = _split(key)
+        if self.dry_run:
+            log.info("dry-run: would delete %s", key)
+            return Outcome(ok=True)
+        try:
+            self.core.delete_namespaced_pod(name=name, namespace=ns, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 404:
+                return Outcome(ok=True, status=404)
+            return _failed(exc)
+        return Outcome(ok=True)
+
+    def unschedulable(self, key: str, message: str) -> Outcome:
+        """PodScheduled=False/Unschedulable with kube-scheduler's message, as `kubectl describe` shows."""
+        ns, name = _split(key)
+        if self.dry_run:
+            return Outcome(ok=True)
+        body = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": message,
+                        "lastTransitionTime": _now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    }
+                ]
+            }
+        }
+        try:
+            self.core.patch_namespaced_pod_status(name=name, namespace=ns, body=body, _preload_content=False)
+        except ApiException as exc:
+            return _failed(exc)
+        return Outcome(ok=True)
+
+    def nominate(self, key: str, node: str | None) -> Outcome:
+        ns, name = _split(key)
+        if self.dry_run:
+            return Outcome(ok=True)
+        body = {"status": {"nominatedNodeName": node}}
+        try:
+            self.core.patch_namespaced_pod_status(name=name, namespace=ns, body=body, _preload_content=False)
+        except ApiException as exc:
+            return _failed(exc)
+        return Outcome(ok=True)
+
+    def annotate(self, key: str, annotations: dict[str, str]) -> Outcome:
+        ns, name = _split(key)
+        if self.dry_run:
+            return Outcome(ok=True)
+        try:
+            self.core.patch_namespaced_pod(
+                name=name, namespace=ns, body={"metadata": {"annotations": annotations}}, _preload_content=False
+            )
+        except ApiException as exc:
+            return _failed(exc)
+        return Outcome(ok=True)
+
+    def event(
+        self, key: str, uid: str, *, reason: str, note: str, kind: str = "Normal", action: str = "Scheduling"
+    ) -> None:
+        """An events.k8s.io/v1 Event on the pod (best effort: a failed event never stops scheduling)."""
+        ns, name = _split(key)
+        if self.dry_run:
+            log.info("dry-run: event %s on %s: %s", reason, key, note)
+            return
+        now = _now()
+        body = client.EventsV1Event(
+            metadata=client.V1ObjectMeta(generate_name=f"{name}.", namespace=ns),
+            event_time=now,
+            action=action,
+            reason=reason,
+            note=note[:1024],
+            type=kind,
+            reporting_controller=f"placer.io/{self.scheduler_name}",
+            reporting_instance=self.identity,
+            regarding=client.V1ObjectReference(api_version="v1", kind="Pod", name=name, namespace=ns, uid=uid),
+        )
+        try:
+            self.events.create_namespaced_event(namespace=ns, body=body, _preload_content=False)
+        except ApiException as exc:
+            log.debug("event on %s failed: %s", key, exc.reason)

@@ -1,0 +1,336 @@
+"""The controller loop (`placer run`): watch, batch, solve, bind, execute plans.
+
+Every tick (0.2 s) it rebuilds the cluster model from the informer caches (parsed pods are cached
+by resourceVersion), adds the binds it issued but has not seen yet (``assumed``, as
+kube-scheduler assumes pods, so nothing is double-booked), and feeds the batcher. When a batch is
+due and no plan is running, it solves it with the same ``decide`` as ``placer solve``: placed
+pods are bound concurrently, unplaced ones get PodScheduled=False/Unschedulable and a
+FailedScheduling event and are backed off, and a global plan is handed to the executor, which
+evicts, waits until victims are gone, captures replacements and binds only into real room.
+
+Crash safety: no plan state is kept outside the process. A restarted controller abandons the
+in-flight plan and re-plans from what the API shows: victims still terminating keep their room
+in the model, replacements and pods waiting for a delayed bind are ordinary pending pods and join
+the next batch, so a crash loses no pod and books no node twice. Replacements bound by a plan
+are annotated ``placer.io/moved-at`` so the move cooldown survives restarts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from kubernetes import client
+
+from placer.controller.batcher import Batcher
+from placer.controller.executor import Abandon, Bind, Evict, PlanRun, PodView, World
+from placer.engine.labels import NodeLabels
+from placer.engine.snapshot import build_snapshot
+from placer.inputs.kubectl import parse_node, parse_pdb, parse_pod, parse_replicaset
+from placer.kube.actions import Actions
+from placer.kube.informers import Informer, informers
+from placer.kube.leader import Leadership
+from placer.kube.serving import Metrics, serve
+from placer.models import Cluster, ControllerConfig, Pod, Step
+from placer.service import decide
+
+__all__ = ["MOVED_AT", "Runner"]
+
+log = logging.getLogger("placer.controller")
+MOVED_AT = "placer.io/moved-at"
+LABEL_POLICY = "placer.io/when-node-labels-change"
+TICK = 0.2
+
+
+def _epoch(stamp: str) -> float:
+    if not stamp:
+        return 0.0
+    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+class Runner:
+    def __init__(self, api: client.ApiClient, cfg: ControllerConfig, identity: str) -> None:
+        self.cfg = cfg
+        self.identity = identity
+        self.informers: dict[str, Informer] = informers(api, resync=cfg.resync_period)
+        self.actions = Actions(api, scheduler_name=cfg.scheduler_name, identity=identity, dry_run=cfg.dry_run)
+        self.batcher = Batcher(
+            window=cfg.batch_window,
+            size=cfg.batch_size,
+            backoff=cfg.requeue_backoff,
+            max_backoff=cfg.max_requeue_backoff,
+        )
+        self.metrics = Metrics()
+        self.stop = threading.Event()
+        self.exit_code = 0
+        self.leadership = Leadership(cfg.leader_election, identity, self._lost)
+        self.assumed: dict[str, tuple[str, float]] = {}
+        self.plan: PlanRun | None = None
+        self.reserved: set[str] = set()  # pending pods a running plan will bind
+        self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="bind")
+        self._parsed: dict[str, tuple[str, Pod]] = {}
+        self._last_tick = time.monotonic()
+        self._label_checked = 0.0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def _lost(self) -> None:
+        self.exit_code = 1
+        self.stop.set()
+
+    def healthy(self) -> bool:
+        return time.monotonic() - self._last_tick < max(30.0, 10 * TICK)
+
+    def ready(self) -> bool:
+        return all(i.synced for i in self.informers.values())
+
+    def run(self) -> int:
+        for inf in self.informers.values():
+            inf.start()
+        server = serve(self.cfg.metrics_port, self.metrics, self.healthy, self.ready) if self.cfg.metrics_port else None
+        for inf in self.informers.values():
+            if not inf.wait_synced(60):
+                log.error("%s informer did not sync within 60s", inf.kind)
+        self.leadership.start()
+        try:
+            while not self.stop.is_set():
+                self._last_tick = time.monotonic()
+                try:
+                    self.tick()
+                except Exception:
+                    log.exception("scheduling cycle failed")
+                self.stop.wait(TICK)
+        finally:
+            for inf in self.informers.values():
+                inf.stop()
+            self.pool.shutdown(wait=False)
+            if server is not None:
+                server.shutdown()
+        return self.exit_code
+
+    # -- the model of the cluster ---------------------------------------------------------------
+    def _pods(self) -> list[tuple[Pod, dict[str, Any]]]:
+        out = []
+        seen = set()
+        for raw in self.informers["Pod"].items():
+            meta = raw.get("metadata", {})
+            key = f"{meta.get('namespace')}/{meta.get('name')}"
+            seen.add(key)
+            version = str(meta.get("resourceVersion", ""))
+            cached = self._parsed.get(key)
+            if cached is None or cached[0] != version:
+                try:
+                    cached = (version, parse_pod(raw))
+                except Exception as exc:
+                    log.warning("skipping pod %s: %s", key, exc)
+                    continue
+                self._parsed[key] = cached
+            out.append((cached[1], raw))
+        for key in set(self._parsed) - seen:
+            del self._parsed[key]
+        return out
+
+    def cluster(self) -> tuple[Cluster, dict[str, dict[str, Any]]]:
+        nodes = [parse_node(r) for r in self.informers["Node"].items()]
+        known = {n.name for n in nodes}
+        pods: list[Pod] = []
+        raws: dict[str, dict[str, Any]] = {}
+        for seen, raw in self._pods():
+            raws[seen.key] = raw
+            pod = seen
+            assumed = self.assumed.get(seen.key)
+            if seen.node_name is None and assumed is not None:
+                pod = seen.model_copy(update={"node_name": assumed[0], "phase": "Running"})
+            elif assumed is not None:
+                del self.assumed[seen.key]  # the bind is observed
+            if pod.node_name is not None and pod.node_name not in known:
+                continue
+            pods.append(pod)
+        for key in [k for k in self.assumed if k not in raws]:
+            del self.assumed[key]
+        cluster = Cluster(
+            nodes=tuple(nodes),
+            pods=tuple(pods),
+            pdbs=tuple(parse_pdb(r) for r in self.informers["PodDisruptionBudget"].items()),
+            replicasets=tuple(parse_replicaset(r) for r in self.informers["ReplicaSet"].items()),
+        )
+        return cluster, raws
+
+    def _schedulable(self, pod: Pod, raw: dict[str, Any]) -> bool:
+        if not pod.pending or pod.scheduler_name != self.cfg.scheduler_name or pod.scheduling_gates:
+            return False
+        if raw.get("metadata", {}).get("deletionTimestamp"):
+            return False
+        if self.cfg.namespaces and pod.namespace not in self.cfg.namespaces:
+            return False
+        return pod.key not in self.reserved and pod.key not in self.assumed
+
+    # -- one cycle ------------------------------------------------------------------------------
+    def tick(self) -> None:
+        cluster, raws = self.cluster()
+        pending = [p.key for p in cluster.pods if self._schedulable(p, raws[p.key])]
+        self.metrics.pending.set(len(pending))
+        self.batcher.sync(pending, time.monotonic())
+        leading = self.leadership.leading.is_set()
+        self.metrics.leader.set(1 if leading else 0)
+        if not leading or not self.ready():
+            return
+        if self.plan is not None:
+            self._advance(cluster, raws)
+        if self.plan is None and self.batcher.due(time.monotonic()):
+            self._solve(cluster, raws)
+        if time.monotonic() - self._label_checked >= self.cfg.label_check_period:
+            self._label_checked = time.monotonic()
+            self._check_labels(cluster)
+
+    def _frozen(self, cluster: Cluster) -> frozenset[str]:
+        cooldown = self.cfg.evictions.move_cooldown
+        now = time.time()
+        return frozenset(
+            p.key
+            for p in cluster.pods
+            if MOVED_AT in p.annotations and now - _epoch(p.annotations[MOVED_AT]) < cooldown
+        )
+
+    def _solve(self, cluster: Cluster, raws: dict[str, dict[str, Any]]) -> None:
+        keys = set(self.batcher.take())
+        batch = [p for p in cluster.pods if p.key in keys and p.pending]
+        if not batch:
+            return
+        running = [p for p in cluster.pods if p.running]
+        state = build_snapshot(cluster.nodes, running, batch)
+        started = time.monotonic()
+        limits = self.cfg.evictions
+        decision = decide(
+            cluster,
+            state,
+            batch,
+            self.cfg.engine,
+            evict=True,
+            max_evictions=limits.per_cycle,
+            max_per_node=limits.per_node,
+            frozen=self._frozen(cluster),
+        )
+        self.metrics.solve_seconds.observe(time.monotonic() - started)
+        self.metrics.batch_size.observe(len(batch))
+        names = [n.name for n in state.nodes]
+        for pod, code, reason in decision.unplaced:
+            self.metrics.unplaced.labels(code=code).inc()
+            self.actions.unschedulable(pod.key, reason)
+            self.actions.event(pod.key, pod.uid, reason="FailedScheduling", note=reason, kind="Warning")
+            self.batcher.defer(pod.key, time.monotonic())
+        if decision.plan is None:
+            self._bind_all([(pod, names[n]) for pod, n in decision.placements])
+            return
+        plan = decision.plan
+        log.info("global plan: %d evictions, %d steps", len(plan.evictions), len(plan.steps))
+        steps = [Step(id=s.id, op=s.op, pod=s.pod, node=names[s.node], after=list(s.after)) for s in plan.steps]
+        victims = {e.pod.key: self._view(e.pod, raws.get(e.pod.key, {})) for e in plan.evictions}
+        self.plan = PlanRun(
+            steps,
+            victims,
+            started=time.time(),
+            await_gone=self.cfg.plan_timeouts.await_gone,
+            await_replacement=self.cfg.plan_timeouts.await_replacement,
+            await_room=self.cfg.plan_timeouts.await_room,
+        )
+        self.reserved = {pod.key for pod, _ in plan.placements}
+        self._advance(cluster, raws)
+
+    def _view(self, pod: Pod, raw: dict[str, Any]) -> PodView:
+        meta = raw.get("metadata", {})
+        owner_uid = next((r.get("uid") for r in meta.get("ownerReferences", []) if r.get("controller")), None)
+        return PodView(
+            key=pod.key,
+            uid=pod.uid,
+            node=pod.node_name,
+            owner_uid=owner_uid,
+            created=_epoch(pod.creation),
+            requests={**pod.requests, "pods": 1},
+            deleting=bool(meta.get("deletionTimestamp")),
+        )
+
+    def _world(self, cluster: Cluster, raws: dict[str, dict[str, Any]]) -> World:
+        running = [p for p in cluster.pods if p.running]
+        snap = build_snapshot(cluster.nodes, running, [])
+        free = {
+            node.name: dict(zip(snap.resources, snap.free[i].tolist(), strict=True))
+            for i, node in enumerate(snap.nodes)
+        }
+        views = {p.key: self._view(p, raws.get(p.key, {})) for p in cluster.pods}
+        return World(now=time.time(), pods=views, free=free)
+
+    def _advance(self, cluster: Cluster, raws: dict[str, dict[str, Any]]) -> None:
+        assert self.plan is not None
+        queue = self.plan.advance(self._world(cluster, raws))
+        while queue:
+            action = queue.pop(0)
+            if isinstance(action, Evict):
+                out = self.actions.evict(action.pod)
+                kind = "plan"
+                self.metrics.evictions.labels(kind=kind, result="ok" if out.ok else str(out.status)).inc()
+                if out.ok:
+                    view = self.plan.victims.get(action.pod)
+                    self.actions.event(
+                        action.pod,
+                        view.uid if view else "",
+                        reason="Preempted",
+                        note=f"evicted by placer's global plan ({self.identity})",
+                        kind="Normal",
+                    )
+                queue += self.plan.evicted(action.step, time.time(), ok=out.ok, reason=out.reason)
+            elif isinstance(action, Bind) and action.nominated:
+                self.actions.nominate(action.pod, action.node)
+            elif isinstance(action, Bind):
+                out = self.actions.bind(action.pod, action.node)
+                self.metrics.binds.labels(result="ok" if out.ok else str(out.status)).inc()
+                if out.ok:
+                    self.assumed[action.pod] = (action.node, time.time())
+                    self.actions.event(
+                        action.pod, "", reason="Scheduled", note=f"Successfully assigned {action.pod} to {action.node}"
+                    )
+                    if action.pod not in self.reserved:  # a captured replacement
+                        stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                        self.actions.annotate(action.pod, {MOVED_AT: stamp})
+                queue += self.plan.bound(action.step, ok=out.ok, reason=out.reason)
+            elif isinstance(action, Abandon):
+                self.metrics.plan_aborts.inc()
+                log.warning("plan step %d abandoned (%s): %s", action.step, action.pod, action.reason)
+                if not action.pod.startswith("replaces:"):
+                    self.actions.nominate(action.pod, None)
+        if self.plan.finished:
+            log.info("global plan finished")
+            self.plan = None
+            self.reserved = set()
+
+    def _bind_all(self, binds: list[tuple[Pod, str]]) -> None:
+        futures = [(pod, node, self.pool.submit(self.actions.bind, pod.key, node, pod.uid)) for pod, node in binds]
+        for pod, node, future in futures:
+            out = future.result()
+            self.metrics.binds.labels(result="ok" if out.ok else str(out.status)).inc()
+            if out.ok:
+                self.assumed[pod.key] = (node, time.time())
+                self.batcher.forget(pod.key)
+                self.actions.event(
+                    pod.key, pod.uid, reason="Scheduled", note=f"Successfully assigned {pod.key} to {node}"
+                )
+            else:
+                log.info("bind of %s to %s refused (%s %s): re-queued", pod.key, node, out.status, out.reason)
+
+    def _check_labels(self, cluster: Cluster) -> None:
+        nodes = {n.name: n for n in cluster.nodes}
+        for pod in cluster.pods:
+            policy = pod.annotations.get(LABEL_POLICY)
+            if policy not in ("reschedule", "kill") or not pod.running or pod.node_name not in nodes:
+                continue
+            node = nodes[pod.node_name]
+            if NodeLabels([node]).selector(pod.node_selector, pod.required_terms)[0]:
+                continue
+            note = f"node {node.name} no longer matches the pod's selector/affinity ({LABEL_POLICY}: {policy})"
+            out = self.actions.evict(pod.key) if policy == "reschedule" else self.actions.delete(pod.key)
+            self.metrics.evictions.labels(kind=f"labels-{policy}", result="ok" if out.ok else str(out.status)).inc()
+            if out.ok:
+                self.actions.event(pod.key, pod.uid, reason="NodeLabelsChanged", note=note, kind="Warning")
