@@ -1,0 +1,156 @@
+"""The controller's pure state machines: batching windows and plan execution.
+
+Aspects: window/size flushing, drop-out, back-off; plan steps run in order, wait for victims to
+be gone and for real room, capture interchangeable replacements, and abandon safely when
+evictions are refused or reality diverges.
+"""
+
+from __future__ import annotations
+
+from placer.controller.batcher import Batcher
+from placer.controller.executor import Abandon, Bind, Evict, PlanRun, PodView, World
+from placer.models import Step
+
+
+def test_a_batch_is_due_after_the_window_or_when_full() -> None:
+    b = Batcher(window=30, size=3)
+    b.sync(["ns/a"], now=0)
+    assert not b.due(10)
+    assert b.due(30)
+    b.sync(["ns/a", "ns/b", "ns/c"], now=11)
+    assert b.due(11)
+    assert b.take() == ["ns/a", "ns/b", "ns/c"]
+    assert len(b) == 0
+
+
+def test_pods_bound_or_deleted_meanwhile_drop_out() -> None:
+    b = Batcher(window=30, size=99)
+    b.sync(["ns/a", "ns/b"], now=0)
+    b.sync(["ns/b"], now=1)
+    assert b.take() == ["ns/b"]
+
+
+def test_a_full_batch_takes_the_oldest_and_keeps_the_rest() -> None:
+    b = Batcher(window=30, size=2)
+    b.sync(["ns/a"], now=0)
+    b.sync(["ns/a", "ns/b", "ns/c"], now=1)
+    assert b.take() == ["ns/a", "ns/b"]
+    assert len(b) == 1
+
+
+def test_unplaced_pods_back_off_doubling_up_to_a_cap() -> None:
+    b = Batcher(window=1, size=99, backoff=5, max_backoff=12)
+    assert [b.defer("ns/a", 0), b.defer("ns/a", 0), b.defer("ns/a", 0)] == [5, 10, 12]
+    b.sync(["ns/a"], now=11)
+    assert len(b) == 0
+    b.sync(["ns/a"], now=12)
+    assert len(b) == 1
+
+
+CPU = {"cpu": 5000, "pods": 1}
+
+
+def _views(*views: PodView) -> dict[str, PodView]:
+    return {v.key: v for v in views}
+
+
+def _move_plan(started: float = 100.0) -> tuple[PlanRun, PodView]:
+    victim = PodView("ns/backend-0", "uid-v", "a", "rs-uid", created=1.0, requests=CPU)
+    steps = [
+        Step(id=1, op="evict", pod="ns/backend-0", node="a"),
+        Step(id=2, op="await-gone", pod="ns/backend-0", node="a", after=[1]),
+        Step(id=3, op="bind", pod="ns/proxy-1", node="a", after=[2]),
+        Step(id=4, op="bind", pod="replaces:ns/backend-0", node="b", after=[2]),
+    ]
+    run = PlanRun(steps, {victim.key: victim}, started=started, await_gone=60, await_replacement=60, await_room=60)
+    return run, victim
+
+
+def test_a_move_evicts_waits_for_the_victim_then_binds_the_captured_replacement() -> None:
+    run, victim = _move_plan()
+    proxy = PodView("ns/proxy-1", "uid-p", None, "rs-proxy", created=90.0, requests={"cpu": 7500, "pods": 1})
+    full = {"a": {"cpu": 2500, "pods": 100}, "b": {"cpu": 15000, "pods": 100}}
+    actions = run.advance(World(100, _views(victim, proxy), full))
+    assert actions == [Evict(1, "ns/backend-0")]
+    assert run.evicted(1, 101, ok=True) == []
+    # Victim still terminating: nothing binds into a, and the replacement is not there yet.
+    terminating = PodView("ns/backend-0", "uid-v", "a", "rs-uid", created=1.0, requests=CPU, deleting=True)
+    assert run.advance(World(102, _views(terminating, proxy), full)) == []
+    # Victim gone (room freed), replacement created by the ReplicaSet.
+    replacement = PodView("ns/backend-x", "uid-r", None, "rs-uid", created=101.5, requests=CPU)
+    free = {"a": {"cpu": 7500, "pods": 100}, "b": {"cpu": 15000, "pods": 100}}
+    actions = run.advance(World(103, _views(proxy, replacement), free))
+    assert Bind(3, "ns/proxy-1", "a") in actions
+    assert Bind(4, "ns/backend-x", "b") in actions
+    run.bound(3, ok=True)
+    run.bound(4, ok=True)
+    assert run.finished
+
+
+def test_a_refused_eviction_abandons_what_depends_on_it() -> None:
+    run, victim = _move_plan()
+    assert run.advance(World(100, _views(victim), {"a": {}, "b": {}})) == [Evict(1, "ns/backend-0")]
+    abandoned = run.evicted(1, 101, ok=False, reason="429 Too Many Requests")
+    assert {a.step for a in abandoned if isinstance(a, Abandon)} == {2, 3, 4}
+    assert run.finished
+
+
+def test_a_bind_waits_for_real_room_and_gives_up_after_the_timeout() -> None:
+    pod = PodView("ns/new", "uid-n", None, None, created=0.0, requests={"cpu": 2000, "pods": 1})
+    run = PlanRun(
+        [Step(id=1, op="bind", pod="ns/new", node="a")],
+        {},
+        started=0,
+        await_gone=60,
+        await_replacement=60,
+        await_room=10,
+    )
+    tight = {"a": {"cpu": 1000, "pods": 10}}
+    assert run.advance(World(1, _views(pod), tight)) == [Bind(1, "ns/new", "a", nominated=True)]
+    assert run.advance(World(5, _views(pod), tight)) == []
+    actions = run.advance(World(11, _views(pod), tight))
+    assert [type(a) for a in actions] == [Abandon]
+    assert run.finished
+
+
+def test_two_binds_into_one_node_never_overbook_it() -> None:
+    pods = [PodView(f"ns/p{i}", f"u{i}", None, None, created=0.0, requests={"cpu": 2000}) for i in range(2)]
+    steps = [Step(id=i + 1, op="bind", pod=f"ns/p{i}", node="a") for i in range(2)]
+    run = PlanRun(steps, {}, started=0, await_gone=60, await_replacement=60, await_room=60)
+    actions = run.advance(World(1, _views(*pods), {"a": {"cpu": 3000}}))
+    assert [a for a in actions if isinstance(a, Bind) and not a.nominated] == [Bind(1, "ns/p0", "a")]
+
+
+def test_a_pod_bound_by_someone_else_or_a_vanished_node_abandons_the_step() -> None:
+    pod = PodView("ns/new", "uid-n", "elsewhere", None, created=0.0, requests={"cpu": 1})
+    run = PlanRun(
+        [Step(id=1, op="bind", pod="ns/new", node="a"), Step(id=2, op="bind", pod="ns/x", node="gone")],
+        {},
+        started=0,
+        await_gone=60,
+        await_replacement=60,
+        await_room=60,
+    )
+    actions = run.advance(World(1, _views(pod), {"a": {"cpu": 10}}))
+    assert {a.step for a in actions if isinstance(a, Abandon)} == {1, 2}
+
+
+def test_no_replacement_in_time_abandons_only_that_bind() -> None:
+    run, victim = _move_plan()
+    run.advance(World(100, _views(victim), {"a": {"cpu": 2500}, "b": {"cpu": 15000}}))
+    run.evicted(1, 100, ok=True)
+    proxy = PodView("ns/proxy-1", "uid-p", None, "rs-proxy", created=90.0, requests={"cpu": 7500})
+    free = {"a": {"cpu": 7500}, "b": {"cpu": 15000}}
+    first = run.advance(World(101, _views(proxy), free))
+    assert Bind(3, "ns/proxy-1", "a") in first
+    late = run.advance(World(200, _views(proxy), free))
+    assert [(type(a), a.step) for a in late] == [(Abandon, 4)]
+
+
+def test_an_old_pod_of_the_same_owner_is_not_taken_for_the_replacement() -> None:
+    run, victim = _move_plan()
+    run.advance(World(100, _views(victim), {"a": {"cpu": 2500}, "b": {"cpu": 15000}}))
+    run.evicted(1, 100, ok=True)
+    old_sibling = PodView("ns/backend-1", "uid-s", None, "rs-uid", created=10.0, requests=CPU)
+    actions = run.advance(World(101, _views(old_sibling), {"a": {"cpu": 7500}, "b": {"cpu": 15000}}))
+    assert not any(isinstance(a, Bind) and a.step == 4 for a in actions)
