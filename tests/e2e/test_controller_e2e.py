@@ -1,0 +1,404 @@
+"""placer run against the real control plane: the controller under its own ServiceAccount.
+
+Aspects: the k8s/ manifests are accepted (server dry-run) and their RBAC is what the controller
+runs with; Boreas side by side with kube-scheduler; the two-batch global plan (evict exactly the
+planned pod, bind its replacement elsewhere); a PDB blocking the needed eviction; restart-tier
+preemption; the label-change policy; SIGKILL mid-plan; leader failover.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import kube_helpers as kh
+import pytest
+import yaml
+from kubernetes import client
+
+from placer.models import parse_quantity
+from testenv import cluster as testenv
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+NodeFactory = Callable[..., list[str]]
+
+
+def _kubectl(*args: str, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
+    kubectl = testenv.find_kubectl() or "kubectl"
+    return subprocess.run(
+        [kubectl, "--kubeconfig", str(kubeconfig), *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+@pytest.fixture(scope="session")
+def placer_kubeconfig(cluster: testenv.Cluster, core: client.CoreV1Api, tmp_path_factory: Any) -> Path:
+    """k8s/ applied (server dry-run of everything, then namespace + RBAC for real) and a
+    kubeconfig carrying a token of the placer ServiceAccount: the controller runs with exactly
+    the permissions the manifests grant."""
+    dry = _kubectl("apply", "--dry-run=server", "-k", str(REPO / "k8s"), kubeconfig=cluster.kubeconfig)
+    assert dry.returncode == 0, dry.stderr
+    for manifest in ("namespace.yaml", "rbac.yaml"):
+        res = _kubectl("apply", "-f", str(REPO / "k8s" / manifest), kubeconfig=cluster.kubeconfig)
+        assert res.returncode == 0, res.stderr
+    token = core.create_namespaced_service_account_token(
+        "placer",
+        "placer-system",
+        client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=7200)),
+    ).status.token
+    admin = yaml.safe_load(Path(cluster.kubeconfig).read_text())
+    server = admin["clusters"][0]["cluster"]
+    path = tmp_path_factory.mktemp("placer") / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "placer",
+                "clusters": [{"name": "e2e", "cluster": server}],
+                "users": [{"name": "placer", "user": {"token": token}}],
+                "contexts": [{"name": "placer", "context": {"cluster": "e2e", "user": "placer"}}],
+            }
+        )
+    )
+    return path
+
+
+class Controller:
+    def __init__(self, kubeconfig: Path, config: Path, log: Path, identity: str) -> None:
+        self.kubeconfig, self.config, self.log, self.identity = kubeconfig, config, log, identity
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Controller:
+        placer = Path(sys.executable).parent / "placer"
+        self.proc = subprocess.Popen(
+            [
+                str(placer),
+                "run",
+                "--kubeconfig",
+                str(self.kubeconfig),
+                "--config",
+                str(self.config),
+                "--identity",
+                self.identity,
+            ],
+            stdout=self.log.open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
+            self.proc.wait(timeout=20)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+
+@pytest.fixture
+def controllers(placer_kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., Controller]]:
+    started: list[Controller] = []
+
+    def start(identity: str = "placer-0", **overrides: Any) -> Controller:
+        cfg = {
+            "batchWindowSeconds": 1,
+            "batchSize": 99,
+            "labelCheckPeriodSeconds": 2,
+            "metricsPort": 0,
+            "requeueBackoffSeconds": 1,
+            "maxRequeueBackoffSeconds": 2,
+            "resyncPeriodSeconds": 60,
+            "leaderElection": {
+                "enabled": True,
+                "leaseName": "placer-e2e",
+                "namespace": "placer-system",
+                "leaseDurationSeconds": 4,
+                "renewDeadlineSeconds": 3,
+                "retryPeriodSeconds": 1,
+            },
+            "planTimeouts": {"awaitGoneSeconds": 30, "awaitReplacementSeconds": 30, "awaitRoomSeconds": 30},
+            "evictions": {"perCycle": 10, "perNode": 5, "moveCooldownSeconds": 0},
+            "engine": {"solver": {"timeLimit": 3, "workers": 1}},
+            **overrides,
+        }
+        path = tmp_path / f"{identity}.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        c = Controller(placer_kubeconfig, path, tmp_path / f"{identity}.log", identity).start()
+        started.append(c)
+        return c
+
+    yield start
+    for c in started:
+        c.kill()
+
+
+def _group(core: client.CoreV1Api, node: str) -> dict[str, str]:
+    return {"e2e-group": core.read_node(node).metadata.labels["e2e-group"]}
+
+
+def _pods(core: client.CoreV1Api, ns: str, **labels: str) -> list[client.V1Pod]:
+    return [p for p in kh.list_pods(core, ns, labels) if p.metadata.deletion_timestamp is None]
+
+
+def _no_overcommit(core: client.CoreV1Api, nodes: list[str]) -> None:
+    for name in nodes:
+        alloc = parse_quantity(core.read_node(name).status.allocatable["cpu"])
+        pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}").items
+        used = sum(
+            parse_quantity((c.resources.requests or {}).get("cpu", "0"))
+            for p in pods
+            if p.status.phase not in ("Succeeded", "Failed")
+            for c in p.spec.containers
+        )
+        assert used <= alloc, f"{name}: {used} cpu requested of {alloc}"
+
+
+def _pod(
+    core: client.CoreV1Api,
+    ns: str,
+    name: str,
+    *,
+    restart: str = "Always",
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    **spec: Any,
+) -> client.V1Pod:
+    body = client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name, labels=labels or {"app": name}, annotations=annotations),
+        spec=kh.pod_spec(**spec),
+    )
+    body.spec.restart_policy = restart
+    return core.create_namespaced_pod(ns, body)
+
+
+def _boreas(
+    apps: client.AppsV1Api, ns: str, group: dict[str, str], scheduler: str | None, core: client.CoreV1Api
+) -> None:
+    kh.create_deployment(apps, ns, "proxy", 2, cpu="7500m", scheduler_name=scheduler, node_selector=group)
+    kh.wait_for("proxies bound", lambda: len([p for p in _pods(core, ns, app="proxy") if p.spec.node_name]) == 2, 60)
+    kh.create_deployment(apps, ns, "backend", 3, cpu="5", scheduler_name=scheduler, node_selector=group)
+
+
+def test_boreas_kube_scheduler_runs_four_placer_runs_five(
+    core: client.CoreV1Api,
+    apps: client.AppsV1Api,
+    make_nodes: NodeFactory,
+    controllers: Callable[..., Controller],
+) -> None:
+    controllers()
+    default_nodes, placer_nodes = make_nodes(2, cpu="15"), make_nodes(2, cpu="15")
+    ns_default, ns_placer = kh.create_namespace(core), kh.create_namespace(core)
+    try:
+        _boreas(apps, ns_default, _group(core, default_nodes[0]), None, core)
+        _boreas(apps, ns_placer, _group(core, placer_nodes[0]), "placer", core)
+        kh.wait_running(core, ns_placer, {"app": "backend"}, 3, timeout=90)
+        kh.wait_running(core, ns_placer, {"app": "proxy"}, 2, timeout=30)
+        time.sleep(3)
+        running_default = [p for p in _pods(core, ns_default) if kh.is_running(p)]
+        assert len(running_default) == 4, [p.metadata.name for p in running_default]
+        _no_overcommit(core, placer_nodes + default_nodes)
+    finally:
+        kh.delete_namespace(core, ns_default)
+        kh.delete_namespace(core, ns_placer)
+
+
+def _batch_one_bound(core: client.CoreV1Api, apps: client.AppsV1Api, ns: str, nodes: list[str]) -> dict[str, str]:
+    """proxy-0 and backend-0 bound to node 0 directly (the state batch 1 left)."""
+    group = _group(core, nodes[0])
+    kh.create_deployment(apps, ns, "proxy", 1, cpu="7500m", scheduler_name="placer", node_selector=group)
+    kh.create_deployment(apps, ns, "backend", 1, cpu="5", scheduler_name="placer", node_selector=group)
+    first = {}
+    for app in ("proxy", "backend"):
+        (pod,) = kh.wait_for(f"{app} pod", lambda app=app: _pods(core, ns, app=app) or None, 30)
+        assert kh.bind(core, ns, pod.metadata.name, nodes[0]) == 201
+        first[app] = pod.metadata.name
+    kh.wait_running(core, ns, {"app": "proxy"}, 1)
+    kh.wait_running(core, ns, {"app": "backend"}, 1)
+    return first
+
+
+def _scale(apps: client.AppsV1Api, ns: str, name: str, replicas: int) -> None:
+    apps.patch_namespaced_deployment_scale(name, ns, {"spec": {"replicas": replicas}})
+
+
+def test_two_batch_global_plan_moves_exactly_the_planned_backend(
+    core: client.CoreV1Api,
+    apps: client.AppsV1Api,
+    namespace: str,
+    make_nodes: NodeFactory,
+    controllers: Callable[..., Controller],
+) -> None:
+    nodes = make_nodes(2, cpu="15")
+    first = _batch_one_bound(core, apps, namespace, nodes)
+    _scale(apps, namespace, "proxy", 2)
+    _scale(apps, namespace, "backend", 3)
+    c = controllers()
+    backends = kh.wait_running(core, namespace, {"app": "backend"}, 3, timeout=90)
+    proxies = kh.wait_running(core, namespace, {"app": "proxy"}, 2, timeout=30)
+    names = {p.metadata.name for p in backends + proxies}
+    assert first["proxy"] in names, "the proxy of batch 1 must not be touched"
+    assert first["backend"] not in names, "the planned backend must have been evicted"
+    assert {p.spec.node_name for p in proxies} == {nodes[0]}
+    assert {p.spec.node_name for p in backends} == {nodes[1]}
+    _no_overcommit(core, nodes)
+    assert "global plan" in c.output()
+
+
+def test_a_pdb_blocking_the_needed_eviction_leaves_the_pod_pending_with_a_reason(
+    core: client.CoreV1Api,
+    apps: client.AppsV1Api,
+    policy: client.PolicyV1Api,
+    namespace: str,
+    make_nodes: NodeFactory,
+    controllers: Callable[..., Controller],
+) -> None:
+    nodes = make_nodes(2, cpu="15")
+    _batch_one_bound(core, apps, namespace, nodes)
+    for app in ("proxy", "backend"):
+        kh.create_pdb(policy, namespace, app, {"app": app}, max_unavailable=0)
+        kh.wait_pdb(policy, namespace, app, disruptions_allowed=0)
+    _scale(apps, namespace, "proxy", 2)
+    _scale(apps, namespace, "backend", 3)
+    controllers()
+
+    def settled() -> list[client.V1Pod] | None:
+        pods = _pods(core, namespace)
+        pending = [p for p in pods if not p.spec.node_name]
+        conds = [c for p in pending for c in (p.status.conditions or []) if c.type == "PodScheduled"]
+        return pending if len(pods) == 5 and len(pending) == 1 and conds else None
+
+    (stuck,) = kh.wait_for("one pod pending with a PodScheduled condition", settled, 90)
+    cond = next(c for c in stuck.status.conditions if c.type == "PodScheduled")
+    assert (cond.status, cond.reason) == ("False", "Unschedulable")
+    assert "Insufficient cpu" in cond.message
+    assert len([p for p in _pods(core, namespace) if kh.is_running(p)]) == 4
+    _no_overcommit(core, nodes)
+
+
+def test_restart_tier_preemption_higher_evicts_lower_equal_never(
+    core: client.CoreV1Api,
+    namespace: str,
+    make_nodes: NodeFactory,
+    controllers: Callable[..., Controller],
+) -> None:
+    (node,) = make_nodes(1, cpu="2")
+    group = _group(core, node)
+    _pod(core, namespace, "batch-job", cpu="2", node_name=node, restart="Never")
+    kh.wait_for("batch-job running", lambda: kh.is_running(core.read_namespaced_pod("batch-job", namespace)), 30)
+    controllers()
+    _pod(core, namespace, "same-tier", cpu="2", scheduler_name="placer", node_selector=group, restart="Never")
+    time.sleep(4)
+    assert kh.is_running(core.read_namespaced_pod("batch-job", namespace)), "equal keys never preempt"
+    assert not core.read_namespaced_pod("same-tier", namespace).spec.node_name
+    _pod(core, namespace, "service", cpu="2", scheduler_name="placer", node_selector=group)
+    kh.wait_pod_gone(core, namespace, "batch-job", timeout=60)
+    kh.wait_for("service running", lambda: kh.is_running(core.read_namespaced_pod("service", namespace)), 60)
+    assert not core.read_namespaced_pod("same-tier", namespace).spec.node_name
+
+
+def test_label_change_policy_reschedules_keeps_and_kills(
+    core: client.CoreV1Api,
+    apps: client.AppsV1Api,
+    namespace: str,
+    make_nodes: NodeFactory,
+    controllers: Callable[..., Controller],
+) -> None:
+    old, new = make_nodes(2, cpu="8", labels={"tier": "gold"})
+    group = _group(core, old)
+    core.patch_node(new, {"metadata": {"labels": {"tier": "silver"}}})
+    sel = {**group, "tier": "gold"}
+    policy = "placer.io/when-node-labels-change"
+    tmpl = client.V1PodTemplateSpec(
+        metadata=client.V1ObjectMeta(labels={"app": "mover"}, annotations={policy: "reschedule"}),
+        spec=kh.pod_spec(cpu="1", scheduler_name="placer", node_selector=sel),
+    )
+    apps.create_namespaced_deployment(
+        namespace,
+        client.V1Deployment(
+            metadata=client.V1ObjectMeta(name="mover"),
+            spec=client.V1DeploymentSpec(
+                replicas=1, selector=client.V1LabelSelector(match_labels={"app": "mover"}), template=tmpl
+            ),
+        ),
+    )
+    _pod(core, namespace, "stayer", cpu="1", scheduler_name="placer", node_selector=sel, annotations={policy: "stay"})
+    _pod(core, namespace, "killed", cpu="1", scheduler_name="placer", node_selector=sel, annotations={policy: "kill"})
+    controllers()
+    (mover,) = kh.wait_running(core, namespace, {"app": "mover"}, 1, timeout=60)
+    kh.wait_running(core, namespace, {"app": "stayer"}, 1)
+    kh.wait_running(core, namespace, {"app": "killed"}, 1)
+    assert mover.spec.node_name == old
+    # Relabel: the old node leaves tier gold, the other one joins it.
+    core.patch_node(old, {"metadata": {"labels": {"tier": "silver"}}})
+    core.patch_node(new, {"metadata": {"labels": {"tier": "gold"}}})
+    kh.wait_pod_gone(core, namespace, "killed", timeout=60)
+    kh.wait_pod_gone(core, namespace, mover.metadata.name, timeout=60)
+    (moved,) = kh.wait_running(core, namespace, {"app": "mover"}, 1, timeout=60)
+    assert moved.spec.node_name == new
+    stayer = core.read_namespaced_pod("stayer", namespace)
+    assert kh.is_running(stayer) and stayer.spec.node_name == old
+
+
+def test_sigkill_right_after_an_eviction_loses_nothing(
+    core: client.CoreV1Api,
+    apps: client.AppsV1Api,
+    namespace: str,
+    make_nodes: NodeFactory,
+    controllers: Callable[..., Controller],
+) -> None:
+    nodes = make_nodes(2, cpu="15")
+    first = _batch_one_bound(core, apps, namespace, nodes)
+    _scale(apps, namespace, "proxy", 2)
+    _scale(apps, namespace, "backend", 3)
+    c = controllers(identity="crashy")
+    kh.wait_for(
+        "the planned eviction",
+        lambda: first["backend"] not in {p.metadata.name for p in _pods(core, namespace)} or None,
+        60,
+    )
+    c.kill(signal.SIGKILL)
+    _no_overcommit(core, nodes)
+    controllers(identity="restarted")
+    kh.wait_running(core, namespace, {"app": "backend"}, 3, timeout=90)
+    kh.wait_running(core, namespace, {"app": "proxy"}, 2, timeout=30)
+    _no_overcommit(core, nodes)
+
+
+def test_the_other_replica_takes_over_when_the_leader_dies(
+    core: client.CoreV1Api,
+    namespace: str,
+    make_nodes: NodeFactory,
+    controllers: Callable[..., Controller],
+    api_client: client.ApiClient,
+) -> None:
+    (node,) = make_nodes(1, cpu="8")
+    group = _group(core, node)
+    a, b = controllers(identity="replica-a"), controllers(identity="replica-b")
+    coord = client.CoordinationV1Api(api_client)
+    holder = kh.wait_for(
+        "a lease holder",
+        lambda: coord.read_namespaced_lease("placer-e2e", "placer-system").spec.holder_identity or None,
+        30,
+    )
+    _pod(core, namespace, "before", cpu="1", scheduler_name="placer", node_selector=group)
+    kh.wait_running(core, namespace, {"app": "before"}, 1, timeout=30)
+    leader, follower = (a, b) if holder == "replica-a" else (b, a)
+    leader.kill(signal.SIGKILL)
+    kh.wait_for(
+        "the follower to take the lease",
+        lambda: (
+            coord.read_namespaced_lease("placer-e2e", "placer-system").spec.holder_identity == follower.identity or None
+        ),
+        30,
+    )
+    _pod(core, namespace, "after", cpu="1", scheduler_name="placer", node_selector=group)
+    kh.wait_running(core, namespace, {"app": "after"}, 1, timeout=30)
