@@ -199,6 +199,7 @@ BAD: list[tuple[str, Any, str]] = [
     ("native pod missing a name", {"nodes": [node("a")], "pods": [{"requests": {"cpu": "1"}}]}, "pods[0].name"),
     ("native unknown field", {"nodes": [node("a")], "pods": [pod("p", colour="red")]}, "pods[0].colour"),
     ("host port out of range", _with_pod({"containers": [{"name": "c", "ports": [{"hostPort": 70000}]}]}), "hostPort"),
+    ("absurdly large quantity", _node_list(status={"allocatable": {"memory": "9Ei"}}), "status.allocatable.memory"),
     ("priority that is not an integer", _with_pod({"containers": [], "priority": "high"}), "spec.priority"),
 ]
 

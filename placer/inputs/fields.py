@@ -10,6 +10,8 @@ from placer.models import QuantityError, parse_quantity, to_units
 
 __all__ = ["Field"]
 
+_MAX_UNITS = 2**62
+
 
 class Field:
     """A value inside an input document, with the file it came from and its path."""
@@ -101,4 +103,6 @@ class Field:
                 out[name] = to_units(name, parse_quantity(q.value))
             except QuantityError as exc:
                 raise q.fail(str(exc)) from None
+            if out[name] >= _MAX_UNITS:
+                raise q.fail(f"{q.value!r} is too large (placer keeps quantities below 2^62 units)")
         return out
