@@ -51,7 +51,7 @@ class PriorityConfig(_Strict):
 
 class SolverConfig(_Strict):
     time_limit: float = Field(10.0, gt=0, alias="timeLimit")
-    workers: int = Field(8, ge=1, alias="workers")
+    workers: int | None = Field(None, ge=1, alias="workers")  # None: one per core, at most 8
     seed: int = 0
     deterministic: bool = False
     # Above this many feasible nodes per pod group, variables are kept only for a candidate set.

@@ -2,8 +2,8 @@
 
 A group keeps every feasible node when there are at most ``candidates + size`` of them.
 Otherwise it keeps the best ones by the order the objectives use (matching nodes first for
-relaxed-affinity pods, higher preference, lower strategy cost, lower index), plus every node the
-greedy hint used, so the hint stays a solution of the pruned model.
+relaxed-affinity pods, higher preference, lower strategy cost, lower index). The greedy pass adds
+any node it had to take outside them, so its answer stays a solution of the pruned model.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ def node_order(group: Group, nodes: npt.NDArray[np.int64], cost: npt.NDArray[np.
     return np.lexsort((nodes, cost, -group.masks.preference[nodes], outside))
 
 
-def select_candidates(batch: Batch, scorer: Scorer, hint: list[npt.NDArray[np.int64]], limit: int) -> None:
+def select_candidates(batch: Batch, scorer: Scorer, limit: int) -> None:
+    """Set ``group.candidates`` for every group of the batch."""
     used = batch.snapshot.used
-    for group, chosen in zip(batch.groups, hint, strict=True):
+    for group in batch.groups:
         feasible = group.feasible
         keep = limit + group.size
         if len(feasible) <= keep:
             group.candidates = feasible
             continue
         cost = scorer.delta(group.vec, feasible, used)
-        best = feasible[node_order(group, feasible, cost)[:keep]]
-        group.candidates = np.union1d(best, chosen[chosen >= 0]).astype(np.int64)
+        group.candidates = np.sort(feasible[node_order(group, feasible, cost)[:keep]]).astype(np.int64)

@@ -28,10 +28,13 @@ def _dominant_share(batch: Batch, vec: npt.NDArray[np.int64]) -> float:
 
 
 def greedy(batch: Batch, scorer: Scorer, used: npt.NDArray[np.int64] | None = None) -> Assignment:
+    """Place pods one by one among each group's candidates; a pod that fits none of them looks at
+    every feasible node, and the node it takes joins the group's candidates (so the answer stays a
+    solution of the pruned model)."""
     snap = batch.snapshot
     used = snap.used.copy() if used is None else used.copy()
     alloc = snap.alloc
-    ports: dict[int, list[int]] = {}
+    port_nodes: dict[int, list[int]] = {}  # node -> port-using groups placed there by this pass
     result: Assignment = [np.full(g.size, -1, dtype=np.int64) for g in batch.groups]
     order = sorted(
         ((gi, pi) for gi, g in enumerate(batch.groups) for pi in range(g.size)),
@@ -39,23 +42,42 @@ def greedy(batch: Batch, scorer: Scorer, used: npt.NDArray[np.int64] | None = No
     )
     for gi, pi in order:
         group = batch.groups[gi]
-        nodes = group.feasible
-        if len(nodes) == 0:
+        best = _choose(batch, gi, group.candidates, used, alloc, port_nodes, scorer)
+        if best is None and len(group.feasible) > len(group.candidates):
+            best = _choose(batch, gi, group.feasible, used, alloc, port_nodes, scorer)
+            if best is not None:
+                group.candidates = np.union1d(group.candidates, [best]).astype(np.int64)
+        if best is None:
             continue
-        nz = np.flatnonzero(group.vec)
-        ok = np.all(alloc[np.ix_(nodes, nz)] - used[np.ix_(nodes, nz)] >= group.vec[nz], axis=1)
-        if group.has_ports:
-            ok &= np.array([not _port_clash(batch, gi, ports.get(int(n), [])) for n in nodes], dtype=np.bool_)
-        nodes = nodes[ok]
-        if len(nodes) == 0:
-            continue
-        cost = scorer.delta(group.vec, nodes, used)
-        best = int(nodes[node_order(group, nodes, cost)[0]])
         result[gi][pi] = best
         used[best] += group.vec
         if group.has_ports:
-            ports.setdefault(best, []).append(gi)
+            port_nodes.setdefault(best, []).append(gi)
     return result
+
+
+def _choose(
+    batch: Batch,
+    gi: int,
+    nodes: npt.NDArray[np.int64],
+    used: npt.NDArray[np.int64],
+    alloc: npt.NDArray[np.int64],
+    port_nodes: dict[int, list[int]],
+    scorer: Scorer,
+) -> int | None:
+    group = batch.groups[gi]
+    if len(nodes) == 0:
+        return None
+    nz = np.flatnonzero(group.vec)
+    ok = np.all(alloc[np.ix_(nodes, nz)] - used[np.ix_(nodes, nz)] >= group.vec[nz], axis=1)
+    if group.has_ports and port_nodes:
+        clash = [n for n, groups in port_nodes.items() if _port_clash(batch, gi, groups)]
+        ok &= ~np.isin(nodes, clash)
+    nodes = nodes[ok]
+    if len(nodes) == 0:
+        return None
+    cost = scorer.delta(group.vec, nodes, used)
+    return int(nodes[node_order(group, nodes, cost)[0]])
 
 
 def _port_clash(batch: Batch, gi: int, placed_groups: list[int]) -> bool:

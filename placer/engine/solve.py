@@ -10,6 +10,7 @@ the greedy hint (the hint is a solution of every level).
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -21,6 +22,7 @@ from placer.engine import lns
 from placer.engine.batch import Batch, build_batch
 from placer.engine.candidates import select_candidates
 from placer.engine.constraints.symmetry import order_hint
+from placer.engine.descent import descend
 from placer.engine.encoder import encode
 from placer.engine.greedy import Assignment, greedy
 from placer.engine.model import Model
@@ -80,7 +82,7 @@ class _Levels:
         cp = self.model.cp
         solver = cp_model.CpSolver()
         params = solver.parameters
-        params.num_workers = self.config.solver.workers
+        params.num_workers = workers(self.config)
         params.random_seed = self.config.solver.seed
         if self.config.solver.deterministic:
             params.max_deterministic_time = max(self.det_left, 0.01)
@@ -114,6 +116,23 @@ class _Levels:
             )
 
 
+def workers(config: Config) -> int:
+    """CP-SAT workers: as configured, else one per core (at most 8)."""
+    return config.solver.workers or min(8, os.cpu_count() or 1)
+
+
+def _descend(
+    batch: Batch, scorer: Scorer, counts: dict[tuple[int, int], int], config: Config, started: float
+) -> dict[tuple[int, int], int]:
+    """Improve the hint of the strategy level by single-pod moves, within a quarter of the limit."""
+    if config.solver.deterministic:
+        budget = float("inf")  # converges; wall time must not decide the answer
+    else:
+        budget = max(0.0, 0.25 * config.solver.time_limit - (time.monotonic() - started) * 0.25)
+    improved, _ = descend(batch, scorer, counts, seconds=budget, seed=config.solver.seed)
+    return improved
+
+
 def _counts(assignment: Assignment) -> dict[tuple[int, int], int]:
     out: dict[tuple[int, int], int] = {}
     for gi, nodes in enumerate(assignment):
@@ -135,8 +154,8 @@ def solve_batch(snapshot: Snapshot, pending: list[Pod], config: Config) -> Batch
     batch = build_batch(snapshot, pending, config)
     demand = sum((g.vec * g.size for g in batch.groups), np.zeros(len(snapshot.resources), dtype=np.int64))
     scorer = Scorer(snapshot, config, demand)
+    select_candidates(batch, scorer, config.solver.candidates)
     hint = greedy(batch, scorer)
-    select_candidates(batch, scorer, hint, config.solver.candidates)
     counts = _counts(hint)
     greedy_placed = sum(counts.values())
     large = sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
@@ -186,6 +205,8 @@ def solve_batch(snapshot: Snapshot, pending: list[Pod], config: Config) -> Batch
         pref = affinity.preference(model)
         if pref is not None:
             levels.run("preferences", pref, maximize=True)
+        if not large:
+            levels.counts = order_hint(classes, _descend(batch, scorer, levels.counts, config, started))
         if large:
             remaining = config.solver.time_limit - (time.monotonic() - started)
             levels.counts, report = lns.improve(batch, scorer, levels.counts, config, remaining)

@@ -161,7 +161,9 @@ def _pod(source: str, i: int, p: NativePod) -> Pod:
         required_terms=required,
         preferred_terms=preferred,
         tolerations=parse_tolerations(Doc(source, f"{where}.tolerations", p.tolerations)),
-        host_ports=tuple(HostPort(port=h.port, protocol=h.protocol, host_ip=h.host_ip) for h in p.host_ports),
+        host_ports=tuple(
+            HostPort(port=h.port, protocol=h.protocol, host_ip=h.host_ip or "0.0.0.0") for h in p.host_ports
+        ),
         priority=p.priority,
         restart_policy=p.restart_policy,
         preemption_policy=p.preemption_policy,

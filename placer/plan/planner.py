@@ -28,7 +28,7 @@ from placer.engine.keys import pod_key
 from placer.engine.prefilter import fits
 from placer.engine.scoring import Scorer
 from placer.engine.snapshot import Snapshot, pod_vector
-from placer.engine.solve import BatchResult
+from placer.engine.solve import BatchResult, workers
 from placer.models import Cluster, Config, Pod
 from placer.plan.eligibility import classify
 from placer.plan.model import Mover, PlanModel
@@ -221,7 +221,7 @@ def _solve(
     def run(expr: cp_model.LinearExprT, maximize: bool) -> tuple[int, int] | None:
         nonlocal proven
         solver = cp_model.CpSolver()
-        solver.parameters.num_workers = 1 if config.solver.deterministic else config.solver.workers
+        solver.parameters.num_workers = 1 if config.solver.deterministic else workers(config)
         solver.parameters.random_seed = config.solver.seed
         if config.solver.deterministic:
             solver.parameters.max_deterministic_time = config.solver.time_limit
