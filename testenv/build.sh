@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Build the pinned e2e control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# kwok) from Go modules into a cache directory outside the repository:
+#
+#   ${PLACER_TESTENV_CACHE:-$HOME/.cache/placer/testenv}/<k8s>-<etcd>-<kwok>/bin/
+#
+# Idempotent: when the cache directory holds a complete build made from the same versions.env,
+# k8s/go.mod, k8s/go.sum and build recipe, it says so and exits at once.
+#
+# Usage: testenv/build.sh              build if needed, print phase timings
+#        testenv/build.sh --check      exit 0 if a complete build exists, 1 otherwise (no build)
+#        testenv/build.sh --print-dir  print the build directory (no build)
+#
+# Why a wrapper module: k8s.io/kubernetes's go.mod replaces its staging modules (k8s.io/api, ...)
+# with local paths, so `go install k8s.io/kubernetes/cmd/...@v1.X.Y` is refused. k8s/go.mod
+# requires k8s.io/kubernetes and replaces every staging module with its published v0.X.Y tag (the
+# pattern used by kubernetes-sigs/scheduler-plugins). etcd's server module has the same problem
+# (replaces ../api etc.) and is built from the same wrapper at the version Kubernetes requires.
+# kwok's go.mod has no replace directives, so it is built with `go install pkg@version`.
+#
+# The script body is in functions called from the last line, so bash has parsed all of it before
+# anything runs: editing this file during a (long) build cannot derail the running build.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+RECIPE=1 # bump when the build flags below change, so that old builds are not reused
+export GOTOOLCHAIN=local # never download a toolchain: the local Go must accept the go.mod files
+export CGO_ENABLED=0
+export GOFLAGS=-buildvcs=false
+
+cache_root=${PLACER_TESTENV_CACHE:-$HOME/.cache/placer/testenv}
+dest=$cache_root/$K8S_VERSION-$ETCD_VERSION-$KWOK_VERSION
+bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+work=
+timings=()
+phase_start=$SECONDS
+
+fingerprint() {
+    { echo "recipe=$RECIPE"; cat "$here/versions.env" "$here/k8s/go.mod" "$here/k8s/go.sum"; } |
+        sha256sum | cut -d' ' -f1
+}
+
+complete() {
+    [[ -f $dest/.complete && "$(cat "$dest/.complete")" == "$(fingerprint)" ]] || return 1
+    local b
+    for b in "${bins[@]}"; do [[ -x $dest/bin/$b ]] || return 1; done
+    [[ -f $dest/kwok-stages.yaml ]]
+}
+
+exit_if_complete() {
+    if complete; then
+        echo "testenv: up to date in $dest/bin (nothing to build)"
+        exit 0
+    fi
+}
+
+phase_done() {
+    local took=$((SECONDS - phase_start))
+    timings+=("$(printf '%-28s %4ds' "$1" "$took")")
+    echo "testenv: phase $1 took ${took}s"
+    phase_start=$SECONDS
+}
+
+build_kubernetes_and_etcd() {
+    local major minor ldflags pkg
+    major=${K8S_VERSION#v}
+    major=${major%%.*}
+    minor=${K8S_VERSION#v*.}
+    minor=${minor%%.*}
+    ldflags="-s -w"
+    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+        ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+        ldflags+=" -X $pkg.gitTreeState=clean"
+    done
+    ldflags+=" -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION"
+    # One `go build` for all four commands: shared packages compile once.
+    (cd "$here/k8s" && nice -n 10 go build -mod=readonly -trimpath -ldflags "$ldflags" \
+        -o "$work/bin/" \
+        go.etcd.io/etcd/server/v3 \
+        k8s.io/kubernetes/cmd/kube-apiserver \
+        k8s.io/kubernetes/cmd/kube-controller-manager \
+        k8s.io/kubernetes/cmd/kube-scheduler)
+    mv "$work/bin/server" "$work/bin/etcd" # go names the binary of .../server/v3 "server"
+}
+
+build_kwok() {
+    # From kwok's own go.mod/go.sum (the module itself is checked against the checksum database).
+    (cd "$work" && GOBIN="$work/bin" nice -n 10 go install -trimpath -ldflags "-s -w" \
+        "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION")
+}
+
+write_kwok_stages() {
+    # kwok (unlike kwokctl) has no built-in stages: take the upstream "fast" node and pod stages of
+    # the same release from the module cache (node-initialize, node-heartbeat, pod-ready,
+    # pod-complete, pod-delete: terminating pods are deleted at once since there is no kubelet).
+    local stage_root f
+    stage_root=$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage
+    for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml \
+        pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+        echo "---"
+        echo "# from sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage/$f"
+        cat "$stage_root/$f"
+    done >"$work/kwok-stages.yaml"
+}
+
+main() {
+    case "${1:-}" in
+    --check) complete && exit 0 || exit 1 ;;
+    --print-dir) echo "$dest" && exit 0 ;;
+    "") ;;
+    *) echo "usage: $0 [--check|--print-dir]" >&2 && exit 2 ;;
+    esac
+
+    exit_if_complete
+    # One build at a time per cache (e.g. `make testenv` and `make cluster-up` started together):
+    # the second one waits here, then finds the first one's result.
+    mkdir -p "$cache_root"
+    exec 9>"$cache_root/.build.lock"
+    flock 9
+    exit_if_complete
+
+    command -v go >/dev/null || { echo "testenv: go is not installed" >&2 && exit 1; }
+    local v
+    for v in "go.etcd.io/etcd/server/v3 $ETCD_VERSION" "k8s.io/kubernetes $K8S_VERSION"; do
+        grep -q "^[[:space:]]*$v\$" "$here/k8s/go.mod" || {
+            echo "testenv: k8s/go.mod does not require $v (versions.env disagrees)" >&2
+            exit 1
+        }
+    done
+
+    local t_all=$SECONDS
+    echo "testenv: building into $dest ($(go version | cut -d' ' -f3), GOCACHE=$(go env GOCACHE))"
+    work=$(mktemp -d "$cache_root/.build.XXXXXX")
+    trap 'rm -rf "$work"' EXIT
+    mkdir -p "$work/bin"
+    phase_start=$SECONDS
+
+    (cd "$here/k8s" && go mod download) # the Kubernetes graph is ~800 MB in the module cache
+    phase_done "download modules"
+    build_kubernetes_and_etcd
+    phase_done "build kubernetes+etcd"
+    build_kwok
+    phase_done "build kwok"
+    write_kwok_stages
+    phase_done "kwok stages"
+
+    local b
+    for b in "${bins[@]}"; do
+        "$work/bin/$b" --version 2>&1 | sed -n "1s/^/testenv: $b: /p" # sed reads all: no SIGPIPE
+    done
+    fingerprint >"$work/.complete"
+    chmod 755 "$work"
+    rm -rf "$dest"
+    mv "$work" "$dest"
+    trap - EXIT
+
+    echo "testenv: timings"
+    printf '  %s\n' "${timings[@]}"
+    printf '  %-28s %4ds\n' "total" "$((SECONDS - t_all))"
+    echo "testenv: $(du -sh "$dest" | cut -f1) in $dest"
+}
+
+main "$@"

