@@ -23,6 +23,11 @@ pytestmark = pytest.mark.e2e
 NodeFactory = Callable[..., list[str]]
 
 
+def _group(core: client.CoreV1Api, nodes: list[str]) -> dict[str, str]:
+    """Node selector for the nodes of one make_nodes() call (keeps a workload on them)."""
+    return {"e2e-group": core.read_node(nodes[0]).metadata.labels["e2e-group"]}
+
+
 def test_kwok_nodes_ready_with_requested_allocatable(
     core: client.CoreV1Api, make_nodes: NodeFactory
 ) -> None:
@@ -46,24 +51,28 @@ def test_deployment_scheduled_by_kube_scheduler_runs(
     core: client.CoreV1Api, apps: client.AppsV1Api, namespace: str, make_nodes: NodeFactory
 ) -> None:
     nodes = make_nodes(3)
-    group = core.read_node(nodes[0]).metadata.labels["e2e-group"]
-    kh.create_deployment(apps, namespace, "web", 3, node_selector={"e2e-group": group})
+    kh.create_deployment(apps, namespace, "web", 3, node_selector=_group(core, nodes))
     pods = kh.wait_running(core, namespace, {"app": "web"}, 3)
     assert {p.spec.node_name for p in pods} <= set(nodes)
     for p in pods:
         assert p.spec.scheduler_name == "default-scheduler"
         scheduled = [c for c in p.status.conditions if c.type == "PodScheduled"]
         assert scheduled and scheduled[0].status == "True"
-    # the scheduler's Scheduled events prove a real binding by kube-scheduler
-    events = core.list_namespaced_event(namespace, field_selector="reason=Scheduled").items
-    assert {e.involved_object.name for e in events} >= {p.metadata.name for p in pods}
+    # the scheduler's Scheduled events (written asynchronously) prove a binding by kube-scheduler
+    names = {p.metadata.name for p in pods}
+
+    def scheduled_events() -> bool:
+        events = core.list_namespaced_event(namespace, field_selector="reason=Scheduled").items
+        return {e.involved_object.name for e in events} >= names
+
+    kh.wait_for("Scheduled events for the 3 pods", scheduled_events, timeout=30)
 
 
 def test_eviction_makes_replicaset_replace_the_pod(
     core: client.CoreV1Api, apps: client.AppsV1Api, namespace: str, make_nodes: NodeFactory
 ) -> None:
-    make_nodes(3)
-    kh.create_deployment(apps, namespace, "web", 3)
+    group = _group(core, make_nodes(3))
+    kh.create_deployment(apps, namespace, "web", 3, node_selector=group)
     before = kh.wait_running(core, namespace, {"app": "web"}, 3)
     victim = before[0].metadata.name
     assert kh.evict(core, namespace, victim) == 201
@@ -81,9 +90,9 @@ def test_pdb_blocks_eviction_with_429_and_allows_within_budget(
     namespace: str,
     make_nodes: NodeFactory,
 ) -> None:
-    make_nodes(3)
+    group = _group(core, make_nodes(3))
     labels = {"app": "db"}
-    kh.create_deployment(apps, namespace, "db", 3, labels=labels)
+    kh.create_deployment(apps, namespace, "db", 3, labels=labels, node_selector=group)
     pods = kh.wait_running(core, namespace, labels, 3)
     kh.create_pdb(policy, namespace, "db", labels, min_available=3)
     # 429 is also the answer while the PDB is not processed yet: wait for a processed budget of 0.
