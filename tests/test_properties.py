@@ -18,7 +18,6 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Literal
 
-import pytest
 from builders import NO_FIT, NO_MATCH
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
@@ -335,7 +334,7 @@ def test_placer_is_optimal_against_brute_force(doc: str, restart_tiers: bool) ->
     assert per_key_vector(cluster, placements, restart_tiers=restart_tiers) == optimum
 
 
-# --- counterexamples found against the engine (xfail while the engine disagrees) ---------------
+# --- counterexamples found against the engine (now fixed), kept as regressions -----------------
 
 
 def _violations_of_placer(doc: Json) -> list[str]:
@@ -343,12 +342,8 @@ def _violations_of_placer(doc: Json) -> list[str]:
     return validate.validate_placements(cluster, solve(cluster))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: an empty hostIP is not the wildcard 0.0.0.0 (kube-scheduler sanitizes it); "
-    "native.py keeps '' and prefilter.ports_conflict compares raw strings",
-)
 def test_engine_treats_an_empty_host_ip_as_the_wildcard() -> None:
+    """Regression: kube-scheduler reads an empty hostIP as 0.0.0.0, which clashes with any IP."""
     doc = {
         "nodes": [{"name": "n0", "allocatable": {"cpu": 4, "memory": "8Gi"}}],
         "pods": [
