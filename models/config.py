@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "BalanceWeights",
@@ -70,9 +70,15 @@ class LeaderElection(_Strict):
     enabled: bool = True
     lease_name: str = Field("placer", alias="leaseName")
     namespace: str = "placer-system"
-    lease_duration: float = Field(15.0, gt=0, alias="leaseDurationSeconds")
-    renew_deadline: float = Field(10.0, gt=0, alias="renewDeadlineSeconds")
-    retry_period: float = Field(2.0, gt=0, alias="retryPeriodSeconds")
+    lease_duration: int = Field(15, gt=0, alias="leaseDurationSeconds")
+    renew_deadline: int = Field(10, gt=0, alias="renewDeadlineSeconds")
+    retry_period: int = Field(2, gt=0, alias="retryPeriodSeconds")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LeaderElection:
+        if not self.lease_duration > self.renew_deadline > 1.2 * self.retry_period:
+            raise ValueError("need leaseDurationSeconds > renewDeadlineSeconds > 1.2 x retryPeriodSeconds")
+        return self
 
 
 class PlanTimeouts(_Strict):

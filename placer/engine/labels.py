@@ -27,7 +27,7 @@ _INTEGER = re.compile(r"^[+-]?[0-9]+$")
 
 def _as_int(text: str) -> int | None:
     """Go's strconv.ParseInt(text, 10, 64): optional sign, ASCII digits only, within int64."""
-    if not _INTEGER.match(text):
+    if not _INTEGER.fullmatch(text):
         return None
     value = int(text)
     return value if -(2**63) <= value < 2**63 else None

@@ -10,6 +10,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from kubernetes import client
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
@@ -21,7 +22,10 @@ log = logging.getLogger("placer.kube.leader")
 
 
 class Leadership:
-    def __init__(self, settings: LeaderElection, identity: str, on_lost: Callable[[], None]) -> None:
+    def __init__(
+        self, api: client.ApiClient, settings: LeaderElection, identity: str, on_lost: Callable[[], None]
+    ) -> None:
+        self.api = api
         self.leading = threading.Event()
         self._settings = settings
         self._identity = identity
@@ -33,15 +37,27 @@ class Leadership:
         if not self._settings.enabled:
             return
         s = self._settings
+        lock = LeaseLock(s.lease_name, s.namespace, self._identity)
+        lock.api_instance = client.CoordinationV1Api(self.api)  # not the library's global default client
         config = electionconfig.Config(
-            LeaseLock(s.lease_name, s.namespace, self._identity),
+            lock,
             lease_duration=s.lease_duration,
             renew_deadline=s.renew_deadline,
             retry_period=s.retry_period,
             onstarted_leading=self._started,
             onstopped_leading=self._stopped,
         )
-        threading.Thread(target=leaderelection.LeaderElection(config).run, name="leader", daemon=True).start()
+        election = leaderelection.LeaderElection(config)
+
+        def run() -> None:
+            try:
+                election.run()
+            except Exception:  # noqa: BLE001 - a broken election must end the process, not leave it idle
+                log.exception("leader election failed")
+            self.leading.clear()
+            self._on_lost()
+
+        threading.Thread(target=run, name="leader", daemon=True).start()
 
     def _started(self) -> None:
         log.info("%s leads", self._identity)

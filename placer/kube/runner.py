@@ -67,7 +67,7 @@ class Runner:
         self.metrics = Metrics()
         self.stop = threading.Event()
         self.exit_code = 0
-        self.leadership = Leadership(cfg.leader_election, identity, self._lost)
+        self.leadership = Leadership(api, cfg.leader_election, identity, self._lost)
         self.assumed: dict[str, tuple[str, float]] = {}
         self.plan: PlanRun | None = None
         self.reserved: set[str] = set()  # pending pods a running plan will bind
