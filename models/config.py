@@ -106,6 +106,8 @@ class ControllerConfig(_Strict):
     requeue_backoff: float = Field(5.0, gt=0, alias="requeueBackoffSeconds")
     max_requeue_backoff: float = Field(60.0, gt=0, alias="maxRequeueBackoffSeconds")
     metrics_port: int = Field(8080, ge=0, le=65535, alias="metricsPort")
+    api_qps: float = Field(50.0, gt=0, alias="apiQPS")  # client-side limit of API writes (kube-scheduler's default)
+    api_burst: int = Field(100, ge=1, alias="apiBurst")
     dry_run: bool = Field(False, alias="dryRun")
     leader_election: LeaderElection = Field(default_factory=LeaderElection, alias="leaderElection")
     plan_timeouts: PlanTimeouts = Field(default_factory=PlanTimeouts, alias="planTimeouts")

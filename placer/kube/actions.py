@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
+import time
 from dataclasses import dataclass
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-__all__ = ["Actions", "Outcome"]
+__all__ = ["Actions", "Outcome", "TokenBucket"]
 
 log = logging.getLogger("placer.kube.actions")
 
@@ -39,8 +41,40 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+class TokenBucket:
+    """Client-side rate limit of API writes, as client-go's QPS/burst (kube-scheduler: 50/100)."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps, self.burst = qps, burst
+        self._tokens = float(burst)
+        self._stamp = time.monotonic()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
+                self._stamp = now
+                if self._tokens >= 1:
+                    self._tokens -= 1
+                    return
+                wait = (1 - self._tokens) / self.qps
+            time.sleep(wait)
+
+
 class Actions:
-    def __init__(self, api: client.ApiClient, *, scheduler_name: str, identity: str, dry_run: bool = False) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        *,
+        scheduler_name: str,
+        identity: str,
+        dry_run: bool = False,
+        qps: float = 50.0,
+        burst: int = 100,
+    ) -> None:
+        self.limit = TokenBucket(qps, burst)
         self.core = client.CoreV1Api(api)
         self.events = client.EventsV1Api(api)
         self.scheduler_name = scheduler_name
@@ -58,6 +92,7 @@ class Actions:
         )
         try:
             # The generated client cannot decode the Binding response; the bind itself succeeds.
+            self.limit.acquire()
             self.core.create_namespaced_pod_binding(name=name, namespace=ns, body=body, _preload_content=False)
         except ApiException as exc:
             return _failed(exc)
@@ -70,6 +105,7 @@ class Actions:
             return Outcome(ok=True)
         body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ns))
         try:
+            self.limit.acquire()
             self.core.create_namespaced_pod_eviction(name=name, namespace=ns, body=body, _preload_content=False)
         except ApiException as exc:
             if exc.status == 404:
@@ -83,6 +119,7 @@ class Actions:
             log.info("dry-run: would delete %s", key)
             return Outcome(ok=True)
         try:
+            self.limit.acquire()
             self.core.delete_namespaced_pod(name=name, namespace=ns, _preload_content=False)
         except ApiException as exc:
             if exc.status == 404:
@@ -109,6 +146,7 @@ class Actions:
             }
         }
         try:
+            self.limit.acquire()
             self.core.patch_namespaced_pod_status(name=name, namespace=ns, body=body, _preload_content=False)
         except ApiException as exc:
             return _failed(exc)
@@ -120,6 +158,7 @@ class Actions:
             return Outcome(ok=True)
         body = {"status": {"nominatedNodeName": node}}
         try:
+            self.limit.acquire()
             self.core.patch_namespaced_pod_status(name=name, namespace=ns, body=body, _preload_content=False)
         except ApiException as exc:
             return _failed(exc)
@@ -130,6 +169,7 @@ class Actions:
         if self.dry_run:
             return Outcome(ok=True)
         try:
+            self.limit.acquire()
             self.core.patch_namespaced_pod(
                 name=name, namespace=ns, body={"metadata": {"annotations": annotations}}, _preload_content=False
             )
@@ -158,6 +198,7 @@ class Actions:
             regarding=client.V1ObjectReference(api_version="v1", kind="Pod", name=name, namespace=ns, uid=uid),
         )
         try:
+            self.limit.acquire()
             self.events.create_namespaced_event(namespace=ns, body=body, _preload_content=False)
         except ApiException as exc:
             log.debug("event on %s failed: %s", key, exc.reason)

@@ -52,7 +52,7 @@ class Leadership:
         def run() -> None:
             try:
                 election.run()
-            except Exception:  # noqa: BLE001 - a broken election must end the process, not leave it idle
+            except Exception:
                 log.exception("leader election failed")
             self.leading.clear()
             self._on_lost()

@@ -57,7 +57,14 @@ class Runner:
         self.cfg = cfg
         self.identity = identity
         self.informers: dict[str, Informer] = informers(api, resync=cfg.resync_period)
-        self.actions = Actions(api, scheduler_name=cfg.scheduler_name, identity=identity, dry_run=cfg.dry_run)
+        self.actions = Actions(
+            api,
+            scheduler_name=cfg.scheduler_name,
+            identity=identity,
+            dry_run=cfg.dry_run,
+            qps=cfg.api_qps,
+            burst=cfg.api_burst,
+        )
         self.batcher = Batcher(
             window=cfg.batch_window,
             size=cfg.batch_size,
