@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -11,6 +12,20 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["machine_info"]
+
+
+def source_revision() -> str:
+    """The git commit the benchmark ran on, with ``+dirty`` when placer/ or models/ had local changes."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "placer", "models"], check=True, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
 
 
 def machine_info() -> dict[str, str]:
@@ -39,4 +54,6 @@ def machine_info() -> dict[str, str]:
         "ortools": version("ortools"),
         "numpy": np.__version__,
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "revision": source_revision(),
+        "load": " / ".join(f"{x:.2f}" for x in os.getloadavg()),
     }

@@ -112,6 +112,10 @@ class Quality:
     unpruned_value: float  # unpruned strategy level's objective / UNIT (engine's integer form)
     gap: float  # (budget_cost - unpruned_bound) / budget_cost
     same_earlier_levels: bool  # the levels before the strategy reached the same values
+    unpruned_strategy_status: str  # CP-SAT status of the unpruned strategy level
+    best_cost: float  # best known cost: unpruned CP-SAT, or the engine's neighbourhood search
+    best_how: str
+    gap_to_best: float  # (budget_cost - best_cost) / budget_cost: a lower estimate of the true gap
 
 
 @dataclass
@@ -121,7 +125,7 @@ class SizeResult:
     pending: int
     time_limit: float
     target_p95: float
-    workers: int
+    workers: int | None  # None: the engine's default (one per core)
     generate_seconds: float
     snapshot_seconds: float
     decisions: list[float]
@@ -182,11 +186,18 @@ def strategy_cost(
     return float((scorer.w_intra * intra + scorer.w_inter * inter).sum() + scorer.w_class * class_total)
 
 
+def _earlier(levels: Sequence[Any]) -> list[tuple[str, float]]:
+    return [(lv.name, round(lv.value, 6)) for lv in levels if not lv.name.startswith("strategy")]
+
+
 def _quality(snapshot: Snapshot, pending: list[Pod], config: Config, budget: BatchResult, limit: float) -> Quality:
     unpruned_cfg = config.model_copy(
         update={"solver": config.solver.model_copy(update={"candidates": 10**9, "time_limit": limit})}
     )
-    # One CP-SAT model over every feasible node: also keep the engine from switching the strategy
+    batch = build_batch(snapshot, pending, config)
+    touched = np.unique(np.concatenate([g.feasible for g in batch.groups] + [np.zeros(0, dtype=np.int64)]))
+    pairs = sum(len(g.feasible) for g in batch.groups)
+    # (a) One CP-SAT model over every feasible node: keep the engine from switching the strategy
     # level of this (now large) model to neighbourhood search, which reports no bound.
     saved = getattr(engine_solve, "LNS_VARIABLES", None)
     if saved is not None:
@@ -198,18 +209,22 @@ def _quality(snapshot: Snapshot, pending: list[Pod], config: Config, budget: Bat
         if saved is not None:
             engine_solve.LNS_VARIABLES = saved
     seconds = time.perf_counter() - started
-    batch = build_batch(snapshot, pending, config)
-    touched = np.unique(np.concatenate([g.feasible for g in batch.groups] + [np.zeros(0, dtype=np.int64)]))
     budget_cost = strategy_cost(snapshot, pending, config, budget.placements, touched)
     unpruned_cost = strategy_cost(snapshot, pending, config, res.placements, touched)
     last = res.levels[-1] if res.levels else None
     ok = last is not None and last.name.startswith("strategy") and not math.isnan(last.bound)
     bound = last.bound / UNIT if ok and last is not None else float("nan")
     value = last.value / UNIT if ok and last is not None else float("nan")
-    earlier_b = [(lv.name, lv.value) for lv in budget.levels if not lv.name.startswith("strategy")]
-    earlier_u = [(lv.name, lv.value) for lv in res.levels if not lv.name.startswith("strategy")]
-    same = earlier_b == earlier_u and len(budget.placements) == len(res.placements)
+    same = _earlier(budget.levels) == _earlier(res.levels) and len(budget.placements) == len(res.placements)
     gap = (budget_cost - bound) / budget_cost if budget_cost > 0 and not math.isnan(bound) else float("nan")
+    # (b) Best known answer: the engine's own unpruned path (neighbourhood search when large).
+    best_cost, best_how = unpruned_cost, "cp-sat"
+    if saved is not None and pairs > saved:
+        lns = solve_batch(snapshot, pending, unpruned_cfg)
+        if len(lns.placements) == len(res.placements):
+            lns_cost = strategy_cost(snapshot, pending, config, lns.placements, touched)
+            if lns_cost < best_cost:
+                best_cost, best_how = lns_cost, "lns"
     return Quality(
         time_limit=limit,
         seconds=round(seconds, 3),
@@ -221,6 +236,10 @@ def _quality(snapshot: Snapshot, pending: list[Pod], config: Config, budget: Bat
         unpruned_value=value,
         gap=gap,
         same_earlier_levels=same,
+        unpruned_strategy_status=last.status if last is not None and last.name.startswith("strategy") else "none",
+        best_cost=best_cost,
+        best_how=best_how,
+        gap_to_best=(budget_cost - best_cost) / budget_cost if budget_cost > 0 else float("nan"),
     )
 
 
@@ -335,6 +354,22 @@ def _fmt(x: float, digits: int = 3) -> str:
     return "n/a" if math.isnan(x) else f"{x:.{digits}f}"
 
 
+def _workers(results: Sequence[SizeResult]) -> str:
+    configured = {r.workers for r in results}
+    if configured == {None}:
+        return "= the engine's default (one per core, at most 8)"
+    return ", ".join(str(w) for w in sorted(configured, key=str))
+
+
+def _strategy_status(levels: list[dict[str, Any]]) -> str:
+    last = [lv for lv in levels if str(lv["name"]).startswith("strategy")]
+    return str(last[-1]["status"]) if last else "-"
+
+
+def _pct(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{100 * x:.2f}%"
+
+
 def _levels_text(levels: list[dict[str, Any]]) -> str:
     return ", ".join(f"{lv['name']} {lv['status']} {lv['seconds']:.3f}s" for lv in levels) or "no solver level"
 
@@ -343,17 +378,21 @@ def render_markdown(results: Sequence[SizeResult], meta: dict[str, str], command
     lines = [
         "# Engine benchmark",
         "",
-        f"Command: `{command}` ({meta['date']}).",
+        f"Command: `{command}` ({meta['date']}, placer at {meta['revision']}).",
         "",
         f"Machine: {meta['nproc']} cores (`nproc`), {meta['cpu']} (/proc/cpuinfo), {meta['memory']} RAM; "
         f"Python {meta['python']}, OR-Tools {meta['ortools']}, numpy {meta['numpy']}. "
-        "Shared machine: other work may have run at the same time.",
+        f"Shared machine: other work may have run at the same time (load average 1/5/15 min at the end: "
+        f"{meta['load']}).",
         "",
         f"Clusters: `benchmarks.generate.cluster(nodes, running_per_node={RUNNING_PER_NODE}, "
         f"pending={PENDING}, seed={SEED})`: heterogeneous nodes (8 shapes, 3 zones, ~5% dedicated "
         "NoSchedule, ~5% spot PreferNoSchedule, ~1.5% GPU, ~0.5% cordoned), running pods filling 30-70%, "
         "99 pending pods in Deployments/Jobs with selectors, affinity (In/NotIn/Exists/DoesNotExist/Gt/Lt), "
         "tolerations, priorities, restart policies.",
+        "",
+        "Config: the defaults except the solver time limit per size (`benchmarks.run.time_limit_for`); CP-SAT "
+        f"workers {_workers(results)}.",
         "",
         "Decision = `solve_batch(snapshot, pending, config)` on an in-memory snapshot (prefilter, greedy hint, "
         "candidates, model build, all CP-SAT levels, extraction), wall clock (`time.perf_counter`), after one "
@@ -363,18 +402,26 @@ def render_markdown(results: Sequence[SizeResult], meta: dict[str, str], command
         "includes CP-SAT's C++ heap); `py peak` = tracemalloc peak of one decision (Python + numpy only).",
         "",
         "| nodes | running | pending | time limit (s) | target p95 (s) | median (s) | p95 (s) | meets target "
-        "| placed placer | placed default | status | gap | snapshot (s) | default sim (s) | rss delta (MiB) "
-        "| py peak (MiB) |",
-        "|---:|---:|---:|---:|---:|---:|---:|:-:|---:|---:|---|---:|---:|---:|---:|---:|",
+        "| placed placer | placed default | status | gap | strategy level | snapshot (s) | default sim (s) "
+        "| rss delta (MiB) | py peak (MiB) |",
+        "|---:|---:|---:|---:|---:|---:|---:|:-:|---:|---:|---|---:|---|---:|---:|---:|---:|",
     ]
     for r in results:
         ok = "yes" if r.p95 <= r.target_p95 else "**no**"
         lines.append(
             f"| {r.nodes:,} | {r.running:,} | {r.pending} | {r.time_limit:g} | {r.target_p95:.2f} | "
             f"{r.median:.3f} | {r.p95:.3f} | {ok} | {r.placed} | {r.default_placed} | {r.status} | "
-            f"{_fmt(r.gap, 4)} | {r.snapshot_seconds:.3f} | {r.default_seconds:.3f} | {r.rss_delta_mib:.0f} | "
-            f"{_fmt(r.py_peak_mib, 0)} |"
+            f"{_fmt(r.gap, 4)} | {_strategy_status(r.levels)} | {r.snapshot_seconds:.3f} | {r.default_seconds:.3f} | "
+            f"{r.rss_delta_mib:.0f} | {_fmt(r.py_peak_mib, 1)} |"
         )
+    unsolved = [r for r in results if _strategy_status(r.levels) not in ("optimal", "feasible", "-")]
+    missed = [r for r in results if r.p95 > r.target_p95]
+    lines += [
+        "",
+        f"Targets met: {len(results) - len(missed)} of {len(results)} sizes. "
+        f"Strategy level without a solution at the budget (status `unknown`: the answer is the greedy hint, "
+        f"although the status column says `feasible`): {len(unsolved)} of {len(results)} sizes.",
+    ]
     lines += ["", "Solver levels of the last timed decision (name, CP-SAT status, seconds):", ""]
     lines += [f"- {r.nodes:,} nodes: {_levels_text(r.levels)}" for r in results]
     lines += ["", "All decision times (s):", ""]
@@ -389,21 +436,26 @@ def render_markdown(results: Sequence[SizeResult], meta: dict[str, str], command
             "`cost` = the balance strategy objective of an answer, evaluated independently of the model "
             "(`benchmarks.run.strategy_cost`, over every node the unpruned model touches); `bound` = the "
             "unpruned run's best bound on its strategy level (integer objective / UNIT); "
-            "`gap` = (cost at budget - bound) / cost at budget. `same levels`: the levels before the strategy "
-            "(placed pods, preferences) reached the same values in both runs, so the strategy costs are "
-            "comparable.",
+            "`gap` = (cost at budget - bound) / cost at budget (n/a when the unpruned strategy level found no "
+            "solution in time, status `unknown`). `best known cost`: the better of the unpruned CP-SAT answer "
+            "and, when the unpruned model is large enough for the engine to switch to neighbourhood search "
+            "(`lns`), that run with the same limit; `gap to best known` is a lower estimate of the true gap. "
+            "`same levels`: the levels before the strategy (placed pods, preferences) reached the same values "
+            "in both runs, so the strategy costs are comparable.",
             "",
-            "| nodes | budget (s) | cost at budget | unpruned limit (s) | unpruned time (s) | unpruned status "
-            "| unpruned cost | unpruned value | bound | gap to bound | same levels |",
-            "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|:-:|",
+            "| nodes | budget (s) | cost at budget | unpruned limit (s) | unpruned time (s) | unpruned strategy level "
+            "| unpruned cost | unpruned value | bound | gap to bound | best known cost | gap to best known "
+            "| same levels |",
+            "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|:-:|",
         ]
         for r in quality:
             q = r.quality
             assert q is not None
             lines.append(
                 f"| {r.nodes:,} | {r.time_limit:g} | {q.budget_cost:.4f} | {q.time_limit:g} | {q.seconds:.1f} | "
-                f"{q.status} | {q.unpruned_cost:.4f} | {_fmt(q.unpruned_value, 4)} | {_fmt(q.unpruned_bound, 4)} | "
-                f"{_fmt(100 * q.gap, 2)}% | {'yes' if q.same_earlier_levels else 'no'} |"
+                f"{q.unpruned_strategy_status} | {q.unpruned_cost:.4f} | {_fmt(q.unpruned_value, 4)} | "
+                f"{_fmt(q.unpruned_bound, 4)} | {_pct(q.gap)} | {q.best_cost:.4f} ({q.best_how}) | "
+                f"{_pct(q.gap_to_best)} | {'yes' if q.same_earlier_levels else 'no'} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -473,7 +525,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         r = _run_child(n, args)
         results.append(r)
         q = r.quality
-        quality = f", quality gap {_fmt(100 * q.gap, 2)}% (unpruned {q.status})" if q else ""
+        quality = f", quality gap to bound {_pct(q.gap)}, to best known {_pct(q.gap_to_best)}" if q else ""
         print(
             f"[bench] {n:,} nodes: median {r.median:.3f} s, p95 {r.p95:.3f} s (target {r.target_p95:.2f}), "
             f"placed {r.placed}/{r.pending} (default {r.default_placed}), {r.status}, gap {_fmt(r.gap, 4)}"
