@@ -75,6 +75,8 @@ class Actions:
         burst: int = 100,
     ) -> None:
         self.limit = TokenBucket(qps, burst)
+        # Events go through their own limiter, as kube-scheduler sends them with a separate client.
+        self.event_limit = TokenBucket(qps, burst)
         self.core = client.CoreV1Api(api)
         self.events = client.EventsV1Api(api)
         self.scheduler_name = scheduler_name
@@ -198,7 +200,7 @@ class Actions:
             regarding=client.V1ObjectReference(api_version="v1", kind="Pod", name=name, namespace=ns, uid=uid),
         )
         try:
-            self.limit.acquire()
+            self.event_limit.acquire()
             self.events.create_namespaced_event(namespace=ns, body=body, _preload_content=False)
         except ApiException as exc:
             log.debug("event on %s failed: %s", key, exc.reason)

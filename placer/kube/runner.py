@@ -21,7 +21,7 @@ import datetime as dt
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from kubernetes import client
@@ -31,7 +31,7 @@ from placer.controller.executor import Abandon, Bind, Evict, PlanRun, PodView, W
 from placer.engine.labels import NodeLabels
 from placer.engine.snapshot import build_snapshot
 from placer.inputs.kubectl import parse_node, parse_pdb, parse_pod, parse_replicaset
-from placer.kube.actions import Actions
+from placer.kube.actions import Actions, Outcome
 from placer.kube.informers import Informer, informers
 from placer.kube.leader import Leadership
 from placer.kube.serving import Metrics, serve
@@ -80,6 +80,7 @@ class Runner:
         self.reserved: set[str] = set()  # pending pods a running plan will bind
         self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="bind")
         self._parsed: dict[str, tuple[str, Pod]] = {}
+        self.inflight: list[tuple[Pod, str, Future[Outcome]]] = []
         self._last_tick = time.monotonic()
         self._label_checked = 0.0
 
@@ -177,6 +178,7 @@ class Runner:
 
     # -- one cycle ------------------------------------------------------------------------------
     def tick(self) -> None:
+        self._collect()
         cluster, raws = self.cluster()
         pending = [p.key for p in cluster.pods if self._schedulable(p, raws[p.key])]
         self.metrics.pending.set(len(pending))
@@ -226,11 +228,18 @@ class Runner:
         names = [n.name for n in state.nodes]
         for pod, code, reason in decision.unplaced:
             self.metrics.unplaced.labels(code=code).inc()
-            self.actions.unschedulable(pod.key, reason)
-            self.actions.event(pod.key, pod.uid, reason="FailedScheduling", note=reason, kind="Warning")
+            self.pool.submit(self._report_unschedulable, pod, reason)
             self.batcher.defer(pod.key, time.monotonic())
+        solved = time.monotonic()
         if decision.plan is None:
             self._bind_all([(pod, names[n]) for pod, n in decision.placements])
+            log.info(
+                "batch of %d: %d placed (binding), %d unplaced; decided in %.2fs",
+                len(batch),
+                len(decision.placements),
+                len(decision.unplaced),
+                solved - started,
+            )
             return
         plan = decision.plan
         log.info("global plan: %d evictions, %d steps", len(plan.evictions), len(plan.steps))
@@ -313,19 +322,40 @@ class Runner:
             self.plan = None
             self.reserved = set()
 
+    def _report_unschedulable(self, pod: Pod, reason: str) -> None:
+        self.actions.unschedulable(pod.key, reason)
+        self.actions.event(pod.key, pod.uid, reason="FailedScheduling", note=reason, kind="Warning")
+
+    def _bind_one(self, pod: Pod, node: str) -> Outcome:
+        out = self.actions.bind(pod.key, node, pod.uid)
+        if out.ok:
+            self.actions.event(pod.key, pod.uid, reason="Scheduled", note=f"Successfully assigned {pod.key} to {node}")
+        return out
+
     def _bind_all(self, binds: list[tuple[Pod, str]]) -> None:
-        futures = [(pod, node, self.pool.submit(self.actions.bind, pod.key, node, pod.uid)) for pod, node in binds]
-        for pod, node, future in futures:
+        """Dispatch binds to the pool and return at once, like kube-scheduler's assume + async bind:
+        the pods count as placed (``assumed``) right away, so the next batch can be solved while
+        these binds are in flight without double-booking; a refused bind drops the assumption."""
+        now = time.time()
+        for pod, node in binds:
+            self.assumed[pod.key] = (node, now)
+            self.inflight.append((pod, node, self.pool.submit(self._bind_one, pod, node)))
+
+    def _collect(self) -> None:
+        """Account the binds that finished since the last tick."""
+        pending: list[tuple[Pod, str, Future[Outcome]]] = []
+        for pod, node, future in self.inflight:
+            if not future.done():
+                pending.append((pod, node, future))
+                continue
             out = future.result()
             self.metrics.binds.labels(result="ok" if out.ok else str(out.status)).inc()
             if out.ok:
-                self.assumed[pod.key] = (node, time.time())
                 self.batcher.forget(pod.key)
-                self.actions.event(
-                    pod.key, pod.uid, reason="Scheduled", note=f"Successfully assigned {pod.key} to {node}"
-                )
             else:
+                self.assumed.pop(pod.key, None)
                 log.info("bind of %s to %s refused (%s %s): re-queued", pod.key, node, out.status, out.reason)
+        self.inflight = pending
 
     def _check_labels(self, cluster: Cluster) -> None:
         nodes = {n.name: n for n in cluster.nodes}
