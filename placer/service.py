@@ -134,6 +134,8 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
                 if budget is not None:
                     budget -= len(decision.plan.evictions)
                 replacements += _apply_plan(state, decision.plan, evictions, steps, placements)
+            elif steps:
+                _bind_after_earlier_plans(steps, done, [n.name for n in state.nodes])
             for pod, node in done:
                 state.add(pod, node)
         else:
@@ -201,11 +203,30 @@ def _apply_plan(
             )
             replaced += 1
     offset = len(steps)
+    earlier = _gone_by_node(steps)
     for st in plan.steps:
-        steps.append(
-            Step(id=st.id + offset, op=st.op, pod=st.pod, node=names[st.node], after=[a + offset for a in st.after])
-        )
+        after = [a + offset for a in st.after]
+        if st.op == "bind":
+            after = sorted(set(after) | set(earlier.get(names[st.node], [])))
+        steps.append(Step(id=st.id + offset, op=st.op, pod=st.pod, node=names[st.node], after=after))
     return replaced
+
+
+def _gone_by_node(steps: list[Step]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for st in steps:
+        if st.op == "await-gone":
+            out.setdefault(st.node, []).append(st.id)
+    return out
+
+
+def _bind_after_earlier_plans(steps: list[Step], done: list[tuple[Pod, int]], names: list[str]) -> None:
+    """Once a plan ran earlier in the run, a later batch's binds into a node it freed room on
+    wait for those victims too, so the steps stay a complete, safe order."""
+    earlier = _gone_by_node(steps)
+    for pod, node in done:
+        if names[node] in earlier:
+            steps.append(Step(id=len(steps) + 1, op="bind", pod=pod.key, node=names[node], after=earlier[names[node]]))
 
 
 def _still_unplaced(

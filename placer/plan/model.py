@@ -19,6 +19,7 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from placer.engine.batch import Batch, Group
+from placer.engine.prefilter import ports_conflict
 from placer.engine.snapshot import Snapshot
 from placer.models import Pod
 
@@ -72,6 +73,7 @@ class PlanModel:
             self.cp.add(self.leaves(ri) <= 1)
         self._preemption_needs_a_preemptor()
         self._capacity(free)
+        self._host_ports()
         evicted = {ri: self.leaves(ri) for ri in range(len(self.movers))}
         for b, allowed in enumerate(pdb_allowed):
             members = [evicted[ri] for ri, m in enumerate(self.movers) if b in m.pdbs]
@@ -114,6 +116,21 @@ class PlanModel:
                 self.cp.add(var <= cp_model.LinearExpr.sum(preemptors))
             else:
                 self.cp.add(var == 0)
+
+    def _host_ports(self) -> None:
+        """Pending pods of different groups that clash on a host port never share a node (pods of
+        one group are capped at one per node; running pods with host ports never move)."""
+        groups = self.batch.groups
+        per_node: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
+        for (gi, n), var in self.y.items():
+            if groups[gi].has_ports:
+                per_node.setdefault(n, []).append((gi, var))
+        for entries in per_node.values():
+            for a in range(len(entries)):
+                for b in range(a + 1, len(entries)):
+                    pa, pb = groups[entries[a][0]].pods[0], groups[entries[b][0]].pods[0]
+                    if any(ports_conflict(x, y) for x in pa.host_ports for y in pb.host_ports):
+                        self.cp.add(entries[a][1] + entries[b][1] <= 1)
 
     def _capacity(self, free: npt.NDArray[np.int64]) -> None:
         groups = self.batch.groups
