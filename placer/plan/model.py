@@ -59,7 +59,12 @@ class PlanModel:
             terms.append(self.p[ri])
         return cp_model.LinearExpr.sum(terms)
 
+    pdb_allowed: list[int] = field(default_factory=list)
+    max_evictions: int | None = None
+    max_per_node: int | None = None
+
     def build(self, *, pdb_allowed: list[int], max_evictions: int | None, max_per_node: int | None = None) -> None:
+        self.pdb_allowed, self.max_evictions, self.max_per_node = list(pdb_allowed), max_evictions, max_per_node
         snap = self.current
         free = snap.free
         base_free = self.batch.snapshot.free  # room once every mover is gone

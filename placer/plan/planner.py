@@ -39,6 +39,8 @@ __all__ = ["Plan", "PlannedEviction", "plan_batch"]
 WHOLE_CLUSTER = 300  # up to this many nodes the neighbourhood is the whole cluster
 NEIGHBOURS = 16
 DESTINATIONS = 16
+MOVE_TARGETS = 64  # per movable pod on small clusters (all of them in practice)
+MOVE_TARGETS_LARGE = 4  # per movable pod on large clusters: the freest destinations
 _LIMIT = 2**53
 
 
@@ -74,27 +76,55 @@ def _lex_weights(counts: dict[int, int], base: int = 0) -> dict[int, int] | None
     return out
 
 
+def _preemptible_use(state: Snapshot, top_key: tuple[int, int] | None, tiers: bool) -> npt.NDArray[np.int64]:
+    """Per node, what preempting lower-key pods could free (cheap checks: sizes the neighbourhood)."""
+    use = np.zeros_like(state.used)
+    if top_key is None:
+        return use
+    names = state.resources
+    for n, pods in enumerate(state.running):
+        rows = [
+            [1 if r == "pods" else p.requests.get(r, 0) for r in names]
+            for p in pods
+            if pod_key(p, restart_tiers=tiers) < top_key
+            and not p.mirror
+            and not (p.owner is not None and p.owner.kind == "DaemonSet")
+        ]
+        if rows:
+            use[n] = np.sum(np.array(rows, dtype=np.int64), axis=0)
+    return use
+
+
 def _neighbourhood(
     state: Snapshot, unplaced: list[Pod], evictable_use: npt.NDArray[np.int64], batch: Batch
-) -> set[int]:
+) -> tuple[set[int], npt.NDArray[np.int64]]:
+    """(nodes whose running pods may be decided, destinations for moves)."""
     n_nodes = len(state.nodes)
-    if n_nodes <= WHOLE_CLUSTER:
-        return set(range(n_nodes))
     free = state.free
+    share = (free / np.maximum(state.alloc, 1)).min(axis=1)
+    destinations = np.argsort(-share, kind="stable")[:DESTINATIONS].astype(np.int64)
+    if n_nodes <= WHOLE_CLUSTER:
+        return set(range(n_nodes)), np.arange(n_nodes, dtype=np.int64)
     potential = free + evictable_use
-    hood: set[int] = set()
+    hood: set[int] = set(destinations.tolist())
+    by_signature: dict[tuple[object, ...], list[Pod]] = {}
     for pod in unplaced:
-        masks = batch.prefilter.masks(pod)
+        signature = (tuple(sorted(pod.requests.items())), batch.prefilter.masks(pod).allowed.tobytes())
+        by_signature.setdefault(signature, []).append(pod)
+    for pods in by_signature.values():
+        pod = pods[0]
         vec = pod_vector(pod, state.resources)
-        nodes = np.flatnonzero(masks.allowed & fits(state, vec, potential))
+        nodes = np.flatnonzero(batch.prefilter.masks(pod).allowed & fits(state, vec, potential))
         if len(nodes) == 0:
             continue
-        # Prefer nodes needing the least eviction: most free room for this pod first.
+        # Nodes needing the least eviction first, until they could hold 2x the unplaced pods.
         short = np.maximum(vec[None, :] - free[nodes], 0).sum(axis=1)
-        hood.update(nodes[np.lexsort((nodes, short))[: NEIGHBOURS + 1]].tolist())
-    share = (free / np.maximum(state.alloc, 1)).min(axis=1)
-    hood.update(np.argsort(-share, kind="stable")[:DESTINATIONS].tolist())
-    return hood
+        ordered = nodes[np.lexsort((nodes, short))]
+        nz = np.flatnonzero(vec)
+        room = np.min(potential[np.ix_(ordered, nz)] // vec[nz], axis=1) if len(nz) else np.full(len(ordered), 1)
+        enough = np.searchsorted(np.cumsum(np.maximum(room, 0)), 2 * len(pods)) + 1
+        hood.update(ordered[: max(NEIGHBOURS + 1, int(enough))].tolist())
+    return hood, destinations
 
 
 def plan_batch(
@@ -119,23 +149,17 @@ def plan_batch(
         return None
     tiers = config.priority.restart_tiers
     probe = build_batch(state, unplaced, config)
-    candidates: list[tuple[Pod, int]] = []
-    for n, pods in enumerate(state.running):
-        for pod in pods:
-            candidates.append((pod, n))
-    elig = {pod.key: classify(cluster, pod, config.scheduler_name) for pod, _ in candidates}
-    evictable_use = np.zeros_like(state.used)
-    for pod, n in candidates:
-        if elig[pod.key].evictable:
-            evictable_use[n] += pod_vector(pod, state.resources)
-    hood = _neighbourhood(state, unplaced, evictable_use, probe)
     top_key = max((pod_key(p, restart_tiers=tiers) for p in pending if p.preemption_policy != "Never"), default=None)
+    evictable_use = _preemptible_use(state, top_key, tiers)
+    hood, destinations = _neighbourhood(state, unplaced, evictable_use, probe)
+    candidates = [(pod, n) for n in sorted(hood) for pod in state.running[n]]
+    elig = {pod.key: classify(cluster, pod, config.scheduler_name) for pod, _ in candidates}
 
     base = state.copy()
     chosen: list[tuple[Pod, int]] = []
     for pod, n in candidates:
         e = elig[pod.key]
-        if n not in hood or not e.evictable or pod.key in frozen:
+        if not e.evictable or pod.key in frozen:
             continue
         preemptible = top_key is not None and pod_key(pod, restart_tiers=tiers) < top_key
         if not (preemptible or e.movable):
@@ -168,9 +192,17 @@ def plan_batch(
         targets = np.zeros(0, dtype=np.int64)
         if e.movable:
             masks = batch.prefilter.masks(pod.model_copy(update={"annotations": {}}))
-            ok = masks.allowed & fits(base, vec)
+            if len(state.nodes) <= WHOLE_CLUSTER:
+                # Small clusters: any node, including ones that other moves free (chains).
+                ok = masks.allowed & fits(base, vec)
+            else:
+                # Large clusters: only destinations with room for it now, the best few.
+                ok = np.zeros(len(state.nodes), dtype=np.bool_)
+                ok[destinations] = True
+                ok &= masks.allowed & fits(state, vec)
             ok[n] = False
-            targets = np.intersect1d(np.flatnonzero(ok), hood_arr).astype(np.int64)
+            limit = MOVE_TARGETS if len(state.nodes) <= WHOLE_CLUSTER else MOVE_TARGETS_LARGE
+            targets = np.flatnonzero(ok).astype(np.int64)[:limit]
         preemptible = top_key is not None and pod_key(pod, restart_tiers=tiers) < top_key
         movers.append(
             Mover(
@@ -197,6 +229,81 @@ def plan_batch(
             if at is not None and (gi, at) in model.y:
                 hint[gi, at] = hint.get((gi, at), 0) + 1
     return _solve(model, batch, scorer, config, hint, started, len(hood))
+
+
+def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None:
+    """A feasible improving plan built greedily, as the hint (and fallback) of the CP-SAT levels.
+
+    Pods left unplaced, highest key first, go where the fewest victims (lowest key first, then
+    the largest) make room; only pods that may preempt evict, only pods of strictly lower keys
+    are evicted, PDB budgets and eviction caps hold. Moves are left to the solver.
+    """
+    free = model.current.free.copy()
+    for (gi, n), var in model.y.items():
+        free[n] -= batch.groups[gi].vec * values[var.index]
+    budget = dict(enumerate(model.pdb_allowed))
+    evicted: set[int] = set()
+    state = {"total": 0}
+    per_node: dict[int, int] = {}
+    on_node: dict[int, list[int]] = {}
+    for ri in model.p:
+        on_node.setdefault(model.movers[ri].home, []).append(ri)
+    for ris in on_node.values():
+        ris.sort(key=lambda r: (model.movers[r].rank, -int(model.movers[r].vec.max())))
+
+    def option(gi: int, n: int) -> tuple[tuple[int, ...], list[int]] | None:
+        group = batch.groups[gi]
+        var = model.y[gi, n]
+        if values[var.index] >= model.upper[var.index]:
+            return None
+        room = free[n].copy()
+        victims: list[int] = []
+        if group.pods[0].preemption_policy != "Never":
+            for ri in on_node.get(n, []):
+                if bool(np.all(room >= group.vec)):
+                    break
+                m = model.movers[ri]
+                if ri in evicted or m.rank >= batch.rank(group) or any(budget[b] <= 0 for b in m.pdbs):
+                    continue
+                room += m.vec
+                victims.append(ri)
+        if not bool(np.all(room >= group.vec)):
+            return None
+        if model.max_evictions is not None and state["total"] + len(victims) > model.max_evictions:
+            return None
+        if model.max_per_node is not None and per_node.get(n, 0) + len(victims) > model.max_per_node:
+            return None
+        if any(sum(1 for v in victims if b in model.movers[v].pdbs) > budget[b] for b in budget):
+            return None
+        ranks = sorted((-model.movers[v].rank for v in victims), reverse=True)
+        return (len(victims), *ranks, n), victims
+
+    for gi in sorted(range(len(batch.groups)), key=lambda g: -batch.rank(batch.groups[g])):
+        group = batch.groups[gi]
+        nodes = sorted(n for (g, n) in model.y if g == gi)
+        options = {n: option(gi, n) for n in nodes}
+        placed = sum(values[model.y[gi, n].index] for n in nodes)
+        for _ in range(group.size - placed):
+            live = [(o[0], n) for n, o in options.items() if o is not None]
+            if not live:
+                break
+            _, n = min(live)
+            opt = options[n]
+            assert opt is not None
+            for ri in opt[1]:
+                values[model.p[ri].index] = 1
+                evicted.add(ri)
+                free[n] += model.movers[ri].vec
+                for b in model.movers[ri].pdbs:
+                    budget[b] -= 1
+            state["total"] += len(opt[1])
+            per_node[n] = per_node.get(n, 0) + len(opt[1])
+            values[model.y[gi, n].index] += 1
+            free[n] -= group.vec
+            options[n] = option(gi, n)
+            if opt[1] and (model.pdb_allowed or model.max_evictions is not None):
+                # Budgets and caps changed: other nodes' options may no longer hold.
+                options = {m: option(gi, m) for m in nodes}
 
 
 def _solve(
@@ -257,13 +364,19 @@ def _solve(
     hint_per_rank = {r: 0 for r in counts}
     for (gi, _), var in model.y.items():
         hint_per_rank[batch.rank(batch.groups[gi])] += values[var.index]
+    _greedy_plan(model, batch, values)
     weights = _lex_weights(counts)
     improved = False
     if weights is not None:
         expr = cp_model.LinearExpr.sum([weights[r] * e for r, es in kept.items() for e in es])
         before = sum(weights[r] * hint_per_rank[r] for r in counts)
+        greedy_value = sum(
+            weights[batch.rank(batch.groups[gi])] * values[v.index] for (gi, _), v in model.y.items()
+        ) - sum(weights[model.movers[ri].rank] * values[v.index] for ri, v in model.p.items())
         got = run(expr, True)
-        improved = got is not None and got[0] > before
+        if got is None:
+            cp.add(expr >= greedy_value)  # keep the greedy plan's level for the next levels
+        improved = (got is not None and got[0] > before) or greedy_value > before
     else:
         for r in sorted(kept, reverse=True):
             got = run(cp_model.LinearExpr.sum(kept[r]), True)
@@ -288,12 +401,18 @@ def _solve(
     # (3) balance cost of where pods land.
     cost_terms: list[cp_model.LinearExprT] = []
     used = batch.snapshot.used
+    by_group: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
     for (gi, n), var in model.y.items():
-        c = scorer.delta(batch.groups[gi].vec, np.array([n], dtype=np.int64), used)[0]
-        cost_terms.append(round(1000 * c) * var)
+        by_group.setdefault(gi, []).append((n, var))
+    for gi, entries in by_group.items():
+        costs = scorer.delta(batch.groups[gi].vec, np.array([n for n, _ in entries], dtype=np.int64), used)
+        cost_terms += [round(1000 * c) * var for (_, var), c in zip(entries, costs.tolist(), strict=True)]
+    by_mover: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
     for (ri, n), var in model.z.items():
-        c = scorer.delta(model.movers[ri].vec, np.array([n], dtype=np.int64), used)[0]
-        cost_terms.append(round(1000 * c) * var)
+        by_mover.setdefault(ri, []).append((n, var))
+    for ri, entries in by_mover.items():
+        costs = scorer.delta(model.movers[ri].vec, np.array([n for n, _ in entries], dtype=np.int64), used)
+        cost_terms += [round(1000 * c) * var for (_, var), c in zip(entries, costs.tolist(), strict=True)]
     if cost_terms:
         run(cp_model.LinearExpr.sum(cost_terms), False)
     return _extract(model, batch, values, proven, started, hood_size)
