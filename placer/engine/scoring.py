@@ -43,6 +43,8 @@ class Scorer:
         self.class_weights = np.array(
             [[weights.get(c, {}).get(r, 0.0) for r in self.names] for c in CLASSES], dtype=np.float64
         )
+        # Mean utilisation of each node before the batch (a cheap pre-selection key).
+        self.load = (snapshot.used[:, self.cols] * self.inv_alloc).sum(axis=1) / self.k
         self.w_intra = config.balance.intra_node
         self.w_inter = config.balance.inter_node
         self.w_class = config.balance.pod_class
