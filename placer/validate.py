@@ -26,10 +26,33 @@ Rules:
 ``validate_placements`` also checks maximality: an unplaced pod of the batch that fits some
 eligible node in the final state was left out for nothing, and one that would fit after removing
 the batch pods of strictly lower key placed on a node was outranked by a lower key.
+
+``validate_plan`` checks a whole answer with a global plan (DESIGN.md, "Global plan"):
+
+- evictions: never DaemonSet pods, mirror pods, pods opted out by annotation
+  (``placer.io/evictable`` or ``cluster-autoscaler.kubernetes.io/safe-to-evict`` ``"false"``), pods
+  covered by more than one PodDisruptionBudget or using host ports; a move only for a pod owned by
+  a ReplicaSet whose template names the scheduler, with exactly one replacement bound where the
+  move says; a preemption only for a pending pod placed on the victim's node, of strictly higher
+  key and not ``preemptionPolicy: Never`` (named in the eviction's ``for``); every budget's
+  evictions at most its ``disruptionsAllowed``, all evictions at most ``max_evictions``;
+- steps: ``after`` names earlier steps; every eviction has one evict and one await-gone (after the
+  evict), every placement one bind on its node and every bind a placement; a replacement's bind
+  waits (transitively) for its victim's await-gone; simulated from the running pods, an evicted pod
+  holds its room until its await-gone, and every bind respects cordon, taints, labels, host ports
+  and capacity at the moment it runs, both in the listed order and in the order that binds as
+  early and frees room as late as ``after`` allows;
+- the final state: no unplaced pod of the batch fits an eligible node as it is, or in place of the
+  placed pods of strictly lower key on a node (where every preemption there keeps a preemptor);
+  a relaxed-affinity pod is off its matching nodes only while they have no room (or while it is
+  needed there as a preemptor); and a plan with evictions must beat, per key from the highest
+  down (placed pending pods plus running pods not preempted), what a first-fit answer without
+  evictions already reaches (the engine's answer without evictions is at least as good).
 """
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,11 +61,17 @@ from typing import Literal
 from placer.models import (
     POD_COUNT,
     Cluster,
+    Eviction,
     HostPort,
+    LabelSelector,
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    Placement,
     Pod,
+    PodDisruptionBudget,
+    Result,
+    Step,
     Taint,
     Toleration,
 )
@@ -57,10 +86,17 @@ __all__ = [
     "batch_pods",
     "demand",
     "eligibility_problems",
+    "eviction_refusal",
     "final_states",
     "go_parse_int",
     "hard_violations",
+    "kept_vector",
+    "label_selector_matches",
+    "may_preempt",
+    "move_refusal",
     "node_selector_matches",
+    "pdbs_covering",
+    "per_key",
     "pod_key",
     "ports_clash",
     "requirement_matches",
@@ -70,6 +106,7 @@ __all__ = [
     "tolerates",
     "untolerated_taint",
     "validate_placements",
+    "validate_plan",
 ]
 
 DEFAULT_MAX_PODS = 110  # kubelet's default --max-pods
@@ -501,4 +538,619 @@ def validate_placements(
     violations += _relaxed_violations(ctx, states)
     left = [p for p in batch_pods(cluster, scheduler_name) if p.key not in placements]
     violations += _left_out_violations(ctx, states, left)
+    return violations
+
+
+# --- plans: who may be evicted, and for whom -------------------------------------------------
+
+EVICTION_OPT_OUT = ("placer.io/evictable", "cluster-autoscaler.kubernetes.io/safe-to-evict")
+REPLACES = "replaces:"
+Key = tuple[int, int]
+
+
+def label_selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
+    """``metav1.LabelSelector`` over pod labels, as PodDisruptionBudgets use it.
+
+    A null selector matches nothing and an empty one everything; every ``matchLabels`` pair and
+    every expression must hold; ``NotIn`` and ``DoesNotExist`` hold when the key is absent.
+    """
+    if selector is None:
+        return False
+    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
+        return False
+    for req in selector.match_expressions:
+        present = req.key in labels
+        if req.operator == "In":
+            ok = present and labels[req.key] in req.values
+        elif req.operator == "NotIn":
+            ok = not present or labels[req.key] not in req.values
+        elif req.operator == "Exists":
+            ok = present
+        else:
+            ok = not present
+        if not ok:
+            return False
+    return True
+
+
+def pdbs_covering(cluster: Cluster, pod: Pod) -> list[PodDisruptionBudget]:
+    """The PodDisruptionBudgets of the pod's namespace whose selector matches its labels."""
+    return [b for b in cluster.pdbs if b.namespace == pod.namespace and label_selector_matches(b.selector, pod.labels)]
+
+
+def eviction_refusal(cluster: Cluster, pod: Pod) -> str | None:
+    """Why a global plan may never evict this running pod (None: it may, by move or preemption)."""
+    if pod.owner is not None and pod.owner.kind == "DaemonSet":
+        return "it is a DaemonSet pod"
+    if pod.mirror:
+        return "it is a mirror (static) pod"
+    for annotation in EVICTION_OPT_OUT:
+        if pod.annotations.get(annotation) == "false":
+            return f'it is annotated {annotation}: "false"'
+    covering = pdbs_covering(cluster, pod)
+    if len(covering) > 1:
+        return f"it is covered by {len(covering)} PodDisruptionBudgets ({', '.join(b.name for b in covering)})"
+    if pod.host_ports:
+        return "it uses host ports"
+    return None
+
+
+def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer") -> str | None:
+    """Why a plan may not move this pod, on top of ``eviction_refusal`` (None: it may).
+
+    A move evicts the pod and binds its ReplicaSet's replacement: only a ReplicaSet whose
+    template names this scheduler (``"*"``: any) sends the replacement back to it.
+    """
+    if pod.owner is None:
+        return "it is a bare pod (no owner creates a replacement)"
+    if pod.owner.kind != "ReplicaSet":
+        return f"it is owned by a {pod.owner.kind}, not a ReplicaSet"
+    owners = [r for r in cluster.replicasets if r.namespace == pod.namespace and r.name == pod.owner.name]
+    if not owners:
+        return f"its ReplicaSet {pod.namespace}/{pod.owner.name} is not in the cluster"
+    if not any(scheduler_name in ("*", r.scheduler_name) for r in owners):
+        return (
+            f"its ReplicaSet {pod.namespace}/{pod.owner.name} is scheduled by {owners[0].scheduler_name!r}, "
+            f"not {scheduler_name!r}"
+        )
+    return None
+
+
+def may_preempt(preemptor: Pod, victim: Pod, *, restart_tiers: bool = True) -> bool:
+    """A pending pod may preempt a running one: strictly higher key and not ``preemptionPolicy: Never``."""
+    if preemptor.preemption_policy == "Never":
+        return False
+    return pod_key(preemptor, restart_tiers=restart_tiers) > pod_key(victim, restart_tiers=restart_tiers)
+
+
+def kept_vector(
+    cluster: Cluster, placed: Iterable[Pod], preempted: Iterable[str] = (), *, restart_tiers: bool = True
+) -> dict[Key, int]:
+    """Objective (1): placed pending pods plus running pods not preempted, counted per key.
+
+    Running pods count when bound to a node of the cluster; moved pods keep running (their
+    replacement takes over), preempted ones (keys in ``preempted``) do not.
+    """
+    nodes = {n.name for n in cluster.nodes}
+    gone = set(preempted)
+    out: dict[Key, int] = {}
+    running = [p for p in cluster.pods if p.running and p.node_name in nodes and p.key not in gone]
+    for pod in [*running, *placed]:
+        key = pod_key(pod, restart_tiers=restart_tiers)
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def per_key(vectors: Sequence[Mapping[Key, int]]) -> list[list[int]]:
+    """The vectors as lists over the union of their keys, highest key first (compare with ``<``)."""
+    keys = sorted({k for v in vectors for k in v}, reverse=True)
+    return [[v.get(k, 0) for k in keys] for v in vectors]
+
+
+# --- plans: the answer resolved against the cluster -----------------------------------------
+
+
+def _stand_in(victim: Pod) -> Pod:
+    """The replacement of a moved pod: the victim's spec, a pod of its own."""
+    return victim.model_copy(update={"name": f"{victim.name}~replacement", "node_name": None, "phase": "Pending"})
+
+
+@dataclass
+class _Plan:
+    ctx: _Context
+    scheduler_name: str
+    victims: dict[str, tuple[Pod, Eviction]] = field(default_factory=dict)  # valid evictions
+    pending: dict[str, tuple[Pod, str]] = field(default_factory=dict)  # pod key -> (pod, node)
+    replacements: dict[str, tuple[Pod, Pod, str]] = field(default_factory=dict)  # victim -> (victim, stand-in, node)
+
+    def key(self, pod: Pod) -> Key:
+        return pod_key(pod, restart_tiers=self.ctx.restart_tiers)
+
+    def preempted(self) -> dict[str, Pod]:
+        return {k: pod for k, (pod, e) in self.victims.items() if e.kind == "preempt"}
+
+    def bind_spec(self, step: Step) -> tuple[Pod, Pod] | None:
+        """(the pod whose spec the bind places, the pod carrying that spec) or None if unknown."""
+        if step.pod.startswith(REPLACES):
+            entry = self.replacements.get(step.pod.removeprefix(REPLACES))
+            return (entry[1], entry[0]) if entry else None
+        placed = self.pending.get(step.pod)
+        return (placed[0], placed[0]) if placed else None
+
+
+def _resolve_placements(
+    plan: _Plan, cluster: Cluster, placements: Sequence[Placement], out: list[str]
+) -> list[Placement]:
+    """Pending placements into ``plan.pending``; replacement placements returned for later."""
+    pending: dict[str, str] = {}
+    replacements: list[Placement] = []
+    for p in placements:
+        if p.kind == "replacement":
+            if p.pod is not None:
+                out.append(f"replacement placement on {p.node} names a pod ({p.pod}); replacements have none yet")
+            replacements.append(p)
+        elif p.pod is None:
+            out.append(f"pending placement on {p.node} names no pod")
+        elif p.pod in pending:
+            out.append(f"{p.pod}: placed twice ({pending[p.pod]} and {p.node})")
+        else:
+            pending[p.pod] = p.node
+    for pod, node_name in _resolve(cluster, pending, plan.scheduler_name, out):
+        plan.pending[pod.key] = (pod, node_name)
+    return replacements
+
+
+def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Eviction]) -> list[str]:
+    """Who may be evicted, how (move or preempt) and for whom."""
+    out: list[str] = []
+    pods = {p.key: p for p in cluster.pods}
+    for e in evictions:
+        what = f"eviction of {e.pod} ({e.kind})"
+        pod = pods.get(e.pod)
+        if e.pod in plan.victims:
+            out.append(f"{what}: the pod is evicted twice")
+            continue
+        if pod is None or not pod.running:
+            out.append(f"{what}: no such running pod in the cluster")
+            continue
+        if pod.node_name != e.node or e.node not in plan.ctx.nodes:
+            out.append(f"{what}: the pod runs on {pod.node_name}, not on {e.node}")
+            continue
+        plan.victims[e.pod] = (pod, e)
+        refusal = eviction_refusal(cluster, pod)
+        if refusal:
+            out.append(f"{what}: never evicted: {refusal}")
+        for name in e.for_:
+            placed = plan.pending.get(name)
+            if placed is None or placed[1] != e.node:
+                out.append(f"{what}: it is for {name}, which the plan does not place on {e.node}")
+        if e.kind == "move":
+            refusal = move_refusal(cluster, pod, plan.scheduler_name)
+            if refusal:
+                out.append(f"{what}: may not move: {refusal}")
+            if e.to is None or e.to not in plan.ctx.nodes:
+                out.append(f"{what}: moves to {e.to}, which is not a node of the cluster")
+            continue
+        if e.to is not None:
+            out.append(f"{what}: a preemption does not move the pod, yet it names a destination ({e.to})")
+        preemptors = [
+            placed
+            for placed, node_name in plan.pending.values()
+            if node_name == e.node and may_preempt(placed, pod, restart_tiers=plan.ctx.restart_tiers)
+        ]
+        if not preemptors:
+            out.append(
+                f"{what}: no pending pod placed on {e.node} may preempt it (strictly higher key than "
+                f"{plan.key(pod)} and preemptionPolicy not Never)"
+            )
+        elif not {p.key for p in preemptors} & set(e.for_):
+            names = ", ".join(sorted(p.key for p in preemptors))
+            out.append(f"{what}: its 'for' list does not name its preemptor ({names})")
+    return out
+
+
+def _replacement_violations(plan: _Plan, replacements: Sequence[Placement]) -> list[str]:
+    """Every move has exactly one replacement placement, on the node the move names."""
+    out: list[str] = []
+    for p in replacements:
+        victim_key = p.replaces or ""
+        entry = plan.victims.get(victim_key)
+        if entry is None or entry[1].kind != "move":
+            out.append(f"replacement of {p.replaces} on {p.node}: the plan does not move {p.replaces}")
+            continue
+        victim, eviction = entry
+        if victim_key in plan.replacements:
+            out.append(f"replacement of {victim_key}: placed twice")
+            continue
+        if p.node != eviction.to:
+            out.append(f"replacement of {victim_key} placed on {p.node}, but the move sends it to {eviction.to}")
+        if p.node not in plan.ctx.nodes:
+            continue
+        owner = victim.owner
+        if p.owner is not None and owner is not None and p.owner != f"{owner.kind}/{victim.namespace}/{owner.name}":
+            out.append(
+                f"replacement of {victim_key}: owner {p.owner}, but the victim belongs to {owner.kind}/{owner.name}"
+            )
+        plan.replacements[victim_key] = (victim, _stand_in(victim), p.node)
+    for victim_key, (_, eviction) in sorted(plan.victims.items()):
+        if eviction.kind == "move" and victim_key not in plan.replacements and eviction.to in plan.ctx.nodes:
+            out.append(f"move of {victim_key} to {eviction.to}: no replacement placement")
+    return out
+
+
+def _cap_violations(cluster: Cluster, evictions: Sequence[Eviction], max_evictions: int | None) -> list[str]:
+    """Every budget's evictions at most its disruptionsAllowed; all of them at most max_evictions."""
+    out: list[str] = []
+    pods = {p.key: p for p in cluster.pods}
+    evicted = [pods[e.pod] for e in evictions if e.pod in pods]
+    for budget in cluster.pdbs:
+        hit = sorted(
+            p.key
+            for p in evicted
+            if p.namespace == budget.namespace and label_selector_matches(budget.selector, p.labels)
+        )
+        if len(hit) > budget.disruptions_allowed:
+            out.append(
+                f"PodDisruptionBudget {budget.namespace}/{budget.name} allows {budget.disruptions_allowed} "
+                f"disruption(s), the plan evicts {len(hit)}: {', '.join(hit)}"
+            )
+    if max_evictions is not None and len(evictions) > max_evictions:
+        out.append(f"{len(evictions)} evictions exceed max_evictions {max_evictions}")
+    return out
+
+
+# --- plans: the steps ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Room:
+    """A node while the plan runs: the pods on it (evicted ones hold their room until gone)."""
+
+    node: Node
+    pods: dict[str, Pod] = field(default_factory=dict)
+    used: dict[str, int] = field(default_factory=dict)
+
+    def add(self, pod: Pod) -> None:
+        self.pods[pod.key] = pod
+        for r, v in demand(pod).items():
+            self.used[r] = self.used.get(r, 0) + v
+
+    def drop(self, key: str) -> None:
+        pod = self.pods.pop(key, None)
+        if pod is not None:
+            for r, v in demand(pod).items():
+                self.used[r] -= v
+
+    def problems(self, pod: Pod) -> list[str]:
+        """Why the pod does not fit here at this moment: capacity on what it requests, host ports."""
+        out = []
+        for r, v in sorted(demand(pod).items()):
+            have = allocatable(self.node, r) - self.used.get(r, 0)
+            if v > have:
+                out.append("too many pods" if r == POD_COUNT else f"insufficient {r} (needs {v}, free {have})")
+        out += [
+            f"host port {mine.protocol}/{mine.port} held by {other.key}"
+            for mine in pod.host_ports
+            for other in self.pods.values()
+            if other.key != pod.key
+            for theirs in other.host_ports
+            if ports_clash(mine, theirs)
+        ]
+        return out
+
+
+def _order(steps: Sequence[Step], edges: Mapping[int, Sequence[int]], rank: Mapping[int, tuple[int, int]]) -> list[int]:
+    """A topological order of the step ids (Kahn), taking the lowest ``rank`` among ready steps;
+    shorter than ``steps`` when the dependencies have a cycle."""
+    waiting = {s.id: len(edges[s.id]) for s in steps}
+    then: dict[int, list[int]] = {s.id: [] for s in steps}
+    for sid, before in edges.items():
+        for b in before:
+            then[b].append(sid)
+    ready = [(rank[sid], sid) for sid, n in waiting.items() if n == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        _, sid = heapq.heappop(ready)
+        order.append(sid)
+        for nxt in then[sid]:
+            waiting[nxt] -= 1
+            if waiting[nxt] == 0:
+                heapq.heappush(ready, (rank[nxt], nxt))
+    return order
+
+
+def _simulate(plan: _Plan, cluster: Cluster, steps: Mapping[int, Step], order: Sequence[int]) -> dict[int, list[str]]:
+    """Run the steps in ``order`` from the running pods; what each bind lacks when it runs."""
+    rooms = {name: _Room(node) for name, node in plan.ctx.nodes.items()}
+    for pod in cluster.pods:
+        if pod.running and pod.node_name in rooms:
+            rooms[pod.node_name].add(pod)
+    evicted: set[str] = set()
+    out: dict[int, list[str]] = {}
+    for sid in order:
+        st = steps[sid]
+        if st.node not in rooms:
+            continue
+        if st.op == "evict":
+            evicted.add(st.pod)
+        elif st.op == "await-gone":
+            entry = plan.victims.get(st.pod)
+            if st.pod in evicted and entry is not None and entry[0].node_name == st.node:
+                rooms[st.node].drop(st.pod)
+        else:
+            spec = plan.bind_spec(st)
+            if spec is None:
+                continue
+            problems = rooms[st.node].problems(spec[0])
+            if problems:
+                out[sid] = problems
+            rooms[st.node].add(spec[0])
+    return out
+
+
+def _ancestors(edges: Mapping[int, Sequence[int]], order: Sequence[int]) -> dict[int, set[int]]:
+    """Every step's transitive predecessors (``order`` topological)."""
+    out: dict[int, set[int]] = {}
+    for sid in order:
+        acc: set[int] = set()
+        for b in edges[sid]:
+            acc.add(b)
+            acc |= out[b]
+        out[sid] = acc
+    return out
+
+
+def _step_violations(plan: _Plan, cluster: Cluster, steps: Sequence[Step]) -> list[str]:
+    out: list[str] = []
+    by_id: dict[int, Step] = {}
+    for st in steps:
+        if st.id in by_id:
+            out.append(f"step id {st.id} is used twice")
+        else:
+            by_id[st.id] = st
+    unique = list(by_id.values())
+    position = {st.id: i for i, st in enumerate(unique)}
+    edges: dict[int, list[int]] = {}
+    for st in unique:
+        edges[st.id] = []
+        for a in st.after:
+            if a not in by_id:
+                out.append(f"step {st.id} ({st.op} {st.pod}) waits on step {a}, which does not exist")
+            elif position[a] >= position[st.id]:
+                out.append(f"step {st.id} ({st.op} {st.pod}) waits on step {a}, which comes later in the list")
+                edges[st.id].append(a)
+            else:
+                edges[st.id].append(a)
+    listed = _order(unique, edges, {sid: (position[sid], 0) for sid in position})
+    if len(listed) < len(unique):
+        stuck = sorted(set(position) - set(listed))
+        out.append(f"the steps' dependencies have a cycle (steps {', '.join(map(str, stuck))} can never run)")
+        return out
+    out += _reference_violations(plan, unique, edges, listed)
+    # Capacity and host ports at each bind: in the listed order, then in the order that binds as
+    # early and frees room as late as ``after`` allows (any order ``after`` allows must work).
+    op_rank = {"bind": 0, "evict": 1, "await-gone": 2}
+    eager = _order(unique, edges, {st.id: (op_rank[st.op], position[st.id]) for st in unique})
+    found = _simulate(plan, cluster, by_id, listed)
+    for sid, problems in sorted(found.items()):
+        st = by_id[sid]
+        out.append(f"step {sid} (bind {st.pod} on {st.node}): the node lacks room at that step: {'; '.join(problems)}")
+    for sid, problems in sorted(_simulate(plan, cluster, by_id, eager).items()):
+        if sid in found:
+            continue
+        st = by_id[sid]
+        earlier = ", ".join(map(str, eager[: eager.index(sid)])) or "none"
+        out.append(
+            f"step {sid} (bind {st.pod} on {st.node}) does not wait for the room it needs: run as early as its "
+            f"'after' allows (after steps: {earlier}), the node lacks room: {'; '.join(problems)}"
+        )
+    return out
+
+
+def _reference_violations(
+    plan: _Plan, steps: Sequence[Step], edges: Mapping[int, Sequence[int]], order: Sequence[int]
+) -> list[str]:
+    """Steps and the plan's evictions and placements name each other one to one, on the same
+    nodes; await-gone after its evict; a replacement's bind after its victim's await-gone."""
+    out: list[str] = []
+    ancestors = _ancestors(edges, order)
+    seen: dict[tuple[str, str], list[Step]] = {}
+    for st in steps:
+        seen.setdefault((st.op, st.pod), []).append(st)
+        if st.op in ("evict", "await-gone"):
+            entry = plan.victims.get(st.pod)
+            if entry is None:
+                out.append(f"step {st.id} ({st.op} {st.pod}): the plan has no valid eviction of {st.pod}")
+            elif st.node != entry[1].node:
+                out.append(f"step {st.id} ({st.op} {st.pod}) on {st.node}, but {st.pod} runs on {entry[1].node}")
+            continue
+        if st.pod.startswith(REPLACES):
+            victim_key = st.pod.removeprefix(REPLACES)
+            target = plan.replacements.get(victim_key)
+            where = target[2] if target else None
+        else:
+            placed = plan.pending.get(st.pod)
+            where = placed[1] if placed else None
+        if where is None:
+            out.append(f"step {st.id} binds {st.pod}, which the plan does not place")
+        elif where != st.node:
+            out.append(f"step {st.id} binds {st.pod} on {st.node}, but the plan places it on {where}")
+    for victim_key in sorted(plan.victims):
+        evicts = seen.get(("evict", victim_key), [])
+        awaits = seen.get(("await-gone", victim_key), [])
+        if len(evicts) != 1 or len(awaits) != 1:
+            out.append(f"eviction of {victim_key}: {len(evicts)} evict and {len(awaits)} await-gone steps, not 1 and 1")
+        for aw in awaits:
+            if not any(ev.id in ancestors[aw.id] for ev in evicts):
+                out.append(f"step {aw.id} (await-gone {victim_key}) does not wait for the eviction of {victim_key}")
+    binds = [("pending", k, k) for k in plan.pending] + [("replacement", REPLACES + k, k) for k in plan.replacements]
+    for kind, name, victim_key in sorted(binds):
+        found = seen.get(("bind", name), [])
+        if len(found) != 1:
+            out.append(f"{kind} placement {name}: {len(found)} bind steps, not 1")
+        if kind == "replacement":
+            gone = {aw.id for aw in seen.get(("await-gone", victim_key), [])}
+            for b in found:
+                if not gone & ancestors[b.id]:
+                    out.append(
+                        f"step {b.id} binds {name} before {victim_key} is gone (no await-gone among its 'after')"
+                    )
+    return out
+
+
+def _bind_eligibility(plan: _Plan, steps: Sequence[Step]) -> list[str]:
+    """Cordon, taints and labels of every bind (a replacement carries its victim's spec)."""
+    out: list[str] = []
+    for st in steps:
+        if st.op != "bind" or st.node not in plan.ctx.nodes:
+            continue
+        spec = plan.bind_spec(st)
+        if spec is None:
+            continue
+        for problem in eligibility_problems(spec[1], plan.ctx.nodes[st.node], plan.ctx.binding(spec[1])):
+            out.append(f"step {st.id} (bind {st.pod} on {st.node}): {problem}")
+    return out
+
+
+# --- plans: the final state ---------------------------------------------------------------------
+
+
+def _plan_states(plan: _Plan, cluster: Cluster, *, replacements_placed: bool) -> dict[str, NodeState]:
+    """Nodes after the plan: running pods not evicted, replacements, and the placed pending pods
+    (``placed``; replacements too when ``replacements_placed``)."""
+    states = {name: NodeState(node) for name, node in plan.ctx.nodes.items()}
+    for pod in cluster.pods:
+        if pod.running and pod.node_name in states and pod.key not in plan.victims:
+            states[pod.node_name].add(pod, batch=False)
+    for _, stand_in, node_name in plan.replacements.values():
+        states[node_name].add(stand_in, batch=replacements_placed)
+    for pod, node_name in plan.pending.values():
+        states[node_name].add(pod, batch=True)
+    return states
+
+
+def _keeps_preemptors(plan: _Plan, victims: Sequence[Pod], staying: Sequence[Pod]) -> bool:
+    """Every preempted victim of a node still has a pod on it that may preempt it."""
+    tiers = plan.ctx.restart_tiers
+    return all(any(may_preempt(p, v, restart_tiers=tiers) for p in staying) for v in victims)
+
+
+def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
+    """What must hold after the plan whatever the evictions: no unplaced pod of the batch fits as
+    things are or in place of lower keys, relaxed-affinity pods off matching nodes with room."""
+    ctx = plan.ctx
+    out = _node_violations(_plan_states(plan, cluster, replacements_placed=True))
+    states = _plan_states(plan, cluster, replacements_placed=False)
+    preempted: dict[str, list[Pod]] = {}
+    for pod in plan.preempted().values():
+        preempted.setdefault(pod.node_name or "", []).append(pod)
+    for name, state in sorted(states.items()):
+        for pod in state.placed:
+            binding = ctx.binding(pod)
+            if binding.mode != "relaxed" or name in binding.matching:
+                continue
+            others = [p for p in state.placed if p.key != pod.key]
+            if not _keeps_preemptors(plan, preempted.get(name, []), others):
+                continue  # it is the preemptor there: moving it would undo the preemption
+            for other in sorted(binding.matching):
+                target = states[other]
+                if not eligibility_problems(pod, target.node, binding) and not target.room_problems(pod):
+                    out.append(
+                        f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
+                        f"ignore-affinity) although matching node {other} has room for it after the plan"
+                    )
+                    break
+    left = [p for p in batch_pods(cluster, plan.scheduler_name) if p.key not in plan.pending]
+    for pod in left:
+        key = plan.key(pod)
+        binding = ctx.binding(pod)
+        for name, state in sorted(states.items()):
+            if eligibility_problems(pod, state.node, binding):
+                continue
+            if not state.room_problems(pod):
+                out.append(f"{pod.key}: left unplaced although it fits on node {name} after the plan")
+                break
+            lower = [p for p in state.placed if plan.key(p) < key]
+            staying = [p for p in state.placed if plan.key(p) >= key] + [pod]
+            if (
+                lower
+                and not state.room_problems(pod, without=lower)
+                and _keeps_preemptors(plan, preempted.get(name, []), staying)
+            ):
+                names = ", ".join(p.key for p in lower)
+                out.append(
+                    f"{pod.key}: left unplaced although it would fit on node {name} "
+                    f"in place of lower-key pods {names} (key {key})"
+                )
+                break
+    return out
+
+
+def _first_fit(plan: _Plan, cluster: Cluster) -> list[Pod]:
+    """A valid answer without evictions: the batch by key (highest first), each pod on the first
+    node with room (matching nodes first for relaxed-affinity pods)."""
+    states = final_states(cluster, [])
+    batch = sorted(
+        batch_pods(cluster, plan.scheduler_name),
+        key=lambda p: (tuple(-k for k in plan.key(p)), p.creation, p.namespace, p.name),
+    )
+    placed: list[Pod] = []
+    for pod in batch:
+        binding = plan.ctx.binding(pod)
+        names = sorted(states, key=lambda n: (binding.mode == "relaxed" and n not in binding.matching, n))
+        for name in names:
+            state = states[name]
+            if not eligibility_problems(pod, state.node, binding) and not state.room_problems(pod):
+                state.add(pod, batch=True)
+                placed.append(pod)
+                break
+    return placed
+
+
+def _improvement_violations(plan: _Plan, cluster: Cluster) -> list[str]:
+    """A plan (evictions or steps) must place-and-keep strictly more per key (highest first) than
+    an answer without evictions: here a first-fit one, which the engine's own answer matches or
+    beats. A plan that evicts nothing can never do that."""
+    tiers = plan.ctx.restart_tiers
+    with_plan = kept_vector(cluster, [pod for pod, _ in plan.pending.values()], plan.preempted(), restart_tiers=tiers)
+    without = kept_vector(cluster, _first_fit(plan, cluster), restart_tiers=tiers)
+    ours, theirs = per_key([with_plan, without])
+    if ours > theirs:
+        return []
+    return [
+        f"the plan does not strictly improve placed-and-running pods per key: {ours} with it, "
+        f"{theirs} already without evictions (keys {sorted(with_plan.keys() | without.keys(), reverse=True)})"
+    ]
+
+
+def validate_plan(
+    cluster: Cluster,
+    result: Result,
+    *,
+    restart_tiers: bool = True,
+    scheduler_name: str = "placer",
+    max_evictions: int | None = None,
+) -> list[str]:
+    """Every reason a solve's answer with a global plan is wrong; empty when valid.
+
+    ``result`` is ``placer.service.solve_cluster``'s: pending placements, replacements of moved
+    pods, evictions and steps. Without evictions, replacements or steps it is a plain set of
+    placements, checked by ``validate_placements``. The rules are in the module docstring.
+    """
+    if not result.evictions and not result.steps and all(p.kind == "pending" for p in result.placements):
+        placements = {p.pod: p.node for p in result.placements if p.pod is not None}
+        return validate_placements(cluster, placements, restart_tiers=restart_tiers, scheduler_name=scheduler_name)
+    ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, restart_tiers)
+    plan = _Plan(ctx=ctx, scheduler_name=scheduler_name)
+    violations: list[str] = []
+    replacements = _resolve_placements(plan, cluster, result.placements, violations)
+    violations += _eviction_violations(plan, cluster, result.evictions)
+    violations += _replacement_violations(plan, replacements)
+    violations += _cap_violations(cluster, result.evictions, max_evictions)
+    violations += _eligibility_violations(ctx, [(pod, node) for pod, node in plan.pending.values()])
+    violations += _bind_eligibility(plan, result.steps)
+    violations += _step_violations(plan, cluster, result.steps)
+    violations += _final_violations(plan, cluster)
+    violations += _improvement_violations(plan, cluster)
     return violations

@@ -100,7 +100,16 @@ def build_snapshot(nodes: Sequence[Node], running: Iterable[Pod], pending: Itera
         index=index,
         running=[[] for _ in nodes],
     )
+    rows: list[list[int]] = []
+    at: list[int] = []
     for pod in running:
         if pod.node_name is not None and pod.node_name in index and pod.running:
-            snap.add(pod, index[pod.node_name])
+            n = index[pod.node_name]
+            rows.append([1 if r == POD_COUNT else pod.requests.get(r, 0) for r in resources])
+            at.append(n)
+            if pod.host_ports:
+                snap.ports.setdefault(n, []).extend(pod.host_ports)
+            snap.running[n].append(pod)
+    if rows:
+        np.add.at(snap.used, np.array(at, dtype=np.int64), np.array(rows, dtype=np.int64))
     return snap

@@ -167,31 +167,45 @@ class Runner:
         )
         return cluster, raws
 
-    def _schedulable(self, pod: Pod, raw: dict[str, Any]) -> bool:
-        if not pod.pending or pod.scheduler_name != self.cfg.scheduler_name or pod.scheduling_gates:
-            return False
-        if raw.get("metadata", {}).get("deletionTimestamp"):
-            return False
-        if self.cfg.namespaces and pod.namespace not in self.cfg.namespaces:
-            return False
-        return pod.key not in self.reserved and pod.key not in self.assumed
+    def _pending_keys(self) -> list[str]:
+        """Pods waiting for this scheduler, read straight from the raw cache (cheap, every tick)."""
+        out = []
+        for raw in self.informers["Pod"].items():
+            meta, spec = raw.get("metadata", {}), raw.get("spec", {})
+            if spec.get("nodeName") or spec.get("schedulerName") != self.cfg.scheduler_name:
+                continue
+            if meta.get("deletionTimestamp") or spec.get("schedulingGates"):
+                continue
+            if raw.get("status", {}).get("phase", "Pending") != "Pending":
+                continue
+            ns = meta.get("namespace", "default")
+            if self.cfg.namespaces and ns not in self.cfg.namespaces:
+                continue
+            key = f"{ns}/{meta.get('name')}"
+            if key not in self.reserved and key not in self.assumed:
+                out.append(key)
+        return out
 
     # -- one cycle ------------------------------------------------------------------------------
     def tick(self) -> None:
+        """Feed the batcher every tick; build the full cluster model only when there is work."""
         self._collect()
-        cluster, raws = self.cluster()
-        pending = [p.key for p in cluster.pods if self._schedulable(p, raws[p.key])]
+        pending = self._pending_keys()
         self.metrics.pending.set(len(pending))
         self.batcher.sync(pending, time.monotonic())
         leading = self.leadership.leading.is_set()
         self.metrics.leader.set(1 if leading else 0)
         if not leading or not self.ready():
             return
+        labels_due = time.monotonic() - self._label_checked >= self.cfg.label_check_period
+        if self.plan is None and not self.batcher.due(time.monotonic()) and not labels_due:
+            return
+        cluster, raws = self.cluster()
         if self.plan is not None:
             self._advance(cluster, raws)
         if self.plan is None and self.batcher.due(time.monotonic()):
             self._solve(cluster, raws)
-        if time.monotonic() - self._label_checked >= self.cfg.label_check_period:
+        if labels_due:
             self._label_checked = time.monotonic()
             self._check_labels(cluster)
 
