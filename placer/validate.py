@@ -45,9 +45,14 @@ the batch pods of strictly lower key placed on a node was outranked by a lower k
 - the final state: no unplaced pod of the batch fits an eligible node as it is, or in place of the
   placed pods of strictly lower key on a node (where every preemption there keeps a preemptor);
   a relaxed-affinity pod is off its matching nodes only while they have no room (or while it is
-  needed there as a preemptor); and a plan with evictions must beat, per key from the highest
-  down (placed pending pods plus running pods not preempted), what a first-fit answer without
-  evictions already reaches (the engine's answer without evictions is at least as good).
+  needed there as a preemptor); and a plan must beat, per key from the highest down (placed
+  pending pods plus running pods not preempted), what a first-fit answer without evictions
+  already reaches (the engine's answer without evictions is at least as good, so a plan that
+  merely equals it, or evicts nothing, should not exist).
+
+``validate_plan`` judges the answer to one batch (``placer solve`` without ``--batch-size``, or one
+batch of the controller): with ``--batch-size`` a later batch plans on the state the earlier ones
+left, which the priority and improvement rules above do not account for.
 """
 
 from __future__ import annotations
@@ -713,7 +718,10 @@ def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Evic
         if pod is None or not pod.running:
             out.append(f"{what}: no such running pod in the cluster")
             continue
-        if pod.node_name != e.node or e.node not in plan.ctx.nodes:
+        if e.node not in plan.ctx.nodes:
+            out.append(f"{what}: {e.node} is not a node of the cluster")
+            continue
+        if pod.node_name != e.node:
             out.append(f"{what}: the pod runs on {pod.node_name}, not on {e.node}")
             continue
         plan.victims[e.pod] = (pod, e)
@@ -1134,9 +1142,10 @@ def validate_plan(
 ) -> list[str]:
     """Every reason a solve's answer with a global plan is wrong; empty when valid.
 
-    ``result`` is ``placer.service.solve_cluster``'s: pending placements, replacements of moved
-    pods, evictions and steps. Without evictions, replacements or steps it is a plain set of
-    placements, checked by ``validate_placements``. The rules are in the module docstring.
+    ``result`` is ``placer.service.solve_cluster``'s for one batch: pending placements,
+    replacements of moved pods, evictions and steps. Without evictions, replacements or steps it
+    is a plain set of placements, checked by ``validate_placements``. ``max_evictions`` is the cap
+    the solve was given (None: none). The rules are in the module docstring.
     """
     if not result.evictions and not result.steps and all(p.kind == "pending" for p in result.placements):
         placements = {p.pod: p.node for p in result.placements if p.pod is not None}

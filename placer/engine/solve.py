@@ -116,6 +116,11 @@ class _Levels:
             )
 
 
+def _lns_report(report: lns.LnsReport) -> LevelReport:
+    status = f"{report.accepted}/{report.iterations} accepted"
+    return LevelReport("strategy-lns", status, report.cost_after, float("nan"), report.seconds)
+
+
 def workers(config: Config) -> int:
     """CP-SAT workers: as configured, else one per core (at most 8)."""
     return config.solver.workers or min(8, os.cpu_count() or 1)
@@ -172,15 +177,7 @@ def solve_batch(snapshot: Snapshot, pending: list[Pod], config: Config) -> Batch
             status="feasible",
             gap=0.0,
             seconds=time.monotonic() - started,
-            levels=[
-                LevelReport(
-                    "strategy-lns",
-                    f"{report.accepted}/{report.iterations} accepted",
-                    report.cost_after,
-                    float("nan"),
-                    report.seconds,
-                )
-            ],
+            levels=[_lns_report(report)],
             greedy_placed=greedy_placed,
         )
     model, classes = encode(batch, scorer)
@@ -211,15 +208,7 @@ def solve_batch(snapshot: Snapshot, pending: list[Pod], config: Config) -> Batch
             remaining = config.solver.time_limit - (time.monotonic() - started)
             levels.counts, report = lns.improve(batch, scorer, levels.counts, config, remaining)
             levels.proven = False
-            levels.reports.append(
-                LevelReport(
-                    "strategy-lns",
-                    f"{report.accepted}/{report.iterations} accepted",
-                    report.cost_after,
-                    float("nan"),
-                    report.seconds,
-                )
-            )
+            levels.reports.append(_lns_report(report))
         else:
             levels.run(f"strategy-{config.strategy}", strategy.build(model, config.strategy), maximize=False)
 

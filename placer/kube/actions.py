@@ -11,6 +11,7 @@ import datetime as dt
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubernetes import client
@@ -83,101 +84,84 @@ class Actions:
         self.identity = identity
         self.dry_run = dry_run
 
-    def bind(self, key: str, node: str, uid: str | None = None) -> Outcome:
-        ns, name = _split(key)
+    def _write(self, what: str, key: str, call: Callable[[], object], *, gone_ok: bool = False) -> Outcome:
+        """One rate-limited API write; dry-run logs it instead; 404 counts as done where asked."""
         if self.dry_run:
-            log.info("dry-run: would bind %s to %s", key, node)
+            log.info("dry-run: would %s %s", what, key)
             return Outcome(ok=True)
-        body = client.V1Binding(
-            metadata=client.V1ObjectMeta(name=name, namespace=ns, uid=uid),
-            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
-        )
-        try:
-            # The generated client cannot decode the Binding response; the bind itself succeeds.
-            self.limit.acquire()
-            self.core.create_namespaced_pod_binding(name=name, namespace=ns, body=body, _preload_content=False)
-        except ApiException as exc:
-            return _failed(exc)
-        return Outcome(ok=True)
-
-    def evict(self, key: str) -> Outcome:
-        ns, name = _split(key)
-        if self.dry_run:
-            log.info("dry-run: would evict %s", key)
-            return Outcome(ok=True)
-        body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ns))
         try:
             self.limit.acquire()
-            self.core.create_namespaced_pod_eviction(name=name, namespace=ns, body=body, _preload_content=False)
+            call()
         except ApiException as exc:
-            if exc.status == 404:
+            if gone_ok and exc.status == 404:
                 return Outcome(ok=True, status=404, reason="already gone")
             return _failed(exc)
         return Outcome(ok=True)
 
+    def bind(self, key: str, node: str, uid: str | None = None) -> Outcome:
+        ns, name = _split(key)
+        body = client.V1Binding(
+            metadata=client.V1ObjectMeta(name=name, namespace=ns, uid=uid),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+        )
+        # _preload_content=False: the generated client cannot decode the Binding response.
+        return self._write(
+            f"bind to {node}",
+            key,
+            lambda: self.core.create_namespaced_pod_binding(name=name, namespace=ns, body=body, _preload_content=False),
+        )
+
+    def evict(self, key: str) -> Outcome:
+        ns, name = _split(key)
+        body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ns))
+        return self._write(
+            "evict",
+            key,
+            lambda: self.core.create_namespaced_pod_eviction(
+                name=name, namespace=ns, body=body, _preload_content=False
+            ),
+            gone_ok=True,
+        )
+
     def delete(self, key: str) -> Outcome:
         ns, name = _split(key)
-        if self.dry_run:
-            log.info("dry-run: would delete %s", key)
-            return Outcome(ok=True)
-        try:
-            self.limit.acquire()
-            self.core.delete_namespaced_pod(name=name, namespace=ns, _preload_content=False)
-        except ApiException as exc:
-            if exc.status == 404:
-                return Outcome(ok=True, status=404)
-            return _failed(exc)
-        return Outcome(ok=True)
+        return self._write(
+            "delete",
+            key,
+            lambda: self.core.delete_namespaced_pod(name=name, namespace=ns, _preload_content=False),
+            gone_ok=True,
+        )
+
+    def _patch_status(self, what: str, key: str, body: dict[str, object]) -> Outcome:
+        ns, name = _split(key)
+        return self._write(
+            what,
+            key,
+            lambda: self.core.patch_namespaced_pod_status(name=name, namespace=ns, body=body, _preload_content=False),
+        )
 
     def unschedulable(self, key: str, message: str) -> Outcome:
         """PodScheduled=False/Unschedulable with kube-scheduler's message, as `kubectl describe` shows."""
-        ns, name = _split(key)
-        if self.dry_run:
-            return Outcome(ok=True)
-        body = {
-            "status": {
-                "conditions": [
-                    {
-                        "type": "PodScheduled",
-                        "status": "False",
-                        "reason": "Unschedulable",
-                        "message": message,
-                        "lastTransitionTime": _now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-                    }
-                ]
-            }
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastTransitionTime": _now().strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
-        try:
-            self.limit.acquire()
-            self.core.patch_namespaced_pod_status(name=name, namespace=ns, body=body, _preload_content=False)
-        except ApiException as exc:
-            return _failed(exc)
-        return Outcome(ok=True)
+        return self._patch_status("mark unschedulable", key, {"status": {"conditions": [condition]}})
 
     def nominate(self, key: str, node: str | None) -> Outcome:
-        ns, name = _split(key)
-        if self.dry_run:
-            return Outcome(ok=True)
-        body = {"status": {"nominatedNodeName": node}}
-        try:
-            self.limit.acquire()
-            self.core.patch_namespaced_pod_status(name=name, namespace=ns, body=body, _preload_content=False)
-        except ApiException as exc:
-            return _failed(exc)
-        return Outcome(ok=True)
+        return self._patch_status(f"nominate {node} for", key, {"status": {"nominatedNodeName": node}})
 
     def annotate(self, key: str, annotations: dict[str, str]) -> Outcome:
         ns, name = _split(key)
-        if self.dry_run:
-            return Outcome(ok=True)
-        try:
-            self.limit.acquire()
-            self.core.patch_namespaced_pod(
-                name=name, namespace=ns, body={"metadata": {"annotations": annotations}}, _preload_content=False
-            )
-        except ApiException as exc:
-            return _failed(exc)
-        return Outcome(ok=True)
+        body = {"metadata": {"annotations": annotations}}
+        return self._write(
+            "annotate",
+            key,
+            lambda: self.core.patch_namespaced_pod(name=name, namespace=ns, body=body, _preload_content=False),
+        )
 
     def event(
         self, key: str, uid: str, *, reason: str, note: str, kind: str = "Normal", action: str = "Scheduling"

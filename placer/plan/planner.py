@@ -25,6 +25,7 @@ from ortools.sat.python import cp_model
 from placer.engine.batch import Batch, build_batch
 from placer.engine.candidates import node_order
 from placer.engine.keys import pod_key
+from placer.engine.objectives.priority import lex_weights
 from placer.engine.prefilter import fits
 from placer.engine.scoring import Scorer
 from placer.engine.snapshot import Snapshot, pod_vector
@@ -41,7 +42,6 @@ NEIGHBOURS = 16
 DESTINATIONS = 16
 MOVE_TARGETS = 64  # per movable pod on small clusters (all of them in practice)
 MOVE_TARGETS_LARGE = 4  # per movable pod on large clusters: the freest destinations
-_LIMIT = 2**53
 
 
 @dataclass
@@ -62,18 +62,6 @@ class Plan:
     seconds: float
     nodes_considered: int = 0
     movers_considered: int = 0
-
-
-def _lex_weights(counts: dict[int, int], base: int = 0) -> dict[int, int] | None:
-    """Weights making a weighted sum lexicographic from the highest rank down."""
-    out: dict[int, int] = {}
-    running = base
-    for rank in sorted(counts):
-        out[rank] = running + 1
-        running += out[rank] * counts[rank]
-        if running >= _LIMIT:
-            return None
-    return out
 
 
 def _preemptible_use(state: Snapshot, top_key: tuple[int, int] | None, tiers: bool) -> npt.NDArray[np.int64]:
@@ -365,7 +353,7 @@ def _solve(
     for (gi, _), var in model.y.items():
         hint_per_rank[batch.rank(batch.groups[gi])] += values[var.index]
     _greedy_plan(model, batch, values)
-    weights = _lex_weights(counts)
+    weights = lex_weights(counts)
     improved = False
     if weights is not None:
         expr = cp_model.LinearExpr.sum([weights[r] * e for r, es in kept.items() for e in es])
@@ -394,7 +382,7 @@ def _solve(
     victims: dict[int, list[cp_model.IntVar]] = {}
     for ri, var in model.p.items():
         victims.setdefault(model.movers[ri].rank, []).append(var)
-    vw = _lex_weights({r: len(v) for r, v in victims.items()}, base=len(model.movers))
+    vw = lex_weights({r: len(v) for r, v in victims.items()}, base=len(model.movers))
     if vw is not None and (victims or moves):
         terms = [vw[r] * v for r, vs in victims.items() for v in vs] + list(moves)
         run(cp_model.LinearExpr.sum(terms), False)

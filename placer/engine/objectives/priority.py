@@ -11,7 +11,7 @@ from ortools.sat.python import cp_model
 
 from placer.engine.model import Model
 
-__all__ = ["per_key", "weighted"]
+__all__ = ["lex_weights", "per_key", "weighted"]
 
 _LIMIT = 2**53
 
@@ -25,18 +25,24 @@ def per_key(model: Model) -> dict[int, cp_model.LinearExprT]:
     return {rank: cp_model.LinearExpr.sum(vs) for rank, vs in out.items() if vs}
 
 
-def weights(model: Model) -> dict[int, int] | None:
-    counts: dict[int, int] = {}
-    for g in model.batch.groups:
-        counts[model.batch.rank(g)] = counts.get(model.batch.rank(g), 0) + g.size
+def lex_weights(counts: dict[int, int], base: int = 0) -> dict[int, int] | None:
+    """Weights making a weighted sum of counts lexicographic from the highest rank down: each
+    weight exceeds ``base`` plus everything all lower ranks can add. None if it would overflow."""
     out: dict[int, int] = {}
-    running = 0
+    running = base
     for rank in sorted(counts):
         out[rank] = running + 1
         running += out[rank] * counts[rank]
         if running >= _LIMIT:
             return None
     return out
+
+
+def weights(model: Model) -> dict[int, int] | None:
+    counts: dict[int, int] = {}
+    for g in model.batch.groups:
+        counts[model.batch.rank(g)] = counts.get(model.batch.rank(g), 0) + g.size
+    return lex_weights(counts)
 
 
 def weighted(model: Model) -> cp_model.LinearExprT | None:
