@@ -12,7 +12,7 @@ from typing import Any
 from placer.inputs import parse_cluster
 from placer.models import Cluster, Config
 from placer.service import Outcome, SolveOptions, solve_cluster
-from placer.validate import validate_placements
+from placer.validate import hard_violations, validate_placements, validate_plan
 
 DETERMINISTIC = {"solver": {"workers": 1, "deterministic": True, "timeLimit": 5, "seed": 0}}
 
@@ -37,7 +37,18 @@ def solve(c: Cluster, *, policy: str = "placer", batch_size: int | None = None, 
     cfg = Config.model_validate({**DETERMINISTIC, **config})
     outcome = solve_cluster(c, SolveOptions(policy=policy, batch_size=batch_size, config=cfg))  # type: ignore[arg-type]
     placements = {p.pod: p.node for p in outcome.result.placements if p.pod}
-    violations = validate_placements(c, placements, restart_tiers=cfg.priority.restart_tiers)
+    evicted = {e.pod for e in outcome.result.evictions}
+    if evicted and policy == "placer":
+        # A global plan: its evictions free room, so placements alone would look over capacity.
+        violations = validate_plan(
+            c, outcome.result, restart_tiers=cfg.priority.restart_tiers, scheduler_name=cfg.scheduler_name
+        )
+    elif evicted:
+        # kube-scheduler's DefaultPreemption (no steps): feasible once its victims are gone.
+        survivors = c.model_copy(update={"pods": tuple(p for p in c.pods if p.key not in evicted)})
+        violations = hard_violations(survivors, placements)
+    else:
+        violations = validate_placements(c, placements, restart_tiers=cfg.priority.restart_tiers)
     assert violations == [], violations
     return outcome
 
