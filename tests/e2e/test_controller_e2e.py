@@ -405,3 +405,15 @@ def test_the_other_replica_takes_over_when_the_leader_dies(
     )
     _pod(core, namespace, "after", cpu="1", scheduler_name="placer", node_selector=group)
     kh.wait_running(core, namespace, {"app": "after"}, 1, timeout=30)
+
+
+def test_dry_run_watches_and_solves_but_touches_nothing(
+    core: client.CoreV1Api, namespace: str, make_nodes: NodeFactory, controllers: Callable[..., Controller]
+) -> None:
+    (node,) = make_nodes(1, cpu="4")
+    c = controllers(identity="shadow", dryRun=True)
+    _pod(core, namespace, "shadowed", cpu="1", scheduler_name="placer", node_selector=_group(core, node))
+    kh.wait_for("the shadow controller to decide", lambda: "would bind to" in c.output() or None, 30)
+    pod = core.read_namespaced_pod("shadowed", namespace)
+    assert not pod.spec.node_name
+    assert not [x for x in (pod.status.conditions or []) if x.type == "PodScheduled" and x.status == "False"]
