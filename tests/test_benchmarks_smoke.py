@@ -116,7 +116,7 @@ def test_run_size_once(tmp_path: Path) -> None:
         running_per_node=3,
         pending=10,
         quality_max=20,
-        quality_limit=1.0,
+        quality_limit=0.2,
         warmup=False,
         trace_memory=False,
     )
