@@ -123,21 +123,31 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     steps: list[Step] = []
     replacements = 0
     budget = options.max_evictions
+    placed_here: set[str] = set()
     while queue or carried:
         batch, queue = carried + queue[:size], queue[size:]
         if options.policy == "placer":
-            decision = decide(cluster, state, batch, config, evict=options.evict, max_evictions=budget)
+            # Pods this run already placed (and the stand-ins of moved pods' replacements) are not
+            # evicted by a later batch's plan: in the controller they are still being bound.
+            decision = decide(
+                cluster, state, batch, config, evict=options.evict, max_evictions=budget, frozen=frozenset(placed_here)
+            )
             status = max(status, decision.status, key=_STATUS_ORDER.__getitem__)
             gap = max(gap, decision.gap)
             done, left = decision.placements, decision.unplaced
+            names = [n.name for n in state.nodes]
             if decision.plan is not None:
                 if budget is not None:
                     budget -= len(decision.plan.evictions)
+                if not steps:
+                    _bind_earlier(steps, placements)  # the first plan: earlier batches' binds become steps
                 replacements += _apply_plan(state, decision.plan, evictions, steps, placements)
+                placed_here.update(f"{e.pod.namespace}/{e.pod.name}~replacement" for e in decision.plan.evictions)
             elif steps:
-                _bind_after_earlier_plans(steps, done, [n.name for n in state.nodes])
+                _bind_after_earlier_plans(steps, done, names)
             for pod, node in done:
                 state.add(pod, node)
+                placed_here.add(pod.key)
         else:
             sim = simulate(state, batch, options.policy, pdbs=cluster.pdbs, preemption=options.evict)
             done, left = sim.placements, [(p, c, r) for p, c, r in sim.unplaced]
@@ -221,12 +231,20 @@ def _gone_by_node(steps: list[Step]) -> dict[str, list[int]]:
 
 
 def _bind_after_earlier_plans(steps: list[Step], done: list[tuple[Pod, int]], names: list[str]) -> None:
-    """Once a plan ran earlier in the run, a later batch's binds into a node it freed room on
-    wait for those victims too, so the steps stay a complete, safe order."""
+    """Once a plan ran earlier in the run, every later bind is a step too; one into a node that
+    plan freed room on waits for its victims, so the steps stay a complete, safe order."""
     earlier = _gone_by_node(steps)
     for pod, node in done:
-        if names[node] in earlier:
-            steps.append(Step(id=len(steps) + 1, op="bind", pod=pod.key, node=names[node], after=earlier[names[node]]))
+        steps.append(
+            Step(id=len(steps) + 1, op="bind", pod=pod.key, node=names[node], after=earlier.get(names[node], []))
+        )
+
+
+def _bind_earlier(steps: list[Step], placements: list[Placement]) -> None:
+    """Binds of batches before the first plan, as steps that wait for nothing."""
+    for p in placements:
+        if p.pod is not None and p.kind == "pending":
+            steps.append(Step(id=len(steps) + 1, op="bind", pod=p.pod, node=p.node))
 
 
 def _still_unplaced(

@@ -33,7 +33,7 @@ def test_boreas_placer_places_all_five_where_the_default_scheduler_strands_one()
     assert default.result.unplaced[0].reason == "0/2 nodes are available: 2 Insufficient cpu."
 
 
-def test_exact_units_ten_pods_of_1G_fill_a_10G_node() -> None:
+def test_exact_units_ten_pods_of_1g_fill_a_10g_node() -> None:
     c = cluster([node("a", cpu="100", memory="10G")], [pod(f"p{i}", cpu="1", memory="1G") for i in range(11)])
     out = solve(c)
     assert out.result.metrics.placed == 10

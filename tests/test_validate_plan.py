@@ -539,11 +539,6 @@ def _solve(doc: dict[str, Any] | Cluster, strategy: str = "balance", **options: 
     return state, solve_cluster(state, SolveOptions(config=config, **options)).result
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="planner bug: the plan's objectives have no 'relaxed-affinity pods on matching nodes' level "
-    "(placer/plan/planner.py _solve; the engine has it right after objective 1), so the strategy decides",
-)
 def test_planner_keeps_relaxed_affinity_pods_on_matching_nodes_with_room() -> None:
     """relaxed(): the plan preempts job for web on a (3 cpu); rel (1 cpu, zone a, when-no-node-fits:
     ignore-affinity) fits on a beside web, yet with strategy spread (or pack) the plan puts it on
@@ -572,12 +567,6 @@ def test_regression_the_plan_keeps_host_ports_apart_across_pod_groups() -> None:
     assert hard_violations(state, {p.pod: p.node for p in answer.placements if p.pod}) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="planner bug: _greedy_plan ignores host-port clashes between pending groups, so its "
-    "infeasible plan's value makes _solve report an improvement the CP-SAT optimum does not reach "
-    "(placer/plan/planner.py: improved = ... or greedy_value > before)",
-)
 def test_no_plan_is_made_when_nothing_improves() -> None:
     """PORTS: without evictions p1 runs and p2 waits; preempting the job would let only one of
     them run (host port 80), so no plan may improve. The greedy hint (job preempted, p1 and p2
@@ -608,17 +597,11 @@ def test_regression_batched_binds_wait_for_the_room_an_earlier_plan_frees() -> N
     assert validate_plan(state, answer) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="service bug: with --batch-size a later batch's plan may preempt the stand-in of an earlier "
-    "move's replacement ('ns/x~replacement', placer/service.py _stand_in), a pod that does not exist",
-)
 def test_batched_plans_never_evict_a_replacement_stand_in() -> None:
     """Batches of one: p1 (zone a) needs r's room on n0, so batch 1 moves r (ReplicaSet web of
-    placer, Never tier) to n1; p2 (priority 5, zone b) then needs n1's room and batch 2 preempts
-    'default/r~replacement': the evictions and steps name a pod no one will ever see, the evict
-    step does not wait for that replacement's bind, and the replacement stays in placements."""
-    state, answer = _solve(
+    placer, Never tier) to n1; p2 (priority 5, zone b) then needs n1's room, but batch 2 must not
+    preempt r's replacement: it is still being bound (and its stand-in name is no real pod)."""
+    _state, answer = _solve(
         {
             "nodes": [
                 {"name": "n0", "labels": {"zone": "a"}, "allocatable": {"cpu": 3, "memory": "8Gi"}},
@@ -634,5 +617,7 @@ def test_batched_plans_never_evict_a_replacement_stand_in() -> None:
         },
         batch_size=1,
     )
-    assert answer.evictions[0].kind == "move"
-    assert validate_plan(state, answer) == []
+    assert [(e.pod, e.kind) for e in answer.evictions] == [("default/r", "move")]
+    assert all("~" not in st.pod for st in answer.steps)
+    # p2 stays Pending: batch 1 took n1's room for r's replacement, which a later batch never evicts.
+    assert [u.pod for u in answer.unplaced] == ["default/p2"]

@@ -268,6 +268,8 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
 
     for gi in sorted(range(len(batch.groups)), key=lambda g: -batch.rank(batch.groups[g])):
         group = batch.groups[gi]
+        if group.has_ports:
+            continue  # host-port clashes between groups are left to the solver
         nodes = sorted(n for (g, n) in model.y if g == gi)
         options = {n: option(gi, n) for n in nodes}
         placed = sum(values[model.y[gi, n].index] for n in nodes)
@@ -377,6 +379,14 @@ def _solve(
                 break
     if not improved:
         return None
+    # (1b) pods that may ignore their affinity stay on matching nodes wherever those have room.
+    relaxed = [
+        var
+        for (gi, n), var in model.y.items()
+        if batch.groups[gi].masks.binding == "relaxed" and batch.groups[gi].masks.matching[n]
+    ]
+    if relaxed:
+        run(cp_model.LinearExpr.sum(relaxed), True)
     # (2) fewest victims per key (highest key first), then fewest moves.
     moves = list(model.z.values())
     victims: dict[int, list[cp_model.IntVar]] = {}

@@ -55,9 +55,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     for c in _STARTED:
         phases = ", ".join(f"{k} {v:.1f}s" for k, v in c.timings.items() if k != "total")
-        terminalreporter.write_line(
-            f"e2e control plane: started in {c.timings.get('total', 0):.1f}s ({phases})"
-        )
+        terminalreporter.write_line(f"e2e control plane: started in {c.timings.get('total', 0):.1f}s ({phases})")
 
 
 @pytest.fixture(scope="session")

@@ -114,9 +114,7 @@ def node_manifest(
     }
     taint_objs = [t if isinstance(t, client.V1Taint) else client.V1Taint(**t) for t in taints]
     return client.V1Node(
-        metadata=client.V1ObjectMeta(
-            name=name, labels=all_labels, annotations=dict(KWOK_ANNOTATION)
-        ),
+        metadata=client.V1ObjectMeta(name=name, labels=all_labels, annotations=dict(KWOK_ANNOTATION)),
         spec=client.V1NodeSpec(taints=taint_objs or None),
         status=client.V1NodeStatus(allocatable=dict(resources), capacity=dict(resources)),
     )
@@ -134,9 +132,7 @@ def node_is_ready(node: client.V1Node) -> bool:
     return conds.get("Ready") == "True" and not (taints & NOT_READY_TAINTS)
 
 
-def wait_nodes_ready(
-    core: client.CoreV1Api, names: Iterable[str], timeout: float = 60.0
-) -> list[client.V1Node]:
+def wait_nodes_ready(core: client.CoreV1Api, names: Iterable[str], timeout: float = 60.0) -> list[client.V1Node]:
     wanted = list(names)
 
     def ready() -> list[client.V1Node] | None:
@@ -219,9 +215,7 @@ def create_deployment(
         spec=client.V1DeploymentSpec(
             replicas=replicas,
             selector=client.V1LabelSelector(match_labels=match),
-            template=client.V1PodTemplateSpec(
-                metadata=client.V1ObjectMeta(labels=match), spec=pod_spec(**spec)
-            ),
+            template=client.V1PodTemplateSpec(metadata=client.V1ObjectMeta(labels=match), spec=pod_spec(**spec)),
         ),
     )
     return apps.create_namespaced_deployment(namespace, dep)
@@ -286,18 +280,12 @@ def selector(labels: Mapping[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in labels.items())
 
 
-def list_pods(
-    core: client.CoreV1Api, namespace: str, labels: Mapping[str, str]
-) -> list[client.V1Pod]:
+def list_pods(core: client.CoreV1Api, namespace: str, labels: Mapping[str, str]) -> list[client.V1Pod]:
     return list(core.list_namespaced_pod(namespace, label_selector=selector(labels)).items)
 
 
 def is_running(pod: client.V1Pod) -> bool:
-    return (
-        pod.metadata.deletion_timestamp is None
-        and pod.status.phase == "Running"
-        and bool(pod.spec.node_name)
-    )
+    return pod.metadata.deletion_timestamp is None and pod.status.phase == "Running" and bool(pod.spec.node_name)
 
 
 def wait_running(
@@ -310,9 +298,7 @@ def wait_running(
     """Exactly ``count`` live pods match ``labels`` and all are Running on a node."""
 
     def ok() -> list[client.V1Pod] | None:
-        pods = [
-            p for p in list_pods(core, namespace, labels) if p.metadata.deletion_timestamp is None
-        ]
+        pods = [p for p in list_pods(core, namespace, labels) if p.metadata.deletion_timestamp is None]
         return pods if len(pods) == count and all(is_running(p) for p in pods) else None
 
     return wait_for(f"{count} running pods {selector(labels)} in {namespace}", ok, timeout)

