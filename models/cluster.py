@@ -129,6 +129,9 @@ class Pod(_Frozen):
     owner: Owner | None = None
     scheduling_gates: tuple[str, ...] = ()
     mirror: bool = False
+    # Gang (all-or-nothing group): namespace-scoped name and expected size (None: the members present).
+    gang: str | None = None
+    gang_size: int | None = None
     # Why the engine refuses to place this pod (a constraint kind it does not model yet).
     unsupported: str | None = None
 

@@ -93,6 +93,7 @@ __all__ = [
     "eligibility_problems",
     "eviction_refusal",
     "final_states",
+    "gang_violations",
     "go_parse_int",
     "hard_violations",
     "kept_vector",
@@ -504,6 +505,24 @@ def _left_out_violations(ctx: _Context, states: Mapping[str, NodeState], left: S
     return out
 
 
+def gang_violations(cluster: Cluster, placements: Mapping[str, str], scheduler_name: str = "placer") -> list[str]:
+    """A gang (pods sharing ``gang`` in a namespace) is placed whole or not at all, and never
+    while fewer than its ``gang_size`` pods are pending."""
+    members: dict[str, list[Pod]] = {}
+    for pod in batch_pods(cluster, scheduler_name):
+        if pod.gang:
+            members.setdefault(f"{pod.namespace}/{pod.gang}", []).append(pod)
+    out = []
+    for gang, pods in sorted(members.items()):
+        placed = [p for p in pods if p.key in placements]
+        want = max(p.gang_size or 0 for p in pods)
+        if placed and len(placed) < len(pods):
+            out.append(f"gang {gang}: {len(placed)} of its {len(pods)} pending pods placed (all or nothing)")
+        elif placed and want > len(pods):
+            out.append(f"gang {gang}: placed with {len(pods)} of its {want} pods pending")
+    return out
+
+
 def hard_violations(cluster: Cluster, placements: Mapping[str, str], *, scheduler_name: str = "placer") -> list[str]:
     """Violations of the hard constraints only (no maximality, priority or relaxed-affinity rule).
 
@@ -515,6 +534,7 @@ def hard_violations(cluster: Cluster, placements: Mapping[str, str], *, schedule
     ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, True)
     violations += _eligibility_violations(ctx, resolved)
     violations += _node_violations(final_states(cluster, resolved))
+    violations += gang_violations(cluster, placements, scheduler_name)
     return violations
 
 
@@ -541,7 +561,9 @@ def validate_placements(
     violations += _eligibility_violations(ctx, resolved)
     violations += _node_violations(states)
     violations += _relaxed_violations(ctx, states)
-    left = [p for p in batch_pods(cluster, scheduler_name) if p.key not in placements]
+    violations += gang_violations(cluster, placements, scheduler_name)
+    # Gang members are all-or-nothing: one fitting alone proves nothing about the whole gang.
+    left = [p for p in batch_pods(cluster, scheduler_name) if p.key not in placements and not p.gang]
     violations += _left_out_violations(ctx, states, left)
     return violations
 

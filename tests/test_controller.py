@@ -154,3 +154,14 @@ def test_an_old_pod_of_the_same_owner_is_not_taken_for_the_replacement() -> None
     old_sibling = PodView("ns/backend-1", "uid-s", None, "rs-uid", created=10.0, requests=CPU)
     actions = run.advance(World(101, _views(old_sibling), {"a": {"cpu": 7500}, "b": {"cpu": 15000}}))
     assert not any(isinstance(a, Bind) and a.step == 4 for a in actions)
+
+
+def test_a_gang_is_never_split_across_batches() -> None:
+    b = Batcher(window=30, size=2)
+    b.sync(["ns/a", "ns/g1", "ns/g2", "ns/g3"], now=0)
+    assert b.take({"ns/g1": "ns/train", "ns/g2": "ns/train", "ns/g3": "ns/train"}) == [
+        "ns/a",
+        "ns/g1",
+        "ns/g2",
+        "ns/g3",
+    ]

@@ -262,3 +262,34 @@ def test_identical_replicas_on_identical_nodes_solve_fast_and_exactly() -> None:
     out = solve(cluster(nodes, pods))
     assert out.result.metrics.placed == 80
     assert out.result.status == "optimal"
+
+
+GANG = {"placer.io/gang": "train", "placer.io/gang-size": "4"}
+
+
+def test_a_gang_that_fits_only_in_part_is_not_placed_at_all() -> None:
+    pods = [pod(f"w{i}", cpu="2", labels=GANG) for i in range(4)] + [pod("solo", cpu="1")]
+    out = solve(cluster([node("a", cpu="3"), node("b", cpu="3")], pods))
+    assert where(out) == {"solo": "a"} or where(out) == {"solo": "b"}
+    assert set(unplaced(out)) == {f"w{i}" for i in range(4)}
+    assert "cannot be placed whole" in out.result.unplaced[0].reason
+
+
+def test_a_gang_that_fits_whole_is_placed_whole() -> None:
+    pods = [pod(f"w{i}", cpu="2", labels=GANG) for i in range(4)]
+    out = solve(cluster([node("a", cpu="4"), node("b", cpu="4")], pods))
+    assert len(where(out)) == 4
+
+
+def test_a_gang_with_members_missing_waits() -> None:
+    pods = [pod(f"w{i}", cpu="1", annotations=GANG) for i in range(3)]
+    out = solve(cluster([node("a", cpu="8")], pods))
+    assert where(out) == {}
+    assert "waits for all of its 4 pods (3 pending)" in out.result.unplaced[0].reason
+
+
+def test_a_higher_key_gang_displaces_lower_keys_only_as_a_whole() -> None:
+    gang = [pod(f"g{i}", cpu="2", labels={"scheduling.x-k8s.io/pod-group": "pg"}, priority=10) for i in range(2)]
+    jobs = [pod(f"j{i}", cpu="2") for i in range(2)]
+    out = solve(cluster([node("a", cpu="4")], gang + jobs))
+    assert sorted(where(out)) == ["g0", "g1"]

@@ -3,6 +3,8 @@ of violation (capacity, labels, taints, cordon, ports, priority, maximality, wea
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from builders import (
     NO_FIT,
@@ -17,6 +19,7 @@ from builders import (
     toleration,
 )
 
+from placer.inputs import parse_cluster
 from placer.models import Cluster, HostPort, Taint, Toleration
 from placer.validate import (
     go_parse_int,
@@ -417,3 +420,26 @@ def test_pod_key_orders_priority_then_restart_tier() -> None:
 
 def _keys(placements: dict[str, str]) -> dict[str, str]:
     return {k if "/" in k else f"default/{k}": v for k, v in placements.items()}
+
+
+def test_a_gang_placed_in_part_is_a_violation() -> None:
+
+    doc = {
+        "nodes": [{"name": "a", "allocatable": {"cpu": "8", "memory": "8Gi"}}],
+        "pods": [{"name": f"w{i}", "requests": {"cpu": "1"}, "labels": {"placer.io/gang": "g"}} for i in range(3)],
+    }
+    c = parse_cluster("g.json", json.dumps(doc))
+    assert any("gang default/g" in v for v in validate_placements(c, {"default/w0": "a"}))
+    assert validate_placements(c, {f"default/w{i}": "a" for i in range(3)}) == []
+    assert validate_placements(c, {}) == []
+
+
+def test_an_incomplete_gang_placed_is_a_violation() -> None:
+
+    ann = {"placer.io/gang": "g", "placer.io/gang-size": "3"}
+    doc = {
+        "nodes": [{"name": "a", "allocatable": {"cpu": "8"}}],
+        "pods": [{"name": f"w{i}", "requests": {"cpu": "1"}, "annotations": ann} for i in range(2)],
+    }
+    c = parse_cluster("g.json", json.dumps(doc))
+    assert any("2 of its 3 pods pending" in v for v in hard_violations(c, {"default/w0": "a", "default/w1": "a"}))

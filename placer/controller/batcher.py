@@ -8,7 +8,7 @@ their back-off (doubling, capped).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 __all__ = ["Batcher"]
@@ -44,12 +44,17 @@ class Batcher:
             return False
         return len(self._arrived) >= self.size or now - min(self._arrived.values()) >= self.window
 
-    def take(self) -> list[str]:
-        """The batch: up to ``size`` pods, oldest first; the rest keep waiting."""
-        ordered = sorted(self._arrived, key=lambda k: (self._arrived[k], k))[: self.size]
-        for key in ordered:
+    def take(self, together: Mapping[str, str] | None = None) -> list[str]:
+        """The batch: up to ``size`` pods, oldest first; the rest keep waiting. Pods that share a
+        value in ``together`` (a gang) are never split: a gang joins the batch whole."""
+        ordered = sorted(self._arrived, key=lambda k: (self._arrived[k], k))
+        chosen = ordered[: self.size]
+        if together:
+            gangs = {together[k] for k in chosen if k in together}
+            chosen += [k for k in ordered[self.size :] if together.get(k) in gangs]
+        for key in chosen:
             del self._arrived[key]
-        return ordered
+        return chosen
 
     def defer(self, key: str, now: float) -> float:
         """Back a pod off after it stayed unplaced; returns the delay."""

@@ -13,7 +13,7 @@ from placer.engine.prefilter import PodMasks, Prefilter, fits
 from placer.engine.snapshot import Snapshot, pod_vector
 from placer.models import Config, Pod
 
-__all__ = ["Batch", "Group", "build_batch"]
+__all__ = ["Batch", "Group", "build_batch", "gang_key", "incomplete_gangs"]
 
 
 @dataclass
@@ -30,6 +30,10 @@ class Group:
     @property
     def size(self) -> int:
         return len(self.pods)
+
+    @property
+    def gang(self) -> str | None:
+        return gang_key(self.pods[0])
 
     @property
     def has_ports(self) -> bool:
@@ -60,7 +64,27 @@ def _signature(pod: Pod) -> tuple[object, ...]:
         pod.preemption_policy,
         tuple(sorted(pod.annotations.items())),
         pod.unsupported,
+        gang_key(pod),
     )
+
+
+def gang_key(pod: Pod) -> str | None:
+    return f"{pod.namespace}/{pod.gang}" if pod.gang else None
+
+
+def incomplete_gangs(pending: Sequence[Pod]) -> dict[str, str]:
+    """Gangs of the batch that lack members (gang -> why they wait)."""
+    members: dict[str, list[Pod]] = {}
+    for pod in pending:
+        key = gang_key(pod)
+        if key is not None:
+            members.setdefault(key, []).append(pod)
+    out = {}
+    for key, pods in members.items():
+        want = max((p.gang_size or 0) for p in pods)
+        if want > len(pods):
+            out[key] = f"gang {key} waits for all of its {want} pods ({len(pods)} pending)"
+    return out
 
 
 def pod_order(pod: Pod) -> tuple[str, str, str]:
@@ -74,11 +98,14 @@ def build_batch(snapshot: Snapshot, pending: Sequence[Pod], config: Config) -> B
         by_sig.setdefault(_signature(pod), []).append(pod)
     groups: list[Group] = []
     free = snapshot.free
+    waiting = incomplete_gangs(pending)
     for pods in by_sig.values():
         first = pods[0]
         vec = pod_vector(first, snapshot.resources)
         masks = prefilter.masks(first)
         feasible = np.flatnonzero(masks.allowed & fits(snapshot, vec, free)).astype(np.int64)
+        if gang_key(first) in waiting:
+            feasible = feasible[:0]  # an incomplete gang is never placed in part
         groups.append(
             Group(
                 pods=pods,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from placer.engine.batch import Batch
-from placer.engine.constraints import capacity, ports, symmetry
+from placer.engine.constraints import capacity, gangs, ports, symmetry
 from placer.engine.model import Model
 from placer.engine.scoring import Scorer
 
@@ -14,6 +14,7 @@ __all__ = ["CONSTRAINTS", "encode"]
 CONSTRAINTS: dict[str, Callable[[Model], object]] = {
     "capacity": capacity.build,
     "ports": ports.build,
+    "gangs": gangs.build,
 }
 
 

@@ -53,7 +53,19 @@ def greedy(batch: Batch, scorer: Scorer, used: npt.NDArray[np.int64] | None = No
         used[best] += group.vec
         if group.has_ports:
             port_nodes.setdefault(best, []).append(gi)
+    _drop_partial_gangs(batch, result)
     return result
+
+
+def _drop_partial_gangs(batch: Batch, result: Assignment) -> None:
+    """A gang the greedy pass could not place whole is not placed at all."""
+    placed: dict[str, list[bool]] = {}
+    for gi, group in enumerate(batch.groups):
+        if group.gang is not None:
+            placed.setdefault(group.gang, []).extend((result[gi] >= 0).tolist())
+    for gi, group in enumerate(batch.groups):
+        if group.gang is not None and not all(placed[group.gang]):
+            result[gi][:] = -1
 
 
 def _choose(

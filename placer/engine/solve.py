@@ -19,7 +19,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from placer.engine import lns
-from placer.engine.batch import Batch, build_batch
+from placer.engine.batch import Batch, build_batch, incomplete_gangs
 from placer.engine.candidates import select_candidates
 from placer.engine.constraints.symmetry import order_hint
 from placer.engine.descent import descend
@@ -247,6 +247,7 @@ def _extract(
             placed_nodes_by_rank.setdefault(batch.rank(group), set()).add(n)
     unplaced: list[tuple[Pod, Code, str]] = []
     after: Prefilter | None = None
+    waiting = incomplete_gangs([p for g in batch.groups for p in g.pods])
     for gi, group in enumerate(batch.groups):
         rest = group.pods[len(per_group.get(gi, [])) :]
         if not rest:
@@ -258,10 +259,17 @@ def _extract(
             if pod.unsupported:
                 unplaced.append((pod, "Unsupported", pod.unsupported))
                 continue
+            if group.gang in waiting:
+                unplaced.append((pod, "Unschedulable", waiting[group.gang]))
+                continue
             reason = after.diagnose(pod)
+            if group.gang is not None:
+                size = sum(g.size for g in batch.groups if g.gang == group.gang)
+                detail = reason if not reason.endswith(": .") else "each fits alone, not all together"
+                reason = f"gang {group.gang} of {size} pods cannot be placed whole: {detail}"
             fits_now = group.masks.allowed & after.ports_ok(pod) & fits(final, group.vec)
             code: Code
-            if fits_now.any():
+            if fits_now.any() and group.gang is None:
                 code = "NotSolved"
                 reason = f"the solver stopped ({status}) before deciding this pod; {reason}"
             elif higher & set(group.feasible.tolist()):

@@ -115,6 +115,24 @@ def unsupported_reason(spec: Field) -> str | None:
     return f"pod uses {', '.join(kinds)}, which placer does not model yet; it is left for a scheduler that does"
 
 
+GANG = "placer.io/gang"
+GANG_SIZE = "placer.io/gang-size"
+POD_GROUP = "scheduling.x-k8s.io/pod-group"
+
+
+def gang_of(meta: Field, labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
+    """Gang membership: ``placer.io/gang`` (label or annotation) or the scheduler-plugins PodGroup
+    label, with the size from ``placer.io/gang-size`` when given."""
+    name = labels.get(GANG) or annotations.get(GANG) or labels.get(POD_GROUP)
+    size_text = labels.get(GANG_SIZE) or annotations.get(GANG_SIZE)
+    size = None
+    if size_text is not None:
+        if not size_text.isdigit() or int(size_text) < 1:
+            raise meta.get("annotations").fail(f"{GANG_SIZE} must be a positive integer, got {size_text!r}")
+        size = int(size_text)
+    return {"gang": name or None, "gang_size": size if name else None}
+
+
 def _pod(item: Field) -> Pod:
     namespace, name, meta = _meta(item)
     spec, status = item.get("spec"), item.get("status")
@@ -127,6 +145,7 @@ def _pod(item: Field) -> Pod:
     if preemption not in ("PreemptLowerPriority", "Never"):
         raise spec.get("preemptionPolicy").fail(f"invalid preemptionPolicy {preemption!r}")
     annotations = meta.get("annotations").str_map()
+    labels = meta.get("labels").str_map()
     node_name = spec.get("nodeName").text() or None
     return Pod(
         namespace=namespace,
@@ -137,7 +156,7 @@ def _pod(item: Field) -> Pod:
         scheduler_name=spec.get("schedulerName").text("default-scheduler") or "default-scheduler",
         creation=meta.get("creationTimestamp").text(),
         start_time=status.get("startTime").text(),
-        labels=meta.get("labels").str_map(),
+        labels=labels,
         annotations=annotations,
         requests=requests,
         score_cpu=score_cpu,
@@ -153,6 +172,7 @@ def _pod(item: Field) -> Pod:
         owner=_owner(meta),
         scheduling_gates=tuple(g.get("name").text() for g in spec.get("schedulingGates").items()),
         mirror=MIRROR_ANNOTATION in annotations,
+        **gang_of(meta, labels, annotations),
         unsupported=unsupported_reason(spec),
     )
 

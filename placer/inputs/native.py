@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from placer.errors import InputError
 from placer.inputs.fields import Field as Doc
-from placer.inputs.kubectl import unsupported_reason
+from placer.inputs.kubectl import gang_of, unsupported_reason
 from placer.inputs.requests import NONZERO_CPU, NONZERO_MEMORY
 from placer.inputs.shapes import (
     parse_label_selector,
@@ -169,6 +169,7 @@ def _pod(source: str, i: int, p: NativePod) -> Pod:
         preemption_policy=p.preemption_policy,
         owner=Owner(kind=p.owner.kind, name=p.owner.name, uid=p.owner.uid) if p.owner else None,
         scheduling_gates=tuple(p.scheduling_gates),
+        **gang_of(Doc(source, where, {"annotations": p.annotations}), p.labels, p.annotations),
         unsupported=unsupported_reason(Doc(source, where, {"affinity": p.affinity})),
     )
 

@@ -30,7 +30,7 @@ from placer.controller.batcher import Batcher
 from placer.controller.executor import Abandon, Bind, Evict, PlanRun, PodView, World
 from placer.engine.labels import NodeLabels
 from placer.engine.snapshot import build_snapshot
-from placer.inputs.kubectl import parse_node, parse_pdb, parse_pod, parse_replicaset
+from placer.inputs.kubectl import GANG, POD_GROUP, parse_node, parse_pdb, parse_pod, parse_replicaset
 from placer.kube.actions import Actions, Outcome
 from placer.kube.informers import Informer, informers
 from placer.kube.leader import Leadership
@@ -81,6 +81,7 @@ class Runner:
         self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="bind")
         self._parsed: dict[str, tuple[str, Pod]] = {}
         self.inflight: list[tuple[Pod, str, Future[Outcome]]] = []
+        self._gangs: dict[str, str] = {}  # pending pod -> its gang, to keep gangs in one batch
         self._last_tick = time.monotonic()
         self._label_checked = 0.0
 
@@ -170,6 +171,7 @@ class Runner:
     def _pending_keys(self) -> list[str]:
         """Pods waiting for this scheduler, read straight from the raw cache (cheap, every tick)."""
         out = []
+        self._gangs = {}
         for raw in self.informers["Pod"].items():
             meta, spec = raw.get("metadata", {}), raw.get("spec", {})
             if spec.get("nodeName") or spec.get("schedulerName") != self.cfg.scheduler_name:
@@ -184,6 +186,10 @@ class Runner:
             key = f"{ns}/{meta.get('name')}"
             if key not in self.reserved and key not in self.assumed:
                 out.append(key)
+                labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
+                gang = labels.get(GANG) or notes.get(GANG) or labels.get(POD_GROUP)
+                if gang:
+                    self._gangs[key] = f"{ns}/{gang}"
         return out
 
     # -- one cycle ------------------------------------------------------------------------------
@@ -219,7 +225,7 @@ class Runner:
         )
 
     def _solve(self, cluster: Cluster, raws: dict[str, dict[str, Any]]) -> None:
-        keys = set(self.batcher.take())
+        keys = set(self.batcher.take(self._gangs))
         batch = [p for p in cluster.pods if p.key in keys and p.pending]
         if not batch:
             return

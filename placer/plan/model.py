@@ -79,6 +79,7 @@ class PlanModel:
         self._preemption_needs_a_preemptor()
         self._capacity(free)
         self._host_ports()
+        self._gangs()
         evicted = {ri: self.leaves(ri) for ri in range(len(self.movers))}
         for b, allowed in enumerate(pdb_allowed):
             members = [evicted[ri] for ri, m in enumerate(self.movers) if b in m.pdbs]
@@ -121,6 +122,18 @@ class PlanModel:
                 self.cp.add(var <= cp_model.LinearExpr.sum(preemptors))
             else:
                 self.cp.add(var == 0)
+
+    def _gangs(self) -> None:
+        """A gang is placed whole or not at all (as in the engine's gangs constraint)."""
+        members: dict[str, list[int]] = {}
+        for gi, group in enumerate(self.batch.groups):
+            if group.gang is not None:
+                members.setdefault(group.gang, []).append(gi)
+        for gang, groups in members.items():
+            whole = self.cp.new_bool_var(f"gang_{gang}")
+            for gi in groups:
+                placed = [v for (g, _), v in self.y.items() if g == gi]
+                self.cp.add(cp_model.LinearExpr.sum(placed) == self.batch.groups[gi].size * whole)
 
     def _host_ports(self) -> None:
         """Pending pods of different groups that clash on a host port never share a node (pods of

@@ -268,8 +268,8 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
 
     for gi in sorted(range(len(batch.groups)), key=lambda g: -batch.rank(batch.groups[g])):
         group = batch.groups[gi]
-        if group.has_ports:
-            continue  # host-port clashes between groups are left to the solver
+        if group.has_ports or group.gang is not None:
+            continue  # host-port clashes between groups and whole gangs are left to the solver
         nodes = sorted(n for (g, n) in model.y if g == gi)
         options = {n: option(gi, n) for n in nodes}
         placed = sum(values[model.y[gi, n].index] for n in nodes)

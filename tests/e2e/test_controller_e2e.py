@@ -417,3 +417,33 @@ def test_dry_run_watches_and_solves_but_touches_nothing(
     pod = core.read_namespaced_pod("shadowed", namespace)
     assert not pod.spec.node_name
     assert not [x for x in (pod.status.conditions or []) if x.type == "PodScheduled" and x.status == "False"]
+
+
+def test_a_gang_of_four_runs_whole_or_not_at_all(
+    core: client.CoreV1Api, namespace: str, make_nodes: NodeFactory, controllers: Callable[..., Controller]
+) -> None:
+    mark = {"gang-test": kh.unique("g")}
+    make_nodes(2, cpu="3", labels=mark)
+    gang = {"placer.io/gang": "train", "placer.io/gang-size": "4"}
+    for i in range(4):
+        _pod(
+            core,
+            namespace,
+            f"train-{i}",
+            cpu="2",
+            scheduler_name="placer",
+            node_selector=mark,
+            labels={"app": "train", **gang},
+        )
+    controllers()
+
+    def explained() -> bool:
+        pods = _pods(core, namespace, app="train")
+        conds = [c for p in pods for c in (p.status.conditions or []) if c.type == "PodScheduled"]
+        return len(conds) == 4 and all("cannot be placed whole" in (c.message or "") for c in conds)
+
+    kh.wait_for("all four members reported unschedulable as a gang", explained, 60)
+    assert not [p for p in _pods(core, namespace, app="train") if p.spec.node_name], "no member may run alone"
+    # Room for the whole gang appears: it runs whole.
+    make_nodes(2, cpu="4", labels=mark)
+    kh.wait_running(core, namespace, {"app": "train"}, 4, timeout=90)
