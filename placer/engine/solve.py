@@ -34,6 +34,8 @@ from placer.models import Config, Pod
 
 __all__ = ["BatchResult", "LevelReport", "solve_batch"]
 
+# Below this many seconds left, a level solves without presolve and probing.
+SHORT_BUDGET = 1.0
 # Above this many (pod group, node) pairs, the strategy level runs as neighbourhood re-solves.
 LNS_VARIABLES = 6000
 
@@ -62,13 +64,14 @@ class BatchResult:
 
 
 class _Levels:
-    def __init__(self, model: Model, config: Config, counts: dict[tuple[int, int], int]) -> None:
+    def __init__(self, model: Model, config: Config, counts: dict[tuple[int, int], int], *, started: float) -> None:
         self.model = model
         self.config = config
         self.counts = counts  # current best solution, satisfies every fixed level
         self.proven = True
         self.reports: list[LevelReport] = []
-        self.deadline = time.monotonic() + config.solver.time_limit
+        # The time limit is the whole decision's budget: prefilter, greedy and encoding count too.
+        self.deadline = started + config.solver.time_limit
         self.det_left = config.solver.time_limit
         self.last_gap = 0.0
 
@@ -88,7 +91,13 @@ class _Levels:
             params.max_deterministic_time = max(self.det_left, 0.01)
             params.num_workers = 1
         else:
-            params.max_time_in_seconds = max(self.deadline - time.monotonic(), 0.01)
+            left = max(self.deadline - time.monotonic(), 0.01)
+            params.max_time_in_seconds = left
+            if left < SHORT_BUDGET:
+                # Presolve and probing alone can take a short budget; the complete hint then gives
+                # CP-SAT a first solution at once and search improves it.
+                params.cp_model_presolve = False
+                params.cp_model_probing_level = 0
         self._hint()
         if maximize:
             cp.maximize(expr)
@@ -182,7 +191,7 @@ def solve_batch(snapshot: Snapshot, pending: list[Pod], config: Config) -> Batch
         )
     model, classes = encode(batch, scorer)
     counts = order_hint(classes, counts)
-    levels = _Levels(model, config, counts)
+    levels = _Levels(model, config, counts, started=started)
 
     if model.y:
         if all_placed:
@@ -219,7 +228,8 @@ def solve_batch(snapshot: Snapshot, pending: list[Pod], config: Config) -> Batch
     elif not any(r.status in ("optimal", "feasible") for r in levels.reports) and levels.reports:
         status = "fallback"
     placements, unplaced = _extract(batch, levels.counts, status)
-    gap = levels.last_gap if levels.last_gap == levels.last_gap else 0.0
+    # A level that found nothing in time proves no bound: report the gap as 1.0 (unknown), not 0.
+    gap = levels.last_gap if levels.last_gap == levels.last_gap else 1.0
     return BatchResult(
         placements=placements,
         unplaced=unplaced,
