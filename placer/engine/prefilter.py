@@ -139,29 +139,40 @@ class Prefilter:
         return PodMasks(allowed=allowed, matching=matching, binding=binding, preference=preference)
 
     def diagnose(self, pod: Pod, free: npt.NDArray[np.int64] | None = None) -> str:
-        """kube-scheduler's FailedScheduling message for this pod against the snapshot."""
+        """kube-scheduler's FailedScheduling message for this pod against the snapshot.
+
+        Per node, the first filter that fails (in kube-scheduler's order) gives the reason; the
+        resource filter names every insufficient resource. Vectorised over nodes.
+        """
         snap = self.snapshot
         free = snap.free if free is None else free
         counts: Counter[str] = Counter()
         vec = pod_vector(pod, snap.resources)
         masks = self.masks(pod)
-        affinity_filter = masks.binding == "strict"
-        for i, node in enumerate(snap.nodes):
-            if node.unschedulable and first_untolerated((UNSCHEDULABLE_TAINT,), pod.tolerations):
-                counts["node(s) were unschedulable"] += 1
-                continue
-            taint = first_untolerated(node.taints, pod.tolerations)
+        left = np.ones(len(snap.nodes), dtype=np.bool_)  # nodes not yet explained by an earlier filter
+
+        def take(failing: BoolArray, reason: str) -> None:
+            hit = left & failing
+            if hit.any():
+                counts[reason] += int(hit.sum())
+                left[hit] = False
+
+        cordoned = np.array([n.unschedulable for n in snap.nodes], dtype=np.bool_)
+        if first_untolerated((UNSCHEDULABLE_TAINT,), pod.tolerations) is not None:
+            take(cordoned, "node(s) were unschedulable")
+        for idx, taints in enumerate(self._taint_sets):
+            own = tuple(t for t in taints if t != UNSCHEDULABLE_TAINT)
+            taint = first_untolerated(own, pod.tolerations)  # type: ignore[arg-type]
             if taint is not None:
-                counts[f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"] += 1
-                continue
-            if affinity_filter and not masks.matching[i]:
-                counts["node(s) didn't match Pod's node affinity/selector"] += 1
-                continue
-            if pod.host_ports and any(ports_conflict(a, b) for a in pod.host_ports for b in snap.ports.get(i, [])):
-                counts["node(s) didn't have free ports for the requested pod ports"] += 1
-                continue
-            for j, name in enumerate(snap.resources):
-                if vec[j] > 0 and free[i, j] < vec[j]:
-                    counts["Too many pods" if name == POD_COUNT else f"Insufficient {name}"] += 1
+                take(self._taint_of_node == idx, f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}")
+        if masks.binding == "strict":
+            take(~masks.matching, "node(s) didn't match Pod's node affinity/selector")
+        if pod.host_ports:
+            take(~self.ports_ok(pod), "node(s) didn't have free ports for the requested pod ports")
+        for j, name in enumerate(snap.resources):
+            if vec[j] > 0:
+                short = left & (free[:, j] < vec[j])
+                if short.any():
+                    counts["Too many pods" if name == POD_COUNT else f"Insufficient {name}"] += int(short.sum())
         reasons = sorted(f"{c} {r}" for r, c in counts.items())
         return f"0/{len(snap.nodes)} nodes are available: {', '.join(reasons)}."
