@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,5000")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--time-limit", type=float, default=1.5)
+    ap.add_argument("--time-limit", type=float, default=1.0)
     ap.add_argument("--out", default=str(REPO / "docs" / "bench" / "plan.md"))
     args = ap.parse_args(argv)
     rows = [run_size(int(s), args.repeats, args.time_limit) for s in args.sizes.split(",")]
