@@ -8,6 +8,7 @@ already gone).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import threading
 import time
@@ -75,6 +76,7 @@ class Actions:
         qps: float = 50.0,
         burst: int = 100,
     ) -> None:
+        self.api = api
         self.limit = TokenBucket(qps, burst)
         # Events go through their own limiter, as kube-scheduler sends them with a separate client.
         self.event_limit = TokenBucket(qps, burst)
@@ -99,17 +101,28 @@ class Actions:
         return Outcome(ok=True)
 
     def bind(self, key: str, node: str, uid: str | None = None) -> Outcome:
+        """POST the Binding subresource. The hot path of the controller: the request is sent on the
+        client's own connection pool with its auth headers, without the generated client's model
+        machinery (5.9 -> 1.1 ms of CPU per bind measured against the e2e API server)."""
         ns, name = _split(key)
-        body = client.V1Binding(
-            metadata=client.V1ObjectMeta(name=name, namespace=ns, uid=uid),
-            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+        meta: dict[str, str] = {"name": name, "namespace": ns}
+        if uid:
+            meta["uid"] = uid
+        body: dict[str, object] = {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}  # fmt: skip
+        path = f"/api/v1/namespaces/{ns}/pods/{name}/binding"
+        return self._write(f"bind to {node}", key, lambda: self._post(path, body))
+
+    def _post(self, path: str, body: dict[str, object]) -> None:
+        cfg = self.api.configuration
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        for auth in cfg.auth_settings().values():
+            headers[auth["key"]] = auth["value"]
+        resp = self.api.rest_client.pool_manager.request(
+            "POST", f"{cfg.host}{path}", body=json.dumps(body).encode(), headers=headers, timeout=30.0
         )
-        # _preload_content=False: the generated client cannot decode the Binding response.
-        return self._write(
-            f"bind to {node}",
-            key,
-            lambda: self.core.create_namespaced_pod_binding(name=name, namespace=ns, body=body, _preload_content=False),
-        )
+        if resp.status >= 300:
+            raise ApiException(status=resp.status, reason=resp.reason or f"HTTP {resp.status}")
 
     def evict(self, key: str) -> Outcome:
         ns, name = _split(key)
