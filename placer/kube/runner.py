@@ -35,7 +35,7 @@ from placer.kube.actions import Actions, Outcome
 from placer.kube.informers import Informer, informers
 from placer.kube.leader import Leadership
 from placer.kube.serving import Metrics, serve
-from placer.models import Cluster, ControllerConfig, Pod, Step
+from placer.models import Cluster, ControllerConfig, Node, Pod, Step
 from placer.service import decide
 
 __all__ = ["MOVED_AT", "Runner"]
@@ -80,6 +80,7 @@ class Runner:
         self.reserved: set[str] = set()  # pending pods a running plan will bind
         self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="bind")
         self._parsed: dict[str, tuple[str, Pod]] = {}
+        self._parsed_nodes: dict[str, tuple[str, Node]] = {}
         self.inflight: list[tuple[Pod, str, Future[Outcome]]] = []
         self._gangs: dict[str, str] = {}  # pending pod -> its gang, to keep gangs in one batch
         self._last_tick = time.monotonic()
@@ -142,8 +143,31 @@ class Runner:
             del self._parsed[key]
         return out
 
+    def _nodes(self) -> list[Node]:
+        """Nodes parsed once per resourceVersion (heartbeats change only status conditions, but
+        the version changes with them; parsing stays cheap because most nodes are unchanged
+        between two decisions)."""
+        out = []
+        seen = set()
+        for raw in self.informers["Node"].items():
+            meta = raw.get("metadata", {})
+            name, version = str(meta.get("name")), str(meta.get("resourceVersion", ""))
+            seen.add(name)
+            cached = self._parsed_nodes.get(name)
+            if cached is None or cached[0] != version:
+                try:
+                    cached = (version, parse_node(raw))
+                except Exception as exc:
+                    log.warning("skipping node %s: %s", name, exc)
+                    continue
+                self._parsed_nodes[name] = cached
+            out.append(cached[1])
+        for name in set(self._parsed_nodes) - seen:
+            del self._parsed_nodes[name]
+        return out
+
     def cluster(self) -> tuple[Cluster, dict[str, dict[str, Any]]]:
-        nodes = [parse_node(r) for r in self.informers["Node"].items()]
+        nodes = self._nodes()
         known = {n.name for n in nodes}
         pods: list[Pod] = []
         raws: dict[str, dict[str, Any]] = {}
