@@ -13,7 +13,7 @@ from placer.engine.prefilter import PodMasks, Prefilter, fits
 from placer.engine.snapshot import Snapshot, pod_vector
 from placer.models import Config, Pod
 
-__all__ = ["Batch", "Group", "build_batch", "gang_key", "incomplete_gangs"]
+__all__ = ["Batch", "Group", "build_batch", "gang_groups", "gang_key", "incomplete_gangs"]
 
 
 @dataclass
@@ -70,6 +70,15 @@ def _signature(pod: Pod) -> tuple[object, ...]:
 
 def gang_key(pod: Pod) -> str | None:
     return f"{pod.namespace}/{pod.gang}" if pod.gang else None
+
+
+def gang_groups(groups: Sequence[Group]) -> dict[str, list[int]]:
+    """Gang -> indices of its member groups."""
+    members: dict[str, list[int]] = {}
+    for gi, group in enumerate(groups):
+        if group.gang is not None:
+            members.setdefault(group.gang, []).append(gi)
+    return members
 
 
 def incomplete_gangs(pending: Sequence[Pod]) -> dict[str, str]:

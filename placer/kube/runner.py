@@ -21,8 +21,9 @@ import datetime as dt
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes import client
 
@@ -41,6 +42,7 @@ from placer.service import decide
 __all__ = ["MOVED_AT", "Runner"]
 
 log = logging.getLogger("placer.controller")
+T = TypeVar("T")
 MOVED_AT = "placer.io/moved-at"
 LABEL_POLICY = "placer.io/when-node-labels-change"
 TICK = 0.2
@@ -123,47 +125,33 @@ class Runner:
 
     # -- the model of the cluster ---------------------------------------------------------------
     def _pods(self) -> list[tuple[Pod, dict[str, Any]]]:
-        out = []
-        seen = set()
-        for raw in self.informers["Pod"].items():
-            meta = raw.get("metadata", {})
-            key = f"{meta.get('namespace')}/{meta.get('name')}"
-            seen.add(key)
-            version = str(meta.get("resourceVersion", ""))
-            cached = self._parsed.get(key)
-            if cached is None or cached[0] != version:
-                try:
-                    cached = (version, parse_pod(raw))
-                except Exception as exc:
-                    log.warning("skipping pod %s: %s", key, exc)
-                    continue
-                self._parsed[key] = cached
-            out.append((cached[1], raw))
-        for key in set(self._parsed) - seen:
-            del self._parsed[key]
-        return out
+        return self._parse_cached("Pod", parse_pod, self._parsed)
 
     def _nodes(self) -> list[Node]:
-        """Nodes parsed once per resourceVersion (heartbeats change only status conditions, but
-        the version changes with them; parsing stays cheap because most nodes are unchanged
-        between two decisions)."""
+        return [node for node, _ in self._parse_cached("Node", parse_node, self._parsed_nodes)]
+
+    def _parse_cached(
+        self, kind: str, parse: Callable[[dict[str, Any]], T], cache: dict[str, tuple[str, T]]
+    ) -> list[tuple[T, dict[str, Any]]]:
+        """Objects of an informer parsed once per resourceVersion; malformed ones are skipped."""
         out = []
         seen = set()
-        for raw in self.informers["Node"].items():
+        for raw in self.informers[kind].items():
             meta = raw.get("metadata", {})
-            name, version = str(meta.get("name")), str(meta.get("resourceVersion", ""))
-            seen.add(name)
-            cached = self._parsed_nodes.get(name)
+            key = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+            seen.add(key)
+            version = str(meta.get("resourceVersion", ""))
+            cached = cache.get(key)
             if cached is None or cached[0] != version:
                 try:
-                    cached = (version, parse_node(raw))
+                    cached = (version, parse(raw))
                 except Exception as exc:
-                    log.warning("skipping node %s: %s", name, exc)
+                    log.warning("skipping %s %s: %s", kind, key, exc)
                     continue
-                self._parsed_nodes[name] = cached
-            out.append(cached[1])
-        for name in set(self._parsed_nodes) - seen:
-            del self._parsed_nodes[name]
+                cache[key] = cached
+            out.append((cached[1], raw))
+        for key in set(cache) - seen:
+            del cache[key]
         return out
 
     def cluster(self) -> tuple[Cluster, dict[str, dict[str, Any]]]:

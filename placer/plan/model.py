@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
-from placer.engine.batch import Batch, Group
+from placer.engine.batch import Batch, Group, gang_groups
 from placer.engine.prefilter import ports_conflict
 from placer.engine.snapshot import Snapshot
 from placer.models import Pod
@@ -125,11 +125,7 @@ class PlanModel:
 
     def _gangs(self) -> None:
         """A gang is placed whole or not at all (as in the engine's gangs constraint)."""
-        members: dict[str, list[int]] = {}
-        for gi, group in enumerate(self.batch.groups):
-            if group.gang is not None:
-                members.setdefault(group.gang, []).append(gi)
-        for gang, groups in members.items():
+        for gang, groups in gang_groups(self.batch.groups).items():
             whole = self.cp.new_bool_var(f"gang_{gang}")
             for gi in groups:
                 placed = [v for (g, _), v in self.y.items() if g == gi]

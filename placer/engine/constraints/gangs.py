@@ -9,17 +9,14 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
+from placer.engine.batch import gang_groups
 from placer.engine.model import Model
 
 __all__ = ["build"]
 
 
 def build(model: Model) -> None:
-    members: dict[str, list[int]] = {}
-    for gi, group in enumerate(model.batch.groups):
-        if group.gang is not None:
-            members.setdefault(group.gang, []).append(gi)
-    for gang, groups in members.items():
+    for gang, groups in gang_groups(model.batch.groups).items():
         whole = model.cp.new_bool_var(f"gang_{gang}")
         for gi in groups:
             size = model.batch.groups[gi].size
