@@ -463,6 +463,15 @@ def _node_violations(states: Mapping[str, NodeState]) -> list[str]:
     return out
 
 
+def _matching_node_with_room(pod: Pod, binding: Binding, states: Mapping[str, NodeState]) -> str | None:
+    """A node matching the pod's affinity that could still take it, if any (first by name)."""
+    for other in sorted(binding.matching):
+        target = states[other]
+        if not eligibility_problems(pod, target.node, binding) and not target.room_problems(pod):
+            return other
+    return None
+
+
 def _relaxed_violations(ctx: _Context, states: Mapping[str, NodeState]) -> list[str]:
     """A relaxed-affinity pod may use a non-matching node only while no matching node has room."""
     out = []
@@ -471,14 +480,12 @@ def _relaxed_violations(ctx: _Context, states: Mapping[str, NodeState]) -> list[
             binding = ctx.binding(pod)
             if binding.mode != "relaxed" or name in binding.matching:
                 continue
-            for other in sorted(binding.matching):
-                target = states[other]
-                if not eligibility_problems(pod, target.node, binding) and not target.room_problems(pod):
-                    out.append(
-                        f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
-                        f"ignore-affinity) although matching node {other} has room for it"
-                    )
-                    break
+            other = _matching_node_with_room(pod, binding, states)
+            if other is not None:
+                out.append(
+                    f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
+                    f"ignore-affinity) although matching node {other} has room for it"
+                )
     return out
 
 
@@ -1083,14 +1090,12 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
             others = [p for p in state.placed if p.key != pod.key]
             if not _keeps_preemptors(plan, preempted.get(name, []), others):
                 continue  # it is the preemptor there: moving it would undo the preemption
-            for other in sorted(binding.matching):
-                target = states[other]
-                if not eligibility_problems(pod, target.node, binding) and not target.room_problems(pod):
-                    out.append(
-                        f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
-                        f"ignore-affinity) although matching node {other} has room for it after the plan"
-                    )
-                    break
+            other = _matching_node_with_room(pod, binding, states)
+            if other is not None:
+                out.append(
+                    f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
+                    f"ignore-affinity) although matching node {other} has room for it after the plan"
+                )
     left = [p for p in batch_pods(cluster, plan.scheduler_name) if p.key not in plan.pending]
     for pod in left:
         key = plan.key(pod)

@@ -229,8 +229,10 @@ def _batch_one_bound(core: client.CoreV1Api, apps: client.AppsV1Api, ns: str, no
     return first
 
 
-def _scale(apps: client.AppsV1Api, ns: str, name: str, replicas: int) -> None:
-    apps.patch_namespaced_deployment_scale(name, ns, {"spec": {"replicas": replicas}})
+def _batch_two_arrives(apps: client.AppsV1Api, ns: str) -> None:
+    """The rest of Boreas: a second proxy and two more backends."""
+    for name, replicas in (("proxy", 2), ("backend", 3)):
+        apps.patch_namespaced_deployment_scale(name, ns, {"spec": {"replicas": replicas}})
 
 
 def test_two_batch_global_plan_moves_exactly_the_planned_backend(
@@ -242,8 +244,7 @@ def test_two_batch_global_plan_moves_exactly_the_planned_backend(
 ) -> None:
     nodes = make_nodes(2, cpu="15")
     first = _batch_one_bound(core, apps, namespace, nodes)
-    _scale(apps, namespace, "proxy", 2)
-    _scale(apps, namespace, "backend", 3)
+    _batch_two_arrives(apps, namespace)
     c = controllers()
     backends = kh.wait_running(core, namespace, {"app": "backend"}, 3, timeout=90)
     proxies = kh.wait_running(core, namespace, {"app": "proxy"}, 2, timeout=30)
@@ -269,8 +270,7 @@ def test_a_pdb_blocking_the_needed_eviction_leaves_the_pod_pending_with_a_reason
     for app in ("proxy", "backend"):
         kh.create_pdb(policy, namespace, app, {"app": app}, max_unavailable=0)
         kh.wait_pdb(policy, namespace, app, disruptions_allowed=0)
-    _scale(apps, namespace, "proxy", 2)
-    _scale(apps, namespace, "backend", 3)
+    _batch_two_arrives(apps, namespace)
     controllers()
 
     def settled() -> list[client.V1Pod] | None:
@@ -360,8 +360,7 @@ def test_sigkill_right_after_an_eviction_loses_nothing(
 ) -> None:
     nodes = make_nodes(2, cpu="15")
     first = _batch_one_bound(core, apps, namespace, nodes)
-    _scale(apps, namespace, "proxy", 2)
-    _scale(apps, namespace, "backend", 3)
+    _batch_two_arrives(apps, namespace)
     c = controllers(identity="crashy")
     kh.wait_for(
         "the planned eviction",
