@@ -9,8 +9,11 @@ test modules in a directory without ``__init__.py``).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from hypothesis import HealthCheck, settings
 
 from placer.inputs import parse_cluster
 from placer.models import Cluster
@@ -170,3 +173,15 @@ def cluster(nodes: Sequence[Json], pods: Sequence[Json] = ()) -> Cluster:
 
 def _resource(name: str) -> str:
     return name if "/" in name else f"example.com/{name}"
+
+
+def property_settings(examples_env: str, default: int) -> settings:
+    """Hypothesis settings shared by the property suites: the same examples on every run unless
+    PLACER_PROPERTY_RANDOM is set; ``examples_env`` overrides the number of examples."""
+    return settings(
+        max_examples=int(os.environ.get(examples_env, str(default))),
+        deadline=None,
+        derandomize="PLACER_PROPERTY_RANDOM" not in os.environ,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hypothesis import HealthCheck, example, given, note, settings
+from builders import property_settings
+from hypothesis import example, given, note
 from hypothesis import strategies as st
 
 from placer import validate
@@ -37,14 +37,7 @@ from placer.service import SolveOptions, solve_cluster
 Json = dict[str, Any]
 Key = tuple[int, int]
 
-EXAMPLES = int(os.environ.get("PLACER_PLAN_EXAMPLES", "40"))
-PROPERTY = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize="PLACER_PROPERTY_RANDOM" not in os.environ,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+PROPERTY = property_settings("PLACER_PLAN_EXAMPLES", 40)
 
 NODE_NAMES = ["n0", "n1", "n2"]
 ZONES = ["a", "b"]

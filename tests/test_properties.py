@@ -13,13 +13,12 @@ Determinism); set ``PLACER_PROPERTY_RANDOM=1`` to explore new ones and
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from builders import NO_FIT, NO_MATCH
-from hypothesis import HealthCheck, given, note, settings
+from builders import NO_FIT, NO_MATCH, property_settings
+from hypothesis import given, note
 from hypothesis import strategies as st
 
 from placer import validate
@@ -30,14 +29,7 @@ from placer.service import SolveOptions, solve_cluster
 Json = dict[str, Any]
 Policy = Literal["placer", "default"]
 
-EXAMPLES = int(os.environ.get("PLACER_PROPERTY_EXAMPLES", "60"))
-PROPERTY = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize="PLACER_PROPERTY_RANDOM" not in os.environ,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+PROPERTY = property_settings("PLACER_PROPERTY_EXAMPLES", 60)
 
 # --- the vocabulary of random clusters ---------------------------------------------------------
 
