@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "POD_COUNT",
+    "ClaimRef",
     "Cluster",
     "HostPort",
     "LabelSelector",
@@ -22,11 +23,14 @@ __all__ = [
     "NodeSelectorTerm",
     "Owner",
     "Pod",
+    "PodAffinityTerm",
     "PodDisruptionBudget",
     "PreferredTerm",
     "ReplicaSet",
+    "SpreadConstraint",
     "Taint",
     "Toleration",
+    "WeightedPodAffinityTerm",
 ]
 
 POD_COUNT = "pods"
@@ -95,6 +99,46 @@ class LabelSelector(_Frozen):
     match_expressions: tuple[LabelSelectorRequirement, ...] = ()
 
 
+class PodAffinityTerm(_Frozen):
+    """One inter-pod (anti-)affinity term, resolved when read.
+
+    ``selector`` already includes the requirements of matchLabelKeys (key In [own value]) and
+    mismatchLabelKeys (key NotIn [own value]); a null selector matches no pod. The namespaces a
+    term looks at are ``namespaces`` plus those ``namespace_selector`` selects (an empty selector:
+    all); when the object gave neither, ``namespaces`` holds the pod's own namespace.
+    """
+
+    selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    topology_key: str = Field(min_length=1)
+
+
+class WeightedPodAffinityTerm(_Frozen):
+    weight: int = Field(ge=1, le=100)
+    term: PodAffinityTerm
+
+
+class SpreadConstraint(_Frozen):
+    """A topology spread constraint; ``selector`` already includes matchLabelKeys (key In [own value])."""
+
+    max_skew: int = Field(ge=1)
+    topology_key: str = Field(min_length=1)
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"] = "DoNotSchedule"
+    selector: LabelSelector | None = None
+    min_domains: int | None = Field(default=None, ge=1)
+    node_affinity_policy: Literal["Honor", "Ignore"] = "Honor"
+    node_taints_policy: Literal["Honor", "Ignore"] = "Ignore"
+
+
+class ClaimRef(_Frozen):
+    """An unbound PersistentVolumeClaim of a pod whose StorageClass binds on first consumer: the
+    scheduler chooses the node and records it on the claim (``volume.kubernetes.io/selected-node``)."""
+
+    namespace: str = "default"
+    name: str
+
+
 class Node(_Frozen):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
@@ -132,7 +176,20 @@ class Pod(_Frozen):
     # Gang (all-or-nothing group): namespace-scoped name and expected size (None: the members present).
     gang: str | None = None
     gang_size: int | None = None
-    # Why the engine refuses to place this pod (a constraint kind it does not model yet).
+    # Inter-pod affinity and anti-affinity (required: hard; preferred: weighted) and spreading.
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    pod_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    pod_anti_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
+    # Volumes: each entry is one bound PersistentVolume's node affinity (its terms ORed); every
+    # entry must hold. Unlike node affinity, weak-binding annotations never drop these.
+    volume_terms: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
+    # Unbound WaitForFirstConsumer claims the controller annotates with the chosen node before binding.
+    wffc_claims: tuple[ClaimRef, ...] = ()
+    # Being deleted (metadata.deletionTimestamp): kube-scheduler does not count it for spreading.
+    terminating: bool = False
+    # Why the engine refuses to place this pod (a constraint kind it cannot honour).
     unsupported: str | None = None
 
     @property
@@ -162,6 +219,7 @@ class ReplicaSet(_Frozen):
     uid: str = ""
     scheduler_name: str = "default-scheduler"
     owner: Owner | None = None
+    selector: LabelSelector | None = None
 
 
 class Cluster(_Frozen):
@@ -169,4 +227,7 @@ class Cluster(_Frozen):
     pods: tuple[Pod, ...] = ()
     pdbs: tuple[PodDisruptionBudget, ...] = ()
     replicasets: tuple[ReplicaSet, ...] = ()
+    # Namespace name -> its labels, for namespaceSelector. A namespace missing here has only the
+    # label kubernetes.io/metadata.name, which the API server sets on every namespace.
+    namespaces: dict[str, dict[str, str]] = Field(default_factory=dict)
     warnings: tuple[str, ...] = ()

@@ -166,9 +166,7 @@ def tail(path: Path, lines: int = 40) -> str:
 
 def _openssl(cwd: Path, *args: str) -> None:
     try:
-        res = subprocess.run(
-            ["openssl", *args], cwd=cwd, capture_output=True, text=True, check=False
-        )
+        res = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, check=False)
     except FileNotFoundError as exc:
         raise ClusterError("the cluster's certificates need the openssl command") from exc
     if res.returncode != 0:
@@ -279,9 +277,7 @@ class Pki:
                     },
                 }
             ],
-            "contexts": [
-                {"name": "placer-testenv", "context": {"cluster": "placer-testenv", "user": user}}
-            ],
+            "contexts": [{"name": "placer-testenv", "context": {"cluster": "placer-testenv", "user": user}}],
             "current-context": "placer-testenv",
         }
         dest.write_text(json.dumps(cfg, indent=2) + "\n")
@@ -307,9 +303,7 @@ class Component:
     def check_alive(self) -> None:
         code = self.proc.poll()
         if code is not None:
-            raise ClusterError(
-                f"{self.name} exited with code {code}; last lines of {self.log}:\n{tail(self.log)}"
-            )
+            raise ClusterError(f"{self.name} exited with code {code}; last lines of {self.log}:\n{tail(self.log)}")
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -522,9 +516,7 @@ class Cluster:
         waits.append((f"http://127.0.0.1:{p['kwok']}/healthz", kwok, None))
         for url, comp, ctx in waits:
             _wait_http(url, comp, COMPONENT_TIMEOUT, ctx=ctx)
-        t = self._phase(
-            "controllers" + (", scheduler" if self.with_scheduler else "") + ", kwok", t
-        )
+        t = self._phase("controllers" + (", scheduler" if self.with_scheduler else "") + ", kwok", t)
 
         # The controllers really work once the service-account controller has created
         # default/default (pods cannot be created in a namespace before its SA exists).

@@ -187,19 +187,6 @@ def test_running_pods_consume_capacity_and_finished_ones_do_not() -> None:
     assert out.result.metrics.placed == 1
 
 
-def test_pods_with_inter_pod_affinity_are_unsupported_never_placed_blindly() -> None:
-    anti = {
-        "podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
-            ]
-        }
-    }
-    out = solve(cluster([node("a")], [pod("p", affinity=anti)]))
-    assert unplaced(out) == {"p": "Unsupported"}
-    assert "podAntiAffinity" in out.result.unplaced[0].reason
-
-
 @pytest.mark.parametrize("strategy", ["balance", "spread", "pack"])
 def test_every_strategy_places_everything_that_fits(strategy: str) -> None:
     nodes = [node(f"n{i}", cpu="4", memory="8Gi") for i in range(3)]

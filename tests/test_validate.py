@@ -114,11 +114,6 @@ VALID = [
         id="matching node full and the pod ignores affinity when nothing fits",
     ),
     pytest.param(
-        cluster([SMALL], [pod("x", cpu=1) | {"affinity": {"podAntiAffinity": {"x": 1}}}]),
-        {},
-        id="an unsupported pod left unplaced is fine",
-    ),
-    pytest.param(
         cluster([SMALL], [pod("other", cpu=1, scheduler="default-scheduler")]),
         {},
         id="a pod addressed to another scheduler is not in the batch",
@@ -278,13 +273,6 @@ INVALID = [
     pytest.param(cluster([SMALL], [pod("a")]), {"a": "n9"}, {}, "not a node", id="unknown node"),
     pytest.param(
         cluster([SMALL], [pod("r", node="n1")]), {"r": "n1"}, {}, "not pending", id="running pod placed again"
-    ),
-    pytest.param(
-        cluster([SMALL], [pod("x", cpu=1) | {"affinity": {"podAffinity": {"x": 1}}}]),
-        {"x": "n1"},
-        {},
-        "does not support",
-        id="unsupported pod placed",
     ),
     pytest.param(
         cluster([SMALL], [pod("g", cpu=1) | {"schedulingGates": ["wait"]}]),

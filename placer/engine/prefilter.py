@@ -103,6 +103,13 @@ class Prefilter:
     def matching(self, pod: Pod) -> BoolArray:
         return self.snapshot.labels.selector(pod.node_selector, pod.required_terms)
 
+    def volumes_ok(self, pod: Pod) -> BoolArray:
+        """Nodes every bound PersistentVolume of the pod may be used from (its node affinity)."""
+        ok = np.ones(len(self.snapshot.nodes), dtype=np.bool_)
+        for terms in pod.volume_terms:
+            ok &= self.snapshot.labels.selector({}, terms)
+        return ok
+
     def masks(self, pod: Pod) -> PodMasks:
         signature = (
             tuple(sorted(pod.node_selector.items())),
@@ -112,6 +119,7 @@ class Prefilter:
             pod.host_ports,
             pod.annotations.get(NO_MATCH),
             pod.annotations.get(NO_FIT),
+            pod.volume_terms,
             pod.unsupported,
         )
         cached = self._cache.get(signature)
@@ -123,7 +131,8 @@ class Prefilter:
     def _compute(self, pod: Pod) -> PodMasks:
         n = len(self.snapshot.nodes)
         matching = self.matching(pod)
-        base = self.taint_ok(pod) & self.ports_ok(pod)
+        # A PersistentVolume's node affinity is hard: weak binding never drops it.
+        base = self.taint_ok(pod) & self.ports_ok(pod) & self.volumes_ok(pod)
         binding: Binding = "strict"
         if not matching.any() and pod.annotations.get(NO_MATCH) == "ignore-affinity":
             binding = "dropped"
@@ -174,5 +183,8 @@ class Prefilter:
                 short = left & (free[:, j] < vec[j])
                 if short.any():
                     counts["Too many pods" if name == POD_COUNT else f"Insufficient {name}"] += int(short.sum())
+        left &= ~np.any(free[:, np.flatnonzero(vec)] < vec[np.flatnonzero(vec)], axis=1)
+        if pod.volume_terms:
+            take(~self.volumes_ok(pod), "node(s) had volume node affinity conflict")
         reasons = sorted(f"{c} {r}" for r, c in counts.items())
         return f"0/{len(snap.nodes)} nodes are available: {', '.join(reasons)}."

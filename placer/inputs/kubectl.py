@@ -10,15 +10,17 @@ from placer.inputs.shapes import (
     parse_host_ports,
     parse_label_selector,
     parse_node_affinity,
+    parse_pod_affinity,
+    parse_spread,
     parse_taints,
     parse_tolerations,
 )
 from placer.models import Node, Owner, Pod, PodDisruptionBudget, ReplicaSet
 
-__all__ = ["KubeObjects", "read_list"]
+__all__ = ["KubeObjects", "parse_namespace", "read_list"]
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-KINDS = ("Node", "Pod", "PodDisruptionBudget", "ReplicaSet")
+KINDS = ("Node", "Pod", "PodDisruptionBudget", "ReplicaSet", "Namespace")
 
 
 class KubeObjects:
@@ -27,6 +29,7 @@ class KubeObjects:
         self.pods: list[Pod] = []
         self.pdbs: list[PodDisruptionBudget] = []
         self.replicasets: list[ReplicaSet] = []
+        self.namespaces: dict[str, dict[str, str]] = {}
         self.warnings: list[str] = []
 
 
@@ -46,6 +49,9 @@ def read_list(doc: Field) -> KubeObjects:
             out.pdbs.append(_pdb(item))
         elif item_kind == "ReplicaSet":
             out.replicasets.append(_replicaset(item))
+        elif item_kind == "Namespace":
+            name, labels = parse_namespace_item(item)
+            out.namespaces[name] = labels
         else:
             out.warnings.append(f"{item.path}: kind {item_kind or '(none)'!r} ignored")
     return out
@@ -105,14 +111,11 @@ def pod_resources(spec: Field) -> tuple[dict[str, int], int, int]:
     return requests, cpu, mem
 
 
-def unsupported_reason(spec: Field) -> str | None:
-    affinity = spec.get("affinity")
-    kinds = [k for k in ("podAffinity", "podAntiAffinity") if affinity.get(k).present()]
-    if spec.get("topologySpreadConstraints").value:
-        kinds.append("topologySpreadConstraints")
-    if not kinds:
-        return None
-    return f"pod uses {', '.join(kinds)}, which placer does not model yet; it is left for a scheduler that does"
+def parse_namespace_item(item: Field) -> tuple[str, dict[str, str]]:
+    meta = item.get("metadata")
+    name = meta.get("name").required_str()
+    labels = {"kubernetes.io/metadata.name": name, **meta.get("labels").str_map()}
+    return name, labels
 
 
 GANG = "placer.io/gang"
@@ -173,7 +176,9 @@ def _pod(item: Field) -> Pod:
         scheduling_gates=tuple(g.get("name").text() for g in spec.get("schedulingGates").items()),
         mirror=MIRROR_ANNOTATION in annotations,
         **gang_of(meta, labels, annotations),
-        unsupported=unsupported_reason(spec),
+        **parse_pod_affinity(spec.get("affinity"), namespace, labels),
+        spread=parse_spread(spec.get("topologySpreadConstraints"), labels),
+        terminating=meta.get("deletionTimestamp").present(),
     )
 
 
@@ -196,6 +201,7 @@ def _replicaset(item: Field) -> ReplicaSet:
         uid=meta.get("uid").text(),
         scheduler_name=template_spec.get("schedulerName").text("default-scheduler") or "default-scheduler",
         owner=_owner(meta),
+        selector=parse_label_selector(item.get("spec").get("selector")),
     )
 
 
@@ -218,6 +224,10 @@ def parse_pdb(raw: Any, source: str = "api") -> PodDisruptionBudget:
 
 def parse_replicaset(raw: Any, source: str = "api") -> ReplicaSet:
     return _replicaset(Field(source, _where(raw, "ReplicaSet"), raw))
+
+
+def parse_namespace(raw: Any, source: str = "api") -> tuple[str, dict[str, str]]:
+    return parse_namespace_item(Field(source, _where(raw, "Namespace"), raw))
 
 
 def _where(raw: Any, kind: str) -> str:

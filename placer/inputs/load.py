@@ -11,9 +11,9 @@ import yaml
 
 from placer.errors import InputError
 from placer.inputs.fields import Field
-from placer.inputs.kubectl import is_list, read_list
+from placer.inputs.kubectl import KubeObjects, is_list, read_list
 from placer.inputs.native import is_native, read_native
-from placer.models import Cluster, Node, Pod, PodDisruptionBudget, ReplicaSet
+from placer.models import Cluster
 
 __all__ = ["load_cluster", "parse_cluster"]
 
@@ -49,17 +49,15 @@ def _decode(source: str, text: str) -> Any:
 
 def parse_cluster(source: str, text: str) -> Cluster:
     data = _decode(source, text)
-    warnings: list[str] = []
     if is_native(data):
-        nodes, pods, pdbs, rss = read_native(source, data)
+        objs = read_native(source, data)
     elif is_list(data):
         objs = read_list(Field(source, "", data))
-        nodes, pods, pdbs, rss, warnings = objs.nodes, objs.pods, objs.pdbs, objs.replicasets, objs.warnings
     else:
         raise InputError(
             source, "", "expected a Kubernetes List (kind: List, items) or placer's native schema (nodes, pods)"
         )
-    return _assemble(source, nodes, pods, pdbs, rss, warnings)
+    return _assemble(source, objs)
 
 
 def _duplicates(source: str, what: str, names: Sequence[str]) -> None:
@@ -70,14 +68,8 @@ def _duplicates(source: str, what: str, names: Sequence[str]) -> None:
         seen.add(name)
 
 
-def _assemble(
-    source: str,
-    nodes: list[Node],
-    pods: list[Pod],
-    pdbs: list[PodDisruptionBudget],
-    rss: list[ReplicaSet],
-    warnings: list[str],
-) -> Cluster:
+def _assemble(source: str, objs: KubeObjects) -> Cluster:
+    nodes, pods, warnings = objs.nodes, objs.pods, objs.warnings
     if not nodes:
         raise InputError(source, "nodes", "the cluster has no nodes")
     _duplicates(source, "nodes", [n.name for n in nodes])
@@ -92,5 +84,10 @@ def _assemble(
             continue
         kept.append(pod)
     return Cluster(
-        nodes=tuple(nodes), pods=tuple(kept), pdbs=tuple(pdbs), replicasets=tuple(rss), warnings=tuple(warnings)
+        nodes=tuple(nodes),
+        pods=tuple(kept),
+        pdbs=tuple(objs.pdbs),
+        replicasets=tuple(objs.replicasets),
+        namespaces=objs.namespaces,
+        warnings=tuple(warnings),
     )

@@ -8,11 +8,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from placer.errors import InputError
 from placer.inputs.fields import Field as Doc
-from placer.inputs.kubectl import gang_of, unsupported_reason
+from placer.inputs.kubectl import KubeObjects, gang_of
 from placer.inputs.requests import NONZERO_CPU, NONZERO_MEMORY
 from placer.inputs.shapes import (
     parse_label_selector,
     parse_node_affinity,
+    parse_pod_affinity,
+    parse_spread,
     parse_taints,
     parse_tolerations,
 )
@@ -59,7 +61,12 @@ class NativePod(_Native):
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
-    affinity: dict[str, Any] = Field(default_factory=dict, description="Kubernetes affinity (nodeAffinity)")
+    affinity: dict[str, Any] = Field(
+        default_factory=dict, description="Kubernetes affinity (nodeAffinity, podAffinity, podAntiAffinity)"
+    )
+    topology_spread_constraints: list[dict[str, Any]] = Field(
+        default_factory=list, alias="topologySpreadConstraints", description="Kubernetes topology spread constraints"
+    )
     tolerations: list[dict[str, Any]] = Field(default_factory=list)
     host_ports: list[NativeHostPort] = Field(default_factory=list, alias="hostPorts")
     priority: int = 0
@@ -83,6 +90,7 @@ class NativeReplicaSet(_Native):
     namespace: str = "default"
     uid: str = ""
     scheduler_name: str = Field("placer", alias="schedulerName")
+    selector: dict[str, Any] | None = Field(None, description="Kubernetes label selector of the ReplicaSet")
 
 
 class NativeCluster(_Native):
@@ -93,6 +101,9 @@ class NativeCluster(_Native):
     pods: list[NativePod] = Field(default_factory=list)
     pdbs: list[NativePDB] = Field(default_factory=list)
     replica_sets: list[NativeReplicaSet] = Field(default_factory=list, alias="replicaSets")
+    namespaces: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="namespace name -> labels, for namespaceSelector in pod affinity terms"
+    )
 
 
 def is_native(data: Any) -> bool:
@@ -106,7 +117,7 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def read_native(source: str, data: Any) -> tuple[list[Node], list[Pod], list[PodDisruptionBudget], list[ReplicaSet]]:
+def read_native(source: str, data: Any) -> KubeObjects:
     try:
         native = NativeCluster.model_validate(data)
     except ValidationError as exc:
@@ -133,10 +144,21 @@ def read_native(source: str, data: Any) -> tuple[list[Node], list[Pod], list[Pod
         for i, b in enumerate(native.pdbs)
     ]
     rss = [
-        ReplicaSet(namespace=r.namespace, name=r.name, uid=r.uid, scheduler_name=r.scheduler_name)
-        for r in native.replica_sets
+        ReplicaSet(
+            namespace=r.namespace,
+            name=r.name,
+            uid=r.uid,
+            scheduler_name=r.scheduler_name,
+            selector=parse_label_selector(Doc(source, f"replicaSets[{i}].selector", r.selector)),
+        )
+        for i, r in enumerate(native.replica_sets)
     ]
-    return nodes, pods, pdbs, rss
+    objs = KubeObjects()
+    objs.nodes, objs.pods, objs.pdbs, objs.replicasets = nodes, pods, pdbs, rss
+    objs.namespaces = {
+        name: {"kubernetes.io/metadata.name": name, **labels} for name, labels in native.namespaces.items()
+    }
+    return objs
 
 
 def _pod(source: str, i: int, p: NativePod) -> Pod:
@@ -170,7 +192,8 @@ def _pod(source: str, i: int, p: NativePod) -> Pod:
         owner=Owner(kind=p.owner.kind, name=p.owner.name, uid=p.owner.uid) if p.owner else None,
         scheduling_gates=tuple(p.scheduling_gates),
         **gang_of(Doc(source, where, {"annotations": p.annotations}), p.labels, p.annotations),
-        unsupported=unsupported_reason(Doc(source, where, {"affinity": p.affinity})),
+        **parse_pod_affinity(Doc(source, f"{where}.affinity", p.affinity), p.namespace, p.labels),
+        spread=parse_spread(Doc(source, f"{where}.topologySpreadConstraints", p.topology_spread_constraints), p.labels),
     )
 
 

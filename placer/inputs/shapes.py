@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from placer.inputs.fields import Field
 from placer.models import (
     HostPort,
@@ -9,15 +11,20 @@ from placer.models import (
     LabelSelectorRequirement,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    PodAffinityTerm,
     PreferredTerm,
+    SpreadConstraint,
     Taint,
     Toleration,
+    WeightedPodAffinityTerm,
 )
 
 __all__ = [
     "parse_host_ports",
     "parse_label_selector",
     "parse_node_affinity",
+    "parse_pod_affinity",
+    "parse_spread",
     "parse_taints",
     "parse_tolerations",
 ]
@@ -124,3 +131,112 @@ def parse_host_ports(containers: list[Field]) -> tuple[HostPort, ...]:
             ip = p.get("hostIP").text("0.0.0.0") or "0.0.0.0"
             ports.append(HostPort(port=host_port, protocol=proto, host_ip=ip))
     return tuple(ports)
+
+
+def _with_label_keys(
+    selector: LabelSelector | None, labels: dict[str, str], match: list[str], mismatch: list[str]
+) -> LabelSelector | None:
+    """The selector with matchLabelKeys (key In [own value]) and mismatchLabelKeys (key NotIn [own
+    value]) merged in, as the API server does at admission; keys the pod lacks are ignored."""
+    extra = [LabelSelectorRequirement(key=k, operator="In", values=(labels[k],)) for k in match if k in labels]
+    extra += [LabelSelectorRequirement(key=k, operator="NotIn", values=(labels[k],)) for k in mismatch if k in labels]
+    if selector is None or not extra:
+        return selector
+    merged = tuple(selector.match_expressions) + tuple(e for e in extra if e not in selector.match_expressions)
+    return selector.model_copy(update={"match_expressions": merged})
+
+
+def _pod_affinity_term(f: Field, namespace: str, labels: dict[str, str]) -> PodAffinityTerm:
+    topology_key = f.get("topologyKey").text()
+    if not topology_key:
+        raise f.get("topologyKey").fail("topologyKey must be a non-empty label key")
+    selector = parse_label_selector(f.get("labelSelector"))
+    match, mismatch = f.get("matchLabelKeys").str_list(), f.get("mismatchLabelKeys").str_list()
+    if (match or mismatch) and selector is None:
+        raise f.get("matchLabelKeys").fail("matchLabelKeys/mismatchLabelKeys need a labelSelector")
+    both = set(match) & set(mismatch)
+    if both:
+        raise f.get("mismatchLabelKeys").fail(
+            f"key {sorted(both)[0]!r} is in both matchLabelKeys and mismatchLabelKeys"
+        )
+    namespaces = f.get("namespaces").str_list()
+    ns_selector = parse_label_selector(f.get("namespaceSelector"))
+    if not namespaces and ns_selector is None:
+        namespaces = (namespace,)
+    return PodAffinityTerm(
+        selector=_with_label_keys(selector, labels, list(match), list(mismatch)),
+        namespaces=tuple(namespaces),
+        namespace_selector=ns_selector,
+        topology_key=topology_key,
+    )
+
+
+def _weighted_terms(f: Field, namespace: str, labels: dict[str, str]) -> tuple[WeightedPodAffinityTerm, ...]:
+    out = []
+    for w in f.items():
+        weight = w.get("weight").integer(0)
+        if not 1 <= weight <= 100:
+            raise w.get("weight").fail(f"weight must be 1-100, got {weight}")
+        term = _pod_affinity_term(w.get("podAffinityTerm"), namespace, labels)
+        out.append(WeightedPodAffinityTerm(weight=weight, term=term))
+    return tuple(out)
+
+
+def parse_pod_affinity(affinity: Field, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+    """Pod fields for ``spec.affinity.podAffinity`` and ``podAntiAffinity`` (required and preferred)."""
+    out: dict[str, Any] = {}
+    for kind, name in (("podAffinity", "pod_affinity"), ("podAntiAffinity", "pod_anti_affinity")):
+        f = affinity.get(kind)
+        required = f.get("requiredDuringSchedulingIgnoredDuringExecution")
+        out[name] = tuple(_pod_affinity_term(t, namespace, labels) for t in required.items())
+        preferred = f.get("preferredDuringSchedulingIgnoredDuringExecution")
+        out[f"{name}_preferred"] = _weighted_terms(preferred, namespace, labels)
+    return out
+
+
+def parse_spread(f: Field, labels: dict[str, str]) -> tuple[SpreadConstraint, ...]:
+    """``spec.topologySpreadConstraints``; matchLabelKeys merged into the selector."""
+    out = []
+    for c in f.items():
+        skew = c.get("maxSkew").integer(0)
+        if skew < 1:
+            raise c.get("maxSkew").fail(f"maxSkew must be at least 1, got {skew}")
+        key = c.get("topologyKey").text()
+        if not key:
+            raise c.get("topologyKey").fail("topologyKey must be a non-empty label key")
+        when = c.get("whenUnsatisfiable").text()
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise c.get("whenUnsatisfiable").fail(
+                f"whenUnsatisfiable must be DoNotSchedule or ScheduleAnyway, got {when!r}"
+            )
+        min_domains = None
+        if c.get("minDomains").present():
+            min_domains = c.get("minDomains").integer(0)
+            if min_domains < 1:
+                raise c.get("minDomains").fail(f"minDomains must be at least 1, got {min_domains}")
+            if when != "DoNotSchedule":
+                raise c.get("minDomains").fail("minDomains can only be set with whenUnsatisfiable DoNotSchedule")
+        policies = {}
+        for field, default, name in (
+            ("nodeAffinityPolicy", "Honor", "node_affinity_policy"),
+            ("nodeTaintsPolicy", "Ignore", "node_taints_policy"),
+        ):
+            value = c.get(field).text(default) or default
+            if value not in ("Honor", "Ignore"):
+                raise c.get(field).fail(f"{field} must be Honor or Ignore, got {value!r}")
+            policies[name] = value
+        selector = parse_label_selector(c.get("labelSelector"))
+        match = list(c.get("matchLabelKeys").str_list())
+        if match and selector is None:
+            raise c.get("matchLabelKeys").fail("matchLabelKeys needs a labelSelector")
+        out.append(
+            SpreadConstraint(
+                max_skew=skew,
+                topology_key=key,
+                when_unsatisfiable=when,
+                selector=_with_label_keys(selector, labels, match, []),
+                min_domains=min_domains,
+                **policies,
+            )
+        )
+    return tuple(out)
