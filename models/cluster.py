@@ -187,6 +187,10 @@ class Pod(_Frozen):
     volume_terms: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
     # Unbound WaitForFirstConsumer claims the controller annotates with the chosen node before binding.
     wffc_claims: tuple[ClaimRef, ...] = ()
+    # PersistentVolumeClaim names the pod mounts (spec.volumes, generic ephemeral volumes included).
+    claims: tuple[str, ...] = ()
+    # Why no node can take the pod's volumes (kube-scheduler's VolumeBinding message), if so.
+    volume_problem: str | None = None
     # Being deleted (metadata.deletionTimestamp): kube-scheduler does not count it for spreading.
     terminating: bool = False
     # Why the engine refuses to place this pod (a constraint kind it cannot honour).

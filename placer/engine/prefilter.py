@@ -120,6 +120,7 @@ class Prefilter:
             pod.annotations.get(NO_MATCH),
             pod.annotations.get(NO_FIT),
             pod.volume_terms,
+            pod.volume_problem,
             pod.unsupported,
         )
         cached = self._cache.get(signature)
@@ -139,7 +140,7 @@ class Prefilter:
         elif pod.annotations.get(NO_FIT) == "ignore-affinity" and matching.any():
             binding = "relaxed"
         allowed = base if binding != "strict" else base & matching
-        if pod.unsupported:
+        if pod.unsupported or pod.volume_problem:
             allowed = np.zeros(n, dtype=np.bool_)
         preference = np.zeros(n, dtype=np.int64)
         for term in pod.preferred_terms:
@@ -154,6 +155,8 @@ class Prefilter:
         resource filter names every insufficient resource. Vectorised over nodes.
         """
         snap = self.snapshot
+        if pod.volume_problem:
+            return f"0/{len(snap.nodes)} nodes are available: {pod.volume_problem}."
         free = snap.free if free is None else free
         counts: Counter[str] = Counter()
         vec = pod_vector(pod, snap.resources)
