@@ -111,7 +111,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     config = options.config
     pending, warnings = pending_batch(cluster, config.scheduler_name)
     running = [p for p in cluster.pods if p.running]
-    before = build_snapshot(cluster.nodes, running, pending)
+    before = build_snapshot(cluster.nodes, running, pending, cluster.namespaces)
     state = before.copy()
     size = options.batch_size or max(len(pending), 1)
     queue = list(pending)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -11,6 +11,13 @@ import numpy.typing as npt
 from placer.engine.keys import pod_key
 from placer.engine.prefilter import PodMasks, Prefilter, fits
 from placer.engine.snapshot import Snapshot, pod_vector
+from placer.engine.topology import (
+    Topology,
+    compile_topology,
+    running_anti_affinity,
+    topology_signature,
+    uses_topology,
+)
 from placer.models import Config, Pod
 
 __all__ = ["Batch", "Group", "build_batch", "gang_groups", "gang_key", "incomplete_gangs"]
@@ -46,13 +53,17 @@ class Batch:
     prefilter: Prefilter
     groups: list[Group]
     key_rank: dict[tuple[int, int], int]
+    topology: Topology = field(default_factory=Topology)
 
     def rank(self, group: Group) -> int:
         return self.key_rank[group.key]
 
 
-def _signature(pod: Pod) -> tuple[object, ...]:
+def _signature(pod: Pod, topology: bool) -> tuple[object, ...]:
     return (
+        topology_signature(pod) if topology else None,
+        pod.volume_terms,
+        pod.volume_problem,
         tuple(sorted(pod.requests.items())),
         tuple(sorted(pod.node_selector.items())),
         pod.required_terms,
@@ -103,8 +114,10 @@ def pod_order(pod: Pod) -> tuple[str, str, str]:
 def build_batch(snapshot: Snapshot, pending: Sequence[Pod], config: Config) -> Batch:
     prefilter = Prefilter(snapshot)
     by_sig: dict[tuple[object, ...], list[Pod]] = {}
+    # Labels and namespace separate groups only when some selector of the batch could look at them.
+    topology = any(uses_topology(p) for p in pending) or running_anti_affinity(snapshot)
     for pod in sorted(pending, key=pod_order):
-        by_sig.setdefault(_signature(pod), []).append(pod)
+        by_sig.setdefault(_signature(pod, topology), []).append(pod)
     groups: list[Group] = []
     free = snapshot.free
     waiting = incomplete_gangs(pending)
@@ -124,5 +137,27 @@ def build_batch(snapshot: Snapshot, pending: Sequence[Pod], config: Config) -> B
                 feasible=feasible,
             )
         )
+    topo = compile_topology(
+        snapshot,
+        [g.pods[0] for g in groups],
+        [g.masks.matching for g in groups],
+        [prefilter.taint_ok(g.pods[0]) for g in groups] if topology else [],
+        snapshot.namespaces,
+    )
+    for gi, group in enumerate(groups):
+        static = topo.static.get(gi)
+        pref = topo.preference.get(gi)
+        if static is None and pref is None:
+            continue
+        allowed = group.masks.allowed & static.allowed if static is not None else group.masks.allowed
+        preference = group.masks.preference + pref if pref is not None else group.masks.preference
+        group.masks = replace(group.masks, allowed=allowed, preference=preference)
+        group.feasible = group.feasible[allowed[group.feasible]]
     keys = sorted({g.key for g in groups})
-    return Batch(snapshot=snapshot, prefilter=prefilter, groups=groups, key_rank={k: i for i, k in enumerate(keys)})
+    return Batch(
+        snapshot=snapshot,
+        prefilter=prefilter,
+        groups=groups,
+        key_rank={k: i for i, k in enumerate(keys)},
+        topology=topo,
+    )

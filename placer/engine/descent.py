@@ -4,7 +4,8 @@ For each batch pod (in a seeded random order), evaluate moving it to every other
 with room, with the same float strategy cost as ``Scorer`` (which mirrors the CP-SAT objective);
 take the best strictly improving move. Moves never lower an earlier level: a pod only moves to a
 node of at least the same preference, and a relaxed-affinity pod never leaves a matching node for
-a non-matching one. Pods with host ports stay where they are. Sweeps repeat until one improves
+a non-matching one. Pods with host ports, and pods whose placement interacts with other batch
+pods through inter-pod affinity, anti-affinity or spreading, stay where they are. Sweeps repeat until one improves
 nothing or the budget is spent. Used for ``balance`` and ``spread``.
 """
 
@@ -23,6 +24,10 @@ Counts = dict[tuple[int, int], int]
 _EPS = 1e-12
 
 
+def _fixed_groups(batch: Batch) -> set[int]:
+    return batch.topology.involved | {gi for gi, g in enumerate(batch.groups) if g.has_ports}
+
+
 def descend(batch: Batch, scorer: Scorer, counts: Counts, *, seconds: float, seed: int) -> tuple[Counts, int]:
     """Improved counts and the number of moves made."""
     if scorer.config.strategy == "pack":
@@ -31,9 +36,10 @@ def descend(batch: Batch, scorer: Scorer, counts: Counts, *, seconds: float, see
     snap = batch.snapshot
     used = snap.used.copy()
     pods: list[tuple[int, int]] = []  # (group, node) per placed pod
+    fixed = _fixed_groups(batch)
     for (gi, n), c in sorted(counts.items()):
         used[n] += batch.groups[gi].vec * c
-        if not batch.groups[gi].has_ports:
+        if gi not in fixed:
             pods.extend([(gi, n)] * c)
     rng = np.random.default_rng(seed)
     moves = 0
@@ -64,7 +70,7 @@ def descend(batch: Batch, scorer: Scorer, counts: Counts, *, seconds: float, see
                 pods[i] = (gi, b)
                 moves += 1
                 improved = True
-    out: Counts = {k: c for k, c in counts.items() if batch.groups[k[0]].has_ports}
+    out: Counts = {k: c for k, c in counts.items() if k[0] in fixed}
     for gi, n in pods:
         out[gi, n] = out.get((gi, n), 0) + 1
     return out, moves

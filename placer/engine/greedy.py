@@ -14,6 +14,7 @@ from placer.engine.batch import Batch
 from placer.engine.candidates import node_order
 from placer.engine.prefilter import ports_conflict
 from placer.engine.scoring import Scorer
+from placer.engine.topology import TopologyState
 
 __all__ = ["Assignment", "greedy"]
 
@@ -27,45 +28,71 @@ def _dominant_share(batch: Batch, vec: npt.NDArray[np.int64]) -> float:
     return float(share.max()) if len(share) else 0.0
 
 
-def greedy(batch: Batch, scorer: Scorer, used: npt.NDArray[np.int64] | None = None) -> Assignment:
+def greedy(
+    batch: Batch, scorer: Scorer, used: npt.NDArray[np.int64] | None = None, skip: frozenset[int] = frozenset()
+) -> Assignment:
     """Place pods one by one among each group's candidates; a pod that fits none of them looks at
     every feasible node, and the node it takes joins the group's candidates (so the answer stays a
     solution of the pruned model)."""
     snap = batch.snapshot
+    start = used
     used = snap.used.copy() if used is None else used.copy()
     alloc = snap.alloc
     port_nodes: dict[int, list[int]] = {}  # node -> port-using groups placed there by this pass
     result: Assignment = [np.full(g.size, -1, dtype=np.int64) for g in batch.groups]
+    topo = None if batch.topology.empty else TopologyState(batch.topology, [g.size for g in batch.groups])
+    # Pods whose required affinity other batch pods provide go after their providers.
+    dependent = {a.g for a in batch.topology.affinity if not a.seed}
     order = sorted(
-        ((gi, pi) for gi, g in enumerate(batch.groups) for pi in range(g.size)),
-        key=lambda t: (-batch.rank(batch.groups[t[0]]), -_dominant_share(batch, batch.groups[t[0]].vec), t[0], t[1]),
+        ((gi, pi) for gi, g in enumerate(batch.groups) for pi in range(g.size) if gi not in skip),
+        key=lambda t: (
+            -batch.rank(batch.groups[t[0]]),
+            t[0] in dependent,
+            -_dominant_share(batch, batch.groups[t[0]].vec),
+            t[0],
+            t[1],
+        ),
     )
     for gi, pi in order:
         group = batch.groups[gi]
-        best = _choose(batch, gi, group.candidates, used, alloc, port_nodes, scorer)
-        if best is None and len(group.feasible) > len(group.candidates):
-            best = _choose(batch, gi, group.feasible, used, alloc, port_nodes, scorer)
+        best = None
+        # Soft spreading is honoured when some node allows it, and dropped otherwise.
+        for soft in (True, False) if topo is not None else (True,):
+            best = _choose(batch, gi, group.candidates, used, alloc, port_nodes, scorer, topo, soft)
+            if best is None and len(group.feasible) > len(group.candidates):
+                best = _choose(batch, gi, group.feasible, used, alloc, port_nodes, scorer, topo, soft)
+                if best is not None:
+                    group.candidates = np.union1d(group.candidates, [best]).astype(np.int64)
             if best is not None:
-                group.candidates = np.union1d(group.candidates, [best]).astype(np.int64)
+                break
         if best is None:
             continue
         result[gi][pi] = best
         used[best] += group.vec
+        if topo is not None:
+            topo.add(gi, best)
         if group.has_ports:
             port_nodes.setdefault(best, []).append(gi)
-    _drop_partial_gangs(batch, result)
+    dropped = _drop_partial_gangs(batch, result)
+    if dropped and topo is not None:
+        # Dropped pods may have counted for other pods' spreading or affinity: place again without them.
+        return greedy(batch, scorer, start, skip | dropped)
     return result
 
 
-def _drop_partial_gangs(batch: Batch, result: Assignment) -> None:
-    """A gang the greedy pass could not place whole is not placed at all."""
+def _drop_partial_gangs(batch: Batch, result: Assignment) -> frozenset[int]:
+    """A gang the greedy pass could not place whole is not placed at all; returns its groups."""
     placed: dict[str, list[bool]] = {}
     for gi, group in enumerate(batch.groups):
         if group.gang is not None:
             placed.setdefault(group.gang, []).extend((result[gi] >= 0).tolist())
+    dropped = set()
     for gi, group in enumerate(batch.groups):
         if group.gang is not None and not all(placed[group.gang]):
+            if (result[gi] >= 0).any():
+                dropped.add(gi)
             result[gi][:] = -1
+    return frozenset(dropped)
 
 
 def _choose(
@@ -76,12 +103,16 @@ def _choose(
     alloc: npt.NDArray[np.int64],
     port_nodes: dict[int, list[int]],
     scorer: Scorer,
+    topo: TopologyState | None = None,
+    soft: bool = True,
 ) -> int | None:
     group = batch.groups[gi]
     if len(nodes) == 0:
         return None
     nz = np.flatnonzero(group.vec)
     ok = np.all(alloc[np.ix_(nodes, nz)] - used[np.ix_(nodes, nz)] >= group.vec[nz], axis=1)
+    if topo is not None:
+        ok &= topo.allowed(gi, nodes, soft=soft)
     if group.has_ports and port_nodes:
         clash = [n for n, groups in port_nodes.items() if _port_clash(batch, gi, groups)]
         ok &= ~np.isin(nodes, clash)

@@ -72,7 +72,8 @@ def strategy_cost(batch: Batch, scorer: Scorer, counts: Counts, nodes: npt.NDArr
 def _sub_batch(batch: Batch, counts: Counts, chosen: npt.NDArray[np.int64]) -> tuple[Batch, list[int], Counts]:
     """The batch pods on ``chosen`` as a batch of their own; everything else fixed."""
     inside = set(chosen.tolist())
-    fixed = {k: c for k, c in counts.items() if k[1] not in inside}
+    involved = batch.topology.involved  # kept where they are: they interact with other batch pods
+    fixed = {k: c for k, c in counts.items() if k[1] not in inside or k[0] in involved}
     snap = batch.snapshot
     sub_snap = Snapshot(
         nodes=snap.nodes,
@@ -83,11 +84,14 @@ def _sub_batch(batch: Batch, counts: Counts, chosen: npt.NDArray[np.int64]) -> t
         index=snap.index,
         ports=snap.ports,
         running=snap.running,
+        namespaces=snap.namespaces,
     )
     groups: list[Group] = []
     origin: list[int] = []
     hint: Counts = {}
     for gi, group in enumerate(batch.groups):
+        if gi in involved:
+            continue
         here = {n: c for (g, n), c in counts.items() if g == gi and n in inside and c}
         total = sum(here.values())
         if not total:
@@ -118,6 +122,7 @@ def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget
     per_node = max(sum(counts.values()) / max(len(nodes_used), 1), 1.0)
     k = int(min(len(pool), max(2, TARGET_VARIABLES // (per_node * 4))))
     spent = 0.0
+    involved = batch.topology.involved
     while spent < budget:
         used = _used(batch, counts)
         intra, inter = scorer.node_terms(scorer.util(used, pool), pool)
@@ -131,7 +136,7 @@ def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget
         report.iterations += 1
         if found is None:
             continue
-        candidate = {k2: c for k2, c in counts.items() if k2[1] not in set(chosen.tolist())}
+        candidate = {k2: c for k2, c in counts.items() if k2[1] not in set(chosen.tolist()) or k2[0] in involved}
         for (si, n), c in found.items():
             if c:
                 candidate[origin[si], n] = candidate.get((origin[si], n), 0) + c

@@ -8,6 +8,7 @@ NodeResourcesFit. Capacity is checked separately (``fits``) because it changes a
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -148,7 +149,12 @@ class Prefilter:
         preference -= 100 * self.prefer_penalty(pod)
         return PodMasks(allowed=allowed, matching=matching, binding=binding, preference=preference)
 
-    def diagnose(self, pod: Pod, free: npt.NDArray[np.int64] | None = None) -> str:
+    def diagnose(
+        self,
+        pod: Pod,
+        free: npt.NDArray[np.int64] | None = None,
+        later: Sequence[tuple[BoolArray, str]] = (),
+    ) -> str:
         """kube-scheduler's FailedScheduling message for this pod against the snapshot.
 
         Per node, the first filter that fails (in kube-scheduler's order) gives the reason; the
@@ -189,5 +195,7 @@ class Prefilter:
         left &= ~np.any(free[:, np.flatnonzero(vec)] < vec[np.flatnonzero(vec)], axis=1)
         if pod.volume_terms:
             take(~self.volumes_ok(pod), "node(s) had volume node affinity conflict")
+        for ok, reason in later:  # the filters after these (topology spread, inter-pod affinity)
+            take(~ok, reason)
         reasons = sorted(f"{c} {r}" for r, c in counts.items())
         return f"0/{len(snap.nodes)} nodes are available: {', '.join(reasons)}."

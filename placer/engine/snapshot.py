@@ -34,6 +34,8 @@ class Snapshot:
     index: dict[str, int]
     ports: dict[int, list[HostPort]] = field(default_factory=dict)
     running: list[list[Pod]] = field(default_factory=list)
+    # Namespace labels (Cluster.namespaces), for namespaceSelector in pod affinity terms.
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def free(self) -> IntMatrix:
@@ -67,6 +69,7 @@ class Snapshot:
             index=self.index,
             ports={k: list(v) for k, v in self.ports.items()},
             running=[list(r) for r in self.running],
+            namespaces=self.namespaces,
         )
 
 
@@ -77,7 +80,12 @@ def pod_vector(pod: Pod, resources: Sequence[str]) -> IntMatrix:
     return vec
 
 
-def build_snapshot(nodes: Sequence[Node], running: Iterable[Pod], pending: Iterable[Pod]) -> Snapshot:
+def build_snapshot(
+    nodes: Sequence[Node],
+    running: Iterable[Pod],
+    pending: Iterable[Pod],
+    namespaces: dict[str, dict[str, str]] | None = None,
+) -> Snapshot:
     running = list(running)
     names: set[str] = {POD_COUNT, "cpu", "memory"}
     for node in nodes:
@@ -99,6 +107,7 @@ def build_snapshot(nodes: Sequence[Node], running: Iterable[Pod], pending: Itera
         labels=NodeLabels(nodes),
         index=index,
         running=[[] for _ in nodes],
+        namespaces=namespaces or {},
     )
     rows: list[list[int]] = []
     at: list[int] = []

@@ -30,6 +30,7 @@ from placer.engine.objectives import affinity, priority, strategy
 from placer.engine.prefilter import Prefilter, fits
 from placer.engine.scoring import Scorer
 from placer.engine.snapshot import Snapshot
+from placer.engine.topology import TopologyState
 from placer.models import Config, Pod
 
 __all__ = ["BatchResult", "LevelReport", "solve_batch"]
@@ -258,6 +259,13 @@ def _extract(
     unplaced: list[tuple[Pod, Code, str]] = []
     after: Prefilter | None = None
     waiting = incomplete_gangs([p for g in batch.groups for p in g.pods])
+    topo: TopologyState | None = None
+    if not batch.topology.empty:
+        topo = TopologyState(batch.topology, [g.size for g in batch.groups])
+        for (gi, n), c in counts.items():
+            if c:
+                topo.add(gi, n, c)
+    everywhere = np.arange(len(batch.snapshot.nodes), dtype=np.int64)
     for gi, group in enumerate(batch.groups):
         rest = group.pods[len(per_group.get(gi, [])) :]
         if not rest:
@@ -272,12 +280,15 @@ def _extract(
             if group.gang in waiting:
                 unplaced.append((pod, "Unschedulable", waiting[group.gang]))
                 continue
-            reason = after.diagnose(pod)
+            checks = topo.checks(gi, everywhere) if topo is not None else []
+            reason = after.diagnose(pod, later=checks)
             if group.gang is not None:
                 size = sum(g.size for g in batch.groups if g.gang == group.gang)
                 detail = reason if not reason.endswith(": .") else "each fits alone, not all together"
                 reason = f"gang {group.gang} of {size} pods cannot be placed whole: {detail}"
             fits_now = group.masks.allowed & after.ports_ok(pod) & fits(final, group.vec)
+            for ok, _ in checks:
+                fits_now &= ok
             code: Code
             if fits_now.any() and group.gang is None:
                 code = "NotSolved"

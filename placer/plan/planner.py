@@ -30,7 +30,8 @@ from placer.engine.prefilter import fits
 from placer.engine.scoring import Scorer
 from placer.engine.snapshot import Snapshot, pod_vector
 from placer.engine.solve import BatchResult, workers
-from placer.models import Cluster, Config, Pod
+from placer.engine.topology import term_matches, uses_topology
+from placer.models import Cluster, Config, Pod, PodAffinityTerm
 from placer.plan.eligibility import classify
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
@@ -137,6 +138,10 @@ def plan_batch(
         return None
     tiers = config.priority.restart_tiers
     probe = build_batch(state, unplaced, config)
+    # Running pods that inter-pod rules or spreading of this batch look at stay where they are:
+    # the masks and counts of the batch are computed with them in place.
+    sensitive = build_batch(state, pending, config).topology.sensitive
+    repelling = _running_anti_terms(state)
     top_key = max((pod_key(p, restart_tiers=tiers) for p in pending if p.preemption_policy != "Never"), default=None)
     evictable_use = _preemptible_use(state, top_key, tiers)
     hood, destinations = _neighbourhood(state, unplaced, evictable_use, probe)
@@ -147,7 +152,7 @@ def plan_batch(
     chosen: list[tuple[Pod, int]] = []
     for pod, n in candidates:
         e = elig[pod.key]
-        if not e.evictable or pod.key in frozen:
+        if not e.evictable or pod.key in frozen or pod.key in sensitive:
             continue
         preemptible = top_key is not None and pod_key(pod, restart_tiers=tiers) < top_key
         if not (preemptible or e.movable):
@@ -172,13 +177,16 @@ def plan_batch(
             used = np.array([hint_nodes[p.key] for p in group.pods if p.key in hint_nodes], dtype=np.int64)
             feasible = np.union1d(np.union1d(best, np.intersect1d(feasible, hood_arr)), used).astype(np.int64)
         group.candidates = feasible
+    fixed = _fixed_counts(batch, first)
+    for gi, counts in fixed.items():
+        batch.groups[gi].candidates = np.array(sorted(counts), dtype=np.int64)
 
     movers: list[Mover] = []
     for pod, n in chosen:
         e = elig[pod.key]
         vec = pod_vector(pod, base.resources)
         targets = np.zeros(0, dtype=np.int64)
-        if e.movable:
+        if e.movable and _may_move(pod, repelling, state.namespaces):
             masks = batch.prefilter.masks(pod.model_copy(update={"annotations": {}}))
             if len(state.nodes) <= WHOLE_CLUSTER:
                 # Small clusters: any node, including ones that other moves free (chains).
@@ -209,6 +217,9 @@ def plan_batch(
         max_evictions=max_evictions,
         max_per_node=max_per_node,
     )
+    for (gi, n), var in model.y.items():
+        if gi in fixed:
+            model.cp.add(var == fixed[gi].get(n, 0))
 
     hint: dict[tuple[int, int], int] = {}
     for gi, group in enumerate(batch.groups):
@@ -217,6 +228,38 @@ def plan_batch(
             if at is not None and (gi, at) in model.y:
                 hint[gi, at] = hint.get((gi, at), 0) + 1
     return _solve(model, batch, scorer, config, hint, started, len(hood))
+
+
+def _running_anti_terms(state: Snapshot) -> list[PodAffinityTerm]:
+    terms: dict[str, PodAffinityTerm] = {}
+    for pods in state.running:
+        for pod in pods:
+            for term in pod.pod_anti_affinity:
+                terms.setdefault(term.model_dump_json(), term)
+    return list(terms.values())
+
+
+def _may_move(pod: Pod, repelling: list[PodAffinityTerm], namespaces: dict[str, dict[str, str]]) -> bool:
+    """A pod moves only if no inter-pod rule could object to its new node: it has none of its own
+    and no running pod's required anti-affinity matches it."""
+    if uses_topology(pod):
+        return False
+    return not any(term_matches(t, pod.namespace, pod.labels, namespaces) for t in repelling)
+
+
+def _fixed_counts(batch: Batch, first: BatchResult) -> dict[int, dict[int, int]]:
+    """Groups whose pods interact through inter-pod rules keep the batch solver's placement
+    exactly (the plan model does not encode those rules): group -> node -> pods."""
+    involved = batch.topology.involved
+    if not involved:
+        return {}
+    group_of = {pod.key: gi for gi, g in enumerate(batch.groups) for pod in g.pods}
+    out: dict[int, dict[int, int]] = {gi: {} for gi in involved}
+    for pod, n in first.placements:
+        gi = group_of.get(pod.key)
+        if gi in out:
+            out[gi][n] = out[gi].get(n, 0) + 1
+    return out
 
 
 def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None:
@@ -268,8 +311,8 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
 
     for gi in sorted(range(len(batch.groups)), key=lambda g: -batch.rank(batch.groups[g])):
         group = batch.groups[gi]
-        if group.has_ports or group.gang is not None:
-            continue  # host-port clashes between groups and whole gangs are left to the solver
+        if group.has_ports or group.gang is not None or gi in batch.topology.involved:
+            continue  # host-port clashes, whole gangs and inter-pod rules are left to the solver
         nodes = sorted(n for (g, n) in model.y if g == gi)
         options = {n: option(gi, n) for n in nodes}
         placed = sum(values[model.y[gi, n].index] for n in nodes)

@@ -28,6 +28,11 @@ def _referenced_keys(model: Model) -> tuple[set[str], bool]:
         for term in terms:
             keys.update(r.key for r in term.match_expressions)
             by_name |= bool(term.match_fields)
+        for volume in pod.volume_terms:
+            for term in volume:
+                keys.update(r.key for r in term.match_expressions)
+                by_name |= bool(term.match_fields)
+    keys.update(model.batch.topology.keys)  # domains of inter-pod rules and spreading
     return keys, by_name
 
 

@@ -4,13 +4,16 @@
   use non-matching nodes, but only when matching ones are full: maximise how many land on
   matching nodes, right after objective (1).
 - ``preference``: objective (3): preferred node-affinity weights, minus 100 per untolerated
-  PreferNoSchedule taint (kube-scheduler's NodeAffinity and TaintToleration scores, unnormalised).
+  PreferNoSchedule taint (kube-scheduler's NodeAffinity and TaintToleration scores, unnormalised),
+  plus preferred pod (anti-)affinity weights against running pods, minus 100 per pod that a
+  ScheduleAnyway spread constraint sees above its skew.
 """
 
 from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
+from placer.engine.constraints.topology import SOFT_SPREAD_WEIGHT
 from placer.engine.model import Model
 
 __all__ = ["preference", "relaxed_on_matching"]
@@ -36,4 +39,5 @@ def preference(model: Model) -> cp_model.LinearExprT | None:
     for gi, row in enumerate(model.by_group):
         pref = model.batch.groups[gi].masks.preference
         terms.extend(int(pref[n]) * var for n, var in row if pref[n] != 0)
+    terms.extend(-SOFT_SPREAD_WEIGHT * excess for excess in model.soft_penalty)
     return cp_model.LinearExpr.sum(terms) if terms else None

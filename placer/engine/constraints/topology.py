@@ -1,0 +1,132 @@
+"""Inter-pod anti-affinity, affinity and topology spread between the pods of a batch.
+
+The rules come compiled from ``placer.engine.topology`` (docs/topology.md); what depends on
+running pods only is already in the groups' node masks. Per rule, on the domains the batch can
+reach (nodes with variables):
+
+- conflict of groups g, h on key k: per domain, a boolean says which of the two may be there
+  (g == h: at most one pod of g per domain);
+- affinity: a domain receives pods of g only if it holds a running provider or a boolean
+  ``provided`` backed by a provider group's pod there; in seed mode, g uses one domain per term;
+- spread: ``count(d) = running matches + counted batch pods``, ``low <= count(d)`` for every
+  domain, and a domain with an owner pod keeps ``count(d) <= low + max_skew`` (``low`` is 0 when
+  there are fewer domains than minDomains). Soft (ScheduleAnyway) rules add an ``excess``
+  variable instead, which the preferences level penalises (``model.soft_penalty``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ortools.sat.python import cp_model
+
+from placer.engine.model import Model
+from placer.engine.topology import AffinityRule, Conflict, SpreadRule
+
+__all__ = ["SOFT_SPREAD_WEIGHT", "build"]
+
+SOFT_SPREAD_WEIGHT = 100  # per pod above the skew: as much as the strongest preferred term
+
+
+def _by_domain(model: Model, gi: int, of_node: list[int]) -> dict[int, list[cp_model.IntVar]]:
+    out: dict[int, list[cp_model.IntVar]] = defaultdict(list)
+    for n, var in model.by_group[gi]:
+        d = of_node[n]
+        if d >= 0:
+            out[d].append(var)
+    return out
+
+
+def _upper(model: Model, variables: list[cp_model.IntVar]) -> int:
+    return sum(model.ub(v) for v in variables)
+
+
+def _conflict(model: Model, c: Conflict) -> None:
+    of_node = model.batch.topology.domains[c.key].of_node.tolist()
+    mine = _by_domain(model, c.g, of_node)
+    if c.g == c.h:
+        for variables in mine.values():
+            if _upper(model, variables) > 1:
+                model.cp.add(cp_model.LinearExpr.sum(variables) <= 1)
+        return
+    theirs = _by_domain(model, c.h, of_node)
+    for d in mine.keys() & theirs.keys():
+        g_here = model.cp.new_bool_var(f"anti_{c.g}_{c.h}_{d}")
+        model.cp.add(cp_model.LinearExpr.sum(mine[d]) <= _upper(model, mine[d]) * g_here)
+        model.cp.add(cp_model.LinearExpr.sum(theirs[d]) <= _upper(model, theirs[d]) * (1 - g_here))
+
+
+def _affinity(model: Model, rule: AffinityRule) -> None:
+    for ti, term in enumerate(rule.terms):
+        of_node = model.batch.topology.domains[term.key].of_node.tolist()
+        mine = _by_domain(model, rule.g, of_node)
+        if rule.seed:
+            chosen = []
+            for d, variables in mine.items():
+                here = model.cp.new_bool_var(f"seed_{rule.g}_{ti}_{d}")
+                model.cp.add(cp_model.LinearExpr.sum(variables) <= _upper(model, variables) * here)
+                chosen.append(here)
+            if len(chosen) > 1:
+                model.cp.add(cp_model.LinearExpr.sum(chosen) <= 1)
+            continue
+        providers: dict[int, list[cp_model.IntVar]] = defaultdict(list)
+        for h in term.providers:
+            for d, variables in _by_domain(model, h, of_node).items():
+                providers[d].extend(variables)
+        for d, variables in mine.items():
+            if term.constant[d]:
+                continue
+            if not providers.get(d):
+                for v in variables:
+                    model.cp.add(v == 0)
+                continue
+            provided = model.cp.new_bool_var(f"provided_{rule.g}_{ti}_{d}")
+            model.cp.add(provided <= cp_model.LinearExpr.sum(providers[d]))
+            model.cp.add(cp_model.LinearExpr.sum(variables) <= _upper(model, variables) * provided)
+
+
+def _spread(model: Model, ri: int, rule: SpreadRule) -> None:
+    domain = rule.domain.tolist()
+    counted: dict[int, list[cp_model.IntVar]] = defaultdict(list)
+    for h in rule.counted:
+        for d, variables in _by_domain(model, h, domain).items():
+            counted[d].extend(variables)
+    if rule.hard:
+        for n, var in model.by_group[rule.owner]:
+            if domain[n] < 0:
+                model.cp.add(var == 0)  # not an eligible node: kube-scheduler filters it out
+    owner = _by_domain(model, rule.owner, domain)
+    if not owner:
+        return
+    base = rule.base.tolist()
+    constant_low = min((base[d] for d in range(rule.size) if d not in counted), default=None)
+    if rule.floor_is_zero():
+        low: cp_model.LinearExprT = 0
+    else:
+        top = max(base[d] + _upper(model, counted[d]) for d in range(rule.size))
+        if constant_low is not None:
+            top = min(top, constant_low)
+        low_var = model.cp.new_int_var(0, top, f"spread_low_{ri}")
+        for d, variables in counted.items():
+            model.cp.add(low_var <= base[d] + cp_model.LinearExpr.sum(variables))
+        low = low_var
+    for d, variables in owner.items():
+        here = model.cp.new_bool_var(f"spread_{ri}_{d}")
+        model.cp.add(cp_model.LinearExpr.sum(variables) <= _upper(model, variables) * here)
+        count = base[d] + cp_model.LinearExpr.sum(counted.get(d, []))
+        if rule.hard:
+            model.cp.add(count <= low + rule.max_skew).only_enforce_if(here)
+        else:
+            excess = model.cp.new_int_var(0, base[d] + _upper(model, counted.get(d, [])), f"excess_{ri}_{d}")
+            model.cp.add(count - low - rule.max_skew <= excess).only_enforce_if(here)
+            model.soft_penalty.append(excess)
+
+
+def build(model: Model) -> None:
+    topo = model.batch.topology
+    for c in topo.conflicts:
+        _conflict(model, c)
+    for rule in topo.affinity:
+        _affinity(model, rule)
+    for ri, spread in enumerate(topo.spread):
+        _spread(model, ri, spread)

@@ -1,0 +1,580 @@
+"""Inter-pod affinity, anti-affinity and topology spread of one batch, compiled once.
+
+The semantics are docs/topology.md's. Whatever depends on running pods only becomes a static
+node mask per group (and a static preference for the soft forms); whatever depends on where
+other pods of the batch go becomes a rule that the CP-SAT model (``constraints.topology``) and
+the greedy pass (``TopologyState``) both enforce:
+
+- ``Conflict(g, h, key)``: no domain of ``key`` holds pods of both groups (``g == h``: at most one
+  pod of the group per domain) — required anti-affinity, either direction;
+- ``AffinityRule``: each pod of ``g`` sits in a domain, per term, that holds a provider — running
+  (constant domains) or a pod of a provider group (a batch group without required affinity of its
+  own that matches all terms); in *seed* mode (no running provider, the pods match their own
+  terms) all of ``g`` shares one domain per term, the first pod being kube-scheduler's seed;
+- ``SpreadRule``: per domain of the owner's eligible nodes, count = running matches + pods of the
+  counted groups; every domain that receives an owner pod stays within ``min + max_skew``.
+
+Running pods that any of this depends on are reported as ``sensitive``: the global plan must not
+evict or move them (that would change the masks computed here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from placer.engine.labels import BoolArray
+from placer.engine.selectors import selector_matches
+from placer.engine.snapshot import Snapshot
+from placer.models import LabelSelector, Pod, PodAffinityTerm, SpreadConstraint
+
+__all__ = [
+    "AffinityRule",
+    "Conflict",
+    "SpreadRule",
+    "StaticMasks",
+    "Topology",
+    "TopologyState",
+    "compile_topology",
+    "running_anti_affinity",
+    "term_matches",
+    "topology_signature",
+    "uses_topology",
+]
+
+IntArray = npt.NDArray[np.int64]
+SPREAD_REASON = "node(s) didn't match pod topology spread constraints"
+NS_NAME = "kubernetes.io/metadata.name"
+
+
+def namespace_labels(namespaces: dict[str, dict[str, str]], ns: str) -> dict[str, str]:
+    return namespaces.get(ns) or {NS_NAME: ns}
+
+
+def term_matches(
+    term: PodAffinityTerm, pod_ns: str, labels: dict[str, str], namespaces: dict[str, dict[str, str]]
+) -> bool:
+    if pod_ns not in term.namespaces and not (
+        term.namespace_selector is not None
+        and selector_matches(term.namespace_selector, namespace_labels(namespaces, pod_ns))
+    ):
+        return False
+    return selector_matches(term.selector, labels)
+
+
+def _matches_all(
+    terms: Sequence[PodAffinityTerm], ns: str, labels: dict[str, str], namespaces: dict[str, dict[str, str]]
+) -> bool:
+    return all(term_matches(t, ns, labels, namespaces) for t in terms)
+
+
+def _selector_key(selector: LabelSelector | None) -> object:
+    if selector is None:
+        return None
+    return (tuple(sorted(selector.match_labels.items())), selector.match_expressions)
+
+
+def _term_key(term: PodAffinityTerm) -> tuple[object, ...]:
+    return (term.topology_key, term.namespaces, _selector_key(term.selector), _selector_key(term.namespace_selector))
+
+
+def _spread_key(c: SpreadConstraint) -> tuple[object, ...]:
+    policies = (c.node_affinity_policy, c.node_taints_policy)
+    return (c.max_skew, c.topology_key, c.when_unsatisfiable, _selector_key(c.selector), c.min_domains, *policies)
+
+
+def topology_signature(pod: Pod) -> tuple[object, ...]:
+    """What makes two pods interchangeable for these rules (hashable)."""
+    return (
+        pod.namespace,
+        tuple(sorted(pod.labels.items())),
+        tuple(_term_key(t) for t in pod.pod_affinity),
+        tuple(_term_key(t) for t in pod.pod_anti_affinity),
+        tuple((w.weight, _term_key(w.term)) for w in pod.pod_affinity_preferred),
+        tuple((w.weight, _term_key(w.term)) for w in pod.pod_anti_affinity_preferred),
+        tuple(_spread_key(c) for c in pod.spread),
+    )
+
+
+def uses_topology(pod: Pod) -> bool:
+    return bool(
+        pod.pod_affinity
+        or pod.pod_anti_affinity
+        or pod.spread
+        or pod.pod_affinity_preferred
+        or pod.pod_anti_affinity_preferred
+    )
+
+
+def running_anti_affinity(snapshot: Snapshot) -> bool:
+    return any(p.pod_anti_affinity for pods in snapshot.running for p in pods)
+
+
+Predicate = Callable[[str, dict[str, str], bool], bool]
+
+
+def _spread_matches(c: SpreadConstraint, owner_ns: str, pod_ns: str, labels: dict[str, str]) -> bool:
+    return pod_ns == owner_ns and selector_matches(c.selector, labels)
+
+
+@dataclass
+class Domains:
+    """Domain index of every node for one topology key (-1: the node lacks the key)."""
+
+    of_node: IntArray
+    size: int
+
+
+@dataclass
+class Conflict:
+    g: int
+    h: int
+    key: str
+
+
+@dataclass
+class AffinityTerm:
+    key: str
+    constant: BoolArray  # per domain: a running provider is there
+    providers: list[int]  # batch groups whose pods provide
+
+
+@dataclass
+class AffinityRule:
+    g: int
+    terms: list[AffinityTerm]
+    seed: bool
+
+
+@dataclass
+class SpreadRule:
+    owner: int
+    key: str
+    eligible: BoolArray  # per node: counted (owner's eligible nodes)
+    domain: IntArray  # per node: domain index among eligible nodes, -1 outside
+    size: int  # number of domains
+    base: IntArray  # per domain: running matches
+    counted: list[int]  # batch groups whose pods count (the owner too when it matches itself)
+    max_skew: int
+    min_domains: int | None
+    hard: bool
+
+    def floor_is_zero(self) -> bool:
+        return self.min_domains is not None and self.size < self.min_domains
+
+
+@dataclass
+class StaticMasks:
+    """Per group, what running pods alone rule out (True: allowed), in kube-scheduler's filter
+    order for messages: spread keys, affinity, anti-affinity, existing pods' anti-affinity."""
+
+    spread: BoolArray
+    affinity: BoolArray
+    anti: BoolArray
+    existing_anti: BoolArray
+
+    @property
+    def allowed(self) -> BoolArray:
+        return self.spread & self.affinity & self.anti & self.existing_anti
+
+
+@dataclass
+class Topology:
+    domains: dict[str, Domains] = field(default_factory=dict)
+    static: dict[int, StaticMasks] = field(default_factory=dict)
+    preference: dict[int, IntArray] = field(default_factory=dict)
+    conflicts: list[Conflict] = field(default_factory=list)
+    affinity: list[AffinityRule] = field(default_factory=list)
+    spread: list[SpreadRule] = field(default_factory=list)
+    sensitive: set[str] = field(default_factory=set)
+    keys: set[str] = field(default_factory=set)
+
+    @property
+    def involved(self) -> set[int]:
+        """Groups whose placement interacts with other batch pods (kept out of descent and LNS)."""
+        out: set[int] = set()
+        for c in self.conflicts:
+            out.update((c.g, c.h))
+        for a in self.affinity:
+            out.add(a.g)
+            for t in a.terms:
+                out.update(t.providers)
+        for s in self.spread:
+            out.add(s.owner)
+            out.update(s.counted)
+        return out
+
+    @property
+    def empty(self) -> bool:
+        return not (self.static or self.preference or self.conflicts or self.affinity or self.spread)
+
+
+class _RunningIndex:
+    """Running pods grouped by (namespace, labels, terminating), for selector matching per class."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        classes: dict[tuple[object, ...], int] = {}
+        self.ns: list[str] = []
+        self.labels: list[dict[str, str]] = []
+        self.terminating: list[bool] = []
+        self.nodes: list[list[int]] = []
+        self.keys: list[list[str]] = []
+        self.anti: dict[tuple[object, ...], tuple[PodAffinityTerm, list[int], list[str]]] = {}
+        for n, pods in enumerate(snapshot.running):
+            for pod in pods:
+                sig = (pod.namespace, tuple(sorted(pod.labels.items())), pod.terminating)
+                ci = classes.get(sig)
+                if ci is None:
+                    ci = classes[sig] = len(self.ns)
+                    self.ns.append(pod.namespace)
+                    self.labels.append(pod.labels)
+                    self.terminating.append(pod.terminating)
+                    self.nodes.append([])
+                    self.keys.append([])
+                self.nodes[ci].append(n)
+                self.keys[ci].append(pod.key)
+                for term in pod.pod_anti_affinity:
+                    entry = self.anti.setdefault(_term_key(term), (term, [], []))
+                    entry[1].append(n)
+                    entry[2].append(pod.key)
+
+    def matching(self, want: Predicate) -> list[int]:
+        """Classes for which ``want(ns, labels, terminating)`` holds."""
+        return [ci for ci in range(len(self.ns)) if want(self.ns[ci], self.labels[ci], self.terminating[ci])]
+
+
+class _Compiler:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        reps: Sequence[Pod],
+        matching: Sequence[BoolArray],
+        taints_ok: Sequence[BoolArray],
+        namespaces: dict[str, dict[str, str]],
+    ) -> None:
+        self.snap = snapshot
+        self.reps = reps
+        self.matching = matching
+        self.taints_ok = taints_ok
+        self.namespaces = namespaces
+        self.topo = Topology()
+        self.n = len(snapshot.nodes)
+
+    def domains(self, key: str) -> Domains:
+        d = self.topo.domains.get(key)
+        if d is None:
+            values = [node.labels.get(key) for node in self.snap.nodes]
+            vocab: dict[str, int] = {}
+            of_node = np.array([-1 if v is None else vocab.setdefault(v, len(vocab)) for v in values], dtype=np.int64)
+            d = self.topo.domains[key] = Domains(of_node=of_node, size=len(vocab))
+            self.topo.keys.add(key)
+        return d
+
+    def _class_nodes(self, classes: list[int]) -> IntArray:
+        nodes = [n for ci in classes for n in self.index.nodes[ci]]
+        for ci in classes:
+            self.topo.sensitive.update(self.index.keys[ci])
+        return np.array(nodes, dtype=np.int64)
+
+    def _domains_with(self, key: str, nodes: IntArray) -> BoolArray:
+        d = self.domains(key)
+        present = np.zeros(d.size, dtype=np.bool_)
+        doms = d.of_node[nodes] if len(nodes) else np.zeros(0, dtype=np.int64)
+        present[doms[doms >= 0]] = True
+        return present
+
+    def _nodes_in(self, key: str, present: BoolArray) -> BoolArray:
+        d = self.domains(key)
+        out = np.zeros(self.n, dtype=np.bool_)
+        has = d.of_node >= 0
+        out[has] = present[d.of_node[has]]
+        return out
+
+    def has_keys(self, keys: Sequence[str]) -> BoolArray:
+        ok = np.ones(self.n, dtype=np.bool_)
+        for key in keys:
+            ok &= self.domains(key).of_node >= 0
+        return ok
+
+    def _term_predicate(self, term: PodAffinityTerm) -> Predicate:
+        return lambda ns, labels, _terminating: term_matches(term, ns, labels, self.namespaces)
+
+    def compile(self) -> Topology:
+        if not any(uses_topology(p) for p in self.reps) and not running_anti_affinity(self.snap):
+            return self.topo
+        self.index = _RunningIndex(self.snap)
+        for gi, pod in enumerate(self.reps):
+            self._static(gi, pod)
+            self._preference(gi, pod)
+        self._conflicts()
+        for gi, pod in enumerate(self.reps):
+            if pod.pod_affinity:
+                self._affinity(gi, pod)
+            for c in pod.spread:
+                self._spread(gi, pod, c)
+        return self.topo
+
+    def _static(self, gi: int, pod: Pod) -> None:
+        ones = np.ones(self.n, dtype=np.bool_)
+        anti = ones.copy()
+        for term in pod.pod_anti_affinity:
+            classes = self.index.matching(self._term_predicate(term))
+            nodes = self._class_nodes(classes)
+            anti &= ~self._nodes_in(term.topology_key, self._domains_with(term.topology_key, nodes))
+        existing = ones.copy()
+        for term, at, keys in self.index.anti.values():
+            if term_matches(term, pod.namespace, pod.labels, self.namespaces):
+                self.topo.sensitive.update(keys)
+                arr = np.array(at, dtype=np.int64)
+                existing &= ~self._nodes_in(term.topology_key, self._domains_with(term.topology_key, arr))
+        affinity = self.has_keys([t.topology_key for t in pod.pod_affinity])
+        hard_keys = [c.topology_key for c in pod.spread if c.when_unsatisfiable == "DoNotSchedule"]
+        spread = self.has_keys(hard_keys)
+        masks = StaticMasks(spread=spread, affinity=affinity, anti=anti, existing_anti=existing)
+        if not masks.allowed.all():
+            self.topo.static[gi] = masks
+
+    def _preference(self, gi: int, pod: Pod) -> None:
+        """Preferred (anti-)affinity against running pods: +/- weight on nodes of matching domains."""
+        pref = np.zeros(self.n, dtype=np.int64)
+        for sign, weighted in ((1, pod.pod_affinity_preferred), (-1, pod.pod_anti_affinity_preferred)):
+            for w in weighted:
+                term = w.term
+                classes = self.index.matching(self._term_predicate(term))
+                if not classes:
+                    continue
+                nodes = np.array([n for ci in classes for n in self.index.nodes[ci]], dtype=np.int64)
+                hit = self._nodes_in(term.topology_key, self._domains_with(term.topology_key, nodes))
+                pref += sign * w.weight * hit.astype(np.int64)
+        if pref.any():
+            self.topo.preference[gi] = pref
+
+    def _conflicts(self) -> None:
+        seen: set[tuple[int, int, str]] = set()
+        for g, a in enumerate(self.reps):
+            for term in a.pod_anti_affinity:
+                for h, b in enumerate(self.reps):
+                    if term_matches(term, b.namespace, b.labels, self.namespaces):
+                        pair = (min(g, h), max(g, h), term.topology_key)
+                        if pair not in seen:
+                            seen.add(pair)
+                            self.domains(term.topology_key)
+                            self.topo.conflicts.append(Conflict(g=pair[0], h=pair[1], key=pair[2]))
+
+    def _affinity(self, gi: int, pod: Pod) -> None:
+        terms = pod.pod_affinity
+        classes = self.index.matching(lambda ns, labels, _t: _matches_all(terms, ns, labels, self.namespaces))
+        nodes = self._class_nodes(classes)
+        keyed = np.zeros(len(nodes), dtype=np.bool_)
+        for t in terms:
+            keyed |= self.domains(t.topology_key).of_node[nodes] >= 0 if len(nodes) else keyed
+        running = bool(keyed.any())
+        providers = [
+            h
+            for h, other in enumerate(self.reps)
+            if h != gi
+            and not other.pod_affinity
+            and _matches_all(terms, other.namespace, other.labels, self.namespaces)
+        ]
+        seed = not running and _matches_all(terms, pod.namespace, pod.labels, self.namespaces)
+        compiled = [
+            AffinityTerm(
+                key=t.topology_key,
+                constant=self._domains_with(t.topology_key, nodes),
+                providers=[] if seed else providers,
+            )
+            for t in terms
+        ]
+        if not seed and not providers:
+            # Running providers only: a static restriction.
+            ok = np.ones(self.n, dtype=np.bool_)
+            for c in compiled:
+                ok &= self._nodes_in(c.key, c.constant)
+            masks = self.topo.static.get(gi)
+            if masks is None:
+                ones = np.ones(self.n, dtype=np.bool_)
+                masks = self.topo.static[gi] = StaticMasks(
+                    spread=ones, affinity=ones.copy(), anti=ones, existing_anti=ones
+                )
+            masks.affinity = masks.affinity & ok
+            return
+        self.topo.affinity.append(AffinityRule(g=gi, terms=compiled, seed=seed))
+
+    def _spread(self, gi: int, pod: Pod, c: SpreadConstraint) -> None:
+        hard_keys = [s.topology_key for s in pod.spread if s.when_unsatisfiable == "DoNotSchedule"]
+        eligible = self.has_keys(hard_keys if c.when_unsatisfiable == "DoNotSchedule" else [c.topology_key])
+        if c.node_affinity_policy == "Honor":
+            eligible &= self.matching[gi]
+        if c.node_taints_policy == "Honor":
+            eligible &= self.taints_ok[gi]
+        d = self.domains(c.topology_key)
+        doms = np.where(eligible, d.of_node, -1)
+        used = np.unique(doms[doms >= 0])
+        remap = np.full(d.size + 1, -1, dtype=np.int64)
+        remap[used] = np.arange(len(used))
+        domain = np.where(doms >= 0, remap[doms], -1)
+        size = len(used)
+        classes = self.index.matching(
+            lambda ns, labels, term: not term and _spread_matches(c, pod.namespace, ns, labels)
+        )
+        base = np.zeros(size, dtype=np.int64)
+        for ci in classes:
+            self.topo.sensitive.update(self.index.keys[ci])
+            at = domain[np.array(self.index.nodes[ci], dtype=np.int64)]
+            np.add.at(base, at[at >= 0], 1)
+        counted = [
+            h for h, other in enumerate(self.reps) if _spread_matches(c, pod.namespace, other.namespace, other.labels)
+        ]
+        self.topo.spread.append(
+            SpreadRule(
+                owner=gi,
+                key=c.topology_key,
+                eligible=eligible,
+                domain=domain,
+                size=size,
+                base=base,
+                counted=counted,
+                max_skew=c.max_skew,
+                min_domains=c.min_domains,
+                hard=c.when_unsatisfiable == "DoNotSchedule",
+            )
+        )
+
+
+def compile_topology(
+    snapshot: Snapshot,
+    reps: Sequence[Pod],
+    matching: Sequence[BoolArray],
+    taints_ok: Sequence[BoolArray],
+    namespaces: dict[str, dict[str, str]],
+) -> Topology:
+    """The batch's topology rules; ``reps`` holds one pod per group, with its node-affinity match
+    (``matching``) and taint toleration (``taints_ok``) masks for nodeAffinityPolicy/nodeTaintsPolicy."""
+    return _Compiler(snapshot, reps, matching, taints_ok, namespaces).compile()
+
+
+class TopologyState:
+    """Where the batch's pods are so far, per rule; answers "may group g take one more pod at n?"."""
+
+    def __init__(self, topo: Topology, sizes: Sequence[int]) -> None:
+        self.topo = topo
+        self.by_key: dict[tuple[int, str], IntArray] = {}
+        for gi in range(len(sizes)):
+            for key, d in topo.domains.items():
+                self.by_key[gi, key] = np.zeros(d.size + 1, dtype=np.int64)  # last slot: no key
+        self.spread_count = [r.base.copy() for r in topo.spread]
+        self.owner_in = [np.zeros(r.size, dtype=np.int64) for r in topo.spread]
+
+    def _dom(self, key: str, nodes: IntArray) -> IntArray:
+        return self.topo.domains[key].of_node[nodes]
+
+    def count(self, gi: int, key: str, doms: IntArray) -> IntArray:
+        arr = self.by_key[gi, key]
+        return np.where(doms >= 0, arr[doms], 0)
+
+    def allowed(self, gi: int, nodes: IntArray, *, soft: bool = True) -> BoolArray:
+        ok = np.ones(len(nodes), dtype=np.bool_)
+        if len(nodes) == 0:
+            return ok
+        for c in self.topo.conflicts:
+            if gi not in (c.g, c.h):
+                continue
+            other = c.h if gi == c.g else c.g
+            doms = self._dom(c.key, nodes)
+            ok &= ~((doms >= 0) & (self.count(other, c.key, doms) > 0))
+        for a in self.topo.affinity:
+            if a.g == gi:
+                ok &= self._affinity_ok(a, nodes)
+        for ri, r in enumerate(self.topo.spread):
+            if (r.hard or soft) and (r.owner == gi or gi in r.counted):
+                ok &= self._spread_ok(ri, r, gi, nodes)
+        return ok
+
+    def checks(self, gi: int, nodes: IntArray) -> list[tuple[BoolArray, str]]:
+        """Per kind of hard rule, the nodes it allows for one more pod of ``gi``, with
+        kube-scheduler's message for the others (filter order: spreading, then inter-pod)."""
+        out: list[tuple[BoolArray, str]] = []
+        static = self.topo.static.get(gi)
+        if static is not None:
+            out.append((static.spread[nodes], f"{SPREAD_REASON} (missing required label)"))
+        spread = np.ones(len(nodes), dtype=np.bool_)
+        for ri, r in enumerate(self.topo.spread):
+            if r.hard and (r.owner == gi or gi in r.counted):
+                spread &= self._spread_ok(ri, r, gi, nodes)
+        out.append((spread, SPREAD_REASON))
+        affinity = static.affinity[nodes] if static is not None else np.ones(len(nodes), dtype=np.bool_)
+        for a in self.topo.affinity:
+            if a.g == gi:
+                affinity = affinity & self._affinity_ok(a, nodes)
+        out.append((affinity, "node(s) didn't match pod affinity rules"))
+        anti = static.anti[nodes] if static is not None else np.ones(len(nodes), dtype=np.bool_)
+        for c in self.topo.conflicts:
+            if gi in (c.g, c.h):
+                other = c.h if gi == c.g else c.g
+                doms = self._dom(c.key, nodes)
+                anti = anti & ~((doms >= 0) & (self.count(other, c.key, doms) > 0))
+        out.append((anti, "node(s) didn't match pod anti-affinity rules"))
+        if static is not None:
+            out.append((static.existing_anti[nodes], "node(s) didn't satisfy existing pods anti-affinity rules"))
+        return out
+
+    def _affinity_ok(self, a: AffinityRule, nodes: IntArray) -> BoolArray:
+        ok = np.ones(len(nodes), dtype=np.bool_)
+        placed_any = a.seed and any(self.by_key[a.g, t.key].sum() > 0 for t in a.terms)
+        for t in a.terms:
+            doms = self._dom(t.key, nodes)
+            has = doms >= 0
+            if a.seed:
+                if placed_any:
+                    has &= self.count(a.g, t.key, doms) > 0
+                ok &= has
+                continue
+            present = np.where(has, t.constant[np.maximum(doms, 0)], False)
+            for h in t.providers:
+                present |= has & (self.count(h, t.key, doms) > 0)
+            ok &= present
+        return ok
+
+    def _spread_ok(self, ri: int, r: SpreadRule, gi: int, nodes: IntArray) -> BoolArray:
+        doms = r.domain[nodes]
+        inside = doms >= 0
+        ok = inside.copy() if r.owner == gi and r.hard else np.ones(len(nodes), dtype=np.bool_)
+        if r.size == 0:
+            return ok if r.owner != gi else np.zeros(len(nodes), dtype=np.bool_) if r.hard else ok
+        count = self.spread_count[ri]
+        add = 1 if gi in r.counted else 0
+        d = np.maximum(doms, 0)
+        new = count[d] + add
+        # the minimum after adding: only the receiving domain grows
+        others_min = _min_excluding(count, d)
+        floor = np.zeros(len(nodes), dtype=np.int64) if r.floor_is_zero() else np.minimum(others_min, new)
+        owner_there = (self.owner_in[ri][d] > 0) | (r.owner == gi)
+        bad = inside & owner_there & (new - floor > r.max_skew)
+        return ok & ~bad
+
+    def add(self, gi: int, n: int, delta: int = 1) -> None:
+        for key, d in self.topo.domains.items():
+            dom = int(d.of_node[n])
+            self.by_key[gi, key][dom if dom >= 0 else d.size] += delta
+        for ri, r in enumerate(self.topo.spread):
+            dom = int(r.domain[n])
+            if dom < 0:
+                continue
+            if gi in r.counted:
+                self.spread_count[ri][dom] += delta
+            if gi == r.owner:
+                self.owner_in[ri][dom] += delta
+
+
+def _min_excluding(count: IntArray, d: IntArray) -> IntArray:
+    """For each index in ``d``, the minimum of ``count`` over the other positions (large if none)."""
+    big = np.iinfo(np.int64).max // 4
+    if len(count) == 1:
+        return np.full(len(d), big, dtype=np.int64)
+    order = np.argsort(count, kind="stable")
+    first, second = count[order[0]], count[order[1]]
+    out: IntArray = np.where(d == order[0], second, first).astype(np.int64)
+    return out
