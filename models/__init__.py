@@ -25,11 +25,13 @@ from placer.models.config import (
     BalanceWeights,
     Config,
     ControllerConfig,
+    DefaultSpreadConstraint,
     EvictionLimits,
     LeaderElection,
     PlanTimeouts,
     PriorityConfig,
     SolverConfig,
+    SpreadDefaults,
 )
 from placer.models.plan import Eviction, Metrics, Placement, Result, Step, Unplaced
 from placer.models.quantities import CPU, QuantityError, format_quantity, parse_quantity, to_units
@@ -42,6 +44,7 @@ __all__ = [
     "Cluster",
     "Config",
     "ControllerConfig",
+    "DefaultSpreadConstraint",
     "Eviction",
     "EvictionLimits",
     "HostPort",
@@ -65,6 +68,7 @@ __all__ = [
     "Result",
     "SolverConfig",
     "SpreadConstraint",
+    "SpreadDefaults",
     "Step",
     "Taint",
     "Toleration",

@@ -10,11 +10,13 @@ __all__ = [
     "BalanceWeights",
     "Config",
     "ControllerConfig",
+    "DefaultSpreadConstraint",
     "EvictionLimits",
     "LeaderElection",
     "PlanTimeouts",
     "PriorityConfig",
     "SolverConfig",
+    "SpreadDefaults",
 ]
 
 Strategy = Literal["balance", "spread", "pack"]
@@ -58,12 +60,39 @@ class SolverConfig(_Strict):
     candidates: int = Field(24, ge=1)
 
 
+class DefaultSpreadConstraint(_Strict):
+    max_skew: int = Field(ge=1, alias="maxSkew")
+    topology_key: str = Field(min_length=1, alias="topologyKey")
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"] = Field("ScheduleAnyway", alias="whenUnsatisfiable")
+
+
+class SpreadDefaults(_Strict):
+    """Cluster-default topology spreading (kube-scheduler's PodTopologySpread ``defaultingType``).
+
+    ``System``: hostname maxSkew 3 and zone maxSkew 5, both ScheduleAnyway (kube-scheduler's own
+    default); ``List``: ``constraints``; ``None``: no default. Applied to pods without constraints
+    of their own, with the selector of the ReplicaSets that select them.
+    """
+
+    defaulting_type: Literal["None", "System", "List"] = Field("None", alias="defaultingType")
+    constraints: tuple[DefaultSpreadConstraint, ...] = ()
+
+    @model_validator(mode="after")
+    def _list_needs_constraints(self) -> SpreadDefaults:
+        if self.defaulting_type == "List" and not self.constraints:
+            raise ValueError("defaultingType List needs constraints")
+        if self.defaulting_type != "List" and self.constraints:
+            raise ValueError("constraints are only used with defaultingType List")
+        return self
+
+
 class Config(_Strict):
     strategy: Strategy = "balance"
     scheduler_name: str = Field("placer", alias="schedulerName")
     priority: PriorityConfig = Field(default_factory=PriorityConfig)
     balance: BalanceWeights = Field(default_factory=BalanceWeights)
     solver: SolverConfig = Field(default_factory=SolverConfig)
+    default_spread: SpreadDefaults = Field(default_factory=SpreadDefaults, alias="defaultSpread")
 
 
 class LeaderElection(_Strict):

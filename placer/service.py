@@ -11,6 +11,7 @@ from placer.baseline import simulate
 from placer.engine.prefilter import Prefilter
 from placer.engine.snapshot import Snapshot, build_snapshot
 from placer.engine.solve import solve_batch
+from placer.engine.spread_defaults import with_default_spread
 from placer.metrics import balance_metrics
 from placer.models import Cluster, Config, Eviction, Metrics, Placement, Pod, Result, Step, Unplaced
 from placer.plan import Plan, plan_batch
@@ -82,6 +83,7 @@ def decide(
     frozen: frozenset[str] = frozenset(),
 ) -> Decision:
     """Solve a batch on ``state`` (not modified); plan evictions when it leaves pods unplaced."""
+    batch = with_default_spread(batch, cluster.replicasets, config.default_spread)
     res = solve_batch(state, batch, config)
     left = [(pod, str(code), reason) for pod, code, reason in res.unplaced]
     plan = None
@@ -110,6 +112,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     started = time.monotonic()
     config = options.config
     pending, warnings = pending_batch(cluster, config.scheduler_name)
+    pending = with_default_spread(pending, cluster.replicasets, config.default_spread)
     running = [p for p in cluster.pods if p.running]
     before = build_snapshot(cluster.nodes, running, pending, cluster.namespaces)
     state = before.copy()

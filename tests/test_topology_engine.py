@@ -192,3 +192,27 @@ def test_anti_affinity_across_namespaces_by_namespace_selector() -> None:
     # Without the namespace's labels the selector does not select it.
     out = solve(cluster(nodes, running + pods))
     assert len(where(out)) == 2
+
+
+def _rs_pods(n: int) -> list[dict[str, Any]]:
+    owner = {"kind": "ReplicaSet", "name": "web"}
+    return [pod(f"web-{i}", labels={"app": "web"}, owner=owner) for i in range(n)]
+
+
+def test_system_default_spreading_spreads_replicaset_pods_over_zones_when_configured() -> None:
+    nodes = _zoned(per_zone=1, cpu="8")
+    rs = [{"name": "web", "selector": {"matchLabels": {"app": "web"}}}]
+    c = cluster(nodes, _rs_pods(6), replicaSets=rs)
+    packed = solve(c, strategy="pack")
+    assert len(set(where(packed).values())) == 1  # pack alone fills one node
+    spread = solve(c, strategy="pack", defaultSpread={"defaultingType": "System"})
+    per_node = Counter(where(spread).values())
+    # hostname maxSkew 3 against empty nodes: at most 3 per node, so at least two nodes.
+    assert max(per_node.values()) <= 3 and len(per_node) >= 2
+
+
+def test_default_spreading_needs_a_replicaset_that_selects_the_pod() -> None:
+    nodes = _zoned(per_zone=1, cpu="8")
+    c = cluster(nodes, _rs_pods(6))
+    out = solve(c, strategy="pack", defaultSpread={"defaultingType": "System"})
+    assert len(set(where(out).values())) == 1
