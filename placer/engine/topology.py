@@ -215,7 +215,9 @@ class Topology:
 class _RunningIndex:
     """Running pods grouped by (namespace, labels, terminating), for selector matching per class."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, anchors: dict[str, set[str] | None] | None) -> None:
+        """``anchors``: label key -> values (None: any) one of which a pod needs to be matched by
+        any selector of the batch; None: every pod may match (some selector has no anchor)."""
         classes: dict[tuple[object, ...], int] = {}
         self.ns: list[str] = []
         self.labels: list[dict[str, str]] = []
@@ -225,6 +227,13 @@ class _RunningIndex:
         self.anti: dict[tuple[object, ...], tuple[PodAffinityTerm, list[int], list[str]]] = {}
         for n, pods in enumerate(snapshot.running):
             for pod in pods:
+                if pod.pod_anti_affinity:
+                    for term in pod.pod_anti_affinity:
+                        entry = self.anti.setdefault(_term_key(term), (term, [], []))
+                        entry[1].append(n)
+                        entry[2].append(pod.key)
+                if anchors is not None and not _anchored(pod.labels, anchors):
+                    continue
                 sig = (pod.namespace, tuple(sorted(pod.labels.items())), pod.terminating)
                 ci = classes.get(sig)
                 if ci is None:
@@ -236,14 +245,61 @@ class _RunningIndex:
                     self.keys.append([])
                 self.nodes[ci].append(n)
                 self.keys[ci].append(pod.key)
-                for term in pod.pod_anti_affinity:
-                    entry = self.anti.setdefault(_term_key(term), (term, [], []))
-                    entry[1].append(n)
-                    entry[2].append(pod.key)
+        self._cache: dict[object, list[int]] = {}
 
-    def matching(self, want: Predicate) -> list[int]:
-        """Classes for which ``want(ns, labels, terminating)`` holds."""
-        return [ci for ci in range(len(self.ns)) if want(self.ns[ci], self.labels[ci], self.terminating[ci])]
+    def matching(self, want: Predicate, key: object = None) -> list[int]:
+        """Classes for which ``want(ns, labels, terminating)`` holds (cached under ``key``)."""
+        if key is not None and key in self._cache:
+            return self._cache[key]
+        out = [ci for ci in range(len(self.ns)) if want(self.ns[ci], self.labels[ci], self.terminating[ci])]
+        if key is not None:
+            self._cache[key] = out
+        return out
+
+
+def _anchored(labels: dict[str, str], anchors: dict[str, set[str] | None]) -> bool:
+    for key, values in anchors.items():
+        value = labels.get(key)
+        if value is not None and (values is None or value in values):
+            return True
+    return False
+
+
+def _anchor(selector: LabelSelector | None) -> tuple[str, set[str] | None] | bool | None:
+    """One label a pod must carry to match ``selector``: (key, values or None for any);
+    False when the selector matches nothing, None when it has no such label."""
+    if selector is None:
+        return False
+    for key, value in selector.match_labels.items():
+        return key, {value}
+    for req in selector.match_expressions:
+        if req.operator == "In":
+            return req.key, set(req.values)
+        if req.operator == "Exists":
+            return req.key, None
+    return None
+
+
+def _anchors(reps: Sequence[Pod]) -> dict[str, set[str] | None] | None:
+    selectors = [s.selector for p in reps for s in p.spread]
+    for p in reps:
+        terms = [*p.pod_affinity, *p.pod_anti_affinity]
+        terms += [w.term for w in (*p.pod_affinity_preferred, *p.pod_anti_affinity_preferred)]
+        selectors.extend(t.selector for t in terms)
+    out: dict[str, set[str] | None] = {}
+    for selector in selectors:
+        anchor = _anchor(selector)
+        if anchor is False:
+            continue
+        if anchor is None or anchor is True:
+            return None
+        key, values = anchor
+        if key in out:
+            known = out[key]
+            out[key] = None if known is None or values is None else known | values
+        else:
+            out[key] = values
+    return out
 
 
 class _Compiler:
@@ -299,13 +355,15 @@ class _Compiler:
             ok &= self.domains(key).of_node >= 0
         return ok
 
-    def _term_predicate(self, term: PodAffinityTerm) -> Predicate:
-        return lambda ns, labels, _terminating: term_matches(term, ns, labels, self.namespaces)
+    def _term_classes(self, term: PodAffinityTerm) -> list[int]:
+        return self.index.matching(
+            lambda ns, labels, _terminating: term_matches(term, ns, labels, self.namespaces), _term_key(term)
+        )
 
     def compile(self) -> Topology:
         if not any(uses_topology(p) for p in self.reps) and not running_anti_affinity(self.snap):
             return self.topo
-        self.index = _RunningIndex(self.snap)
+        self.index = _RunningIndex(self.snap, _anchors(self.reps))
         for gi, pod in enumerate(self.reps):
             self._static(gi, pod)
             self._preference(gi, pod)
@@ -321,7 +379,7 @@ class _Compiler:
         ones = np.ones(self.n, dtype=np.bool_)
         anti = ones.copy()
         for term in pod.pod_anti_affinity:
-            classes = self.index.matching(self._term_predicate(term))
+            classes = self._term_classes(term)
             nodes = self._class_nodes(classes)
             anti &= ~self._nodes_in(term.topology_key, self._domains_with(term.topology_key, nodes))
         existing = ones.copy()
@@ -343,7 +401,7 @@ class _Compiler:
         for sign, weighted in ((1, pod.pod_affinity_preferred), (-1, pod.pod_anti_affinity_preferred)):
             for w in weighted:
                 term = w.term
-                classes = self.index.matching(self._term_predicate(term))
+                classes = self._term_classes(term)
                 if not classes:
                     continue
                 nodes = np.array([n for ci in classes for n in self.index.nodes[ci]], dtype=np.int64)
@@ -366,7 +424,9 @@ class _Compiler:
 
     def _affinity(self, gi: int, pod: Pod) -> None:
         terms = pod.pod_affinity
-        classes = self.index.matching(lambda ns, labels, _t: _matches_all(terms, ns, labels, self.namespaces))
+        classes = self.index.matching(
+            lambda ns, labels, _t: _matches_all(terms, ns, labels, self.namespaces), tuple(_term_key(t) for t in terms)
+        )
         nodes = self._class_nodes(classes)
         keyed = np.zeros(len(nodes), dtype=np.bool_)
         for t in terms:
@@ -418,7 +478,8 @@ class _Compiler:
         domain = np.where(doms >= 0, remap[doms], -1)
         size = len(used)
         classes = self.index.matching(
-            lambda ns, labels, term: not term and _spread_matches(c, pod.namespace, ns, labels)
+            lambda ns, labels, term: not term and _spread_matches(c, pod.namespace, ns, labels),
+            ("spread", pod.namespace, _selector_key(c.selector)),
         )
         base = np.zeros(size, dtype=np.int64)
         for ci in classes:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from placer.engine.model import Model
@@ -28,10 +30,29 @@ __all__ = ["SOFT_SPREAD_WEIGHT", "build"]
 SOFT_SPREAD_WEIGHT = 100  # per pod above the skew: as much as the strongest preferred term
 
 
-def _by_domain(model: Model, gi: int, of_node: list[int]) -> dict[int, list[cp_model.IntVar]]:
+class _Domains:
+    """Per (group, key), the group's variables by domain; computed once per model."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self._rows: dict[tuple[int, str], dict[int, list[cp_model.IntVar]]] = {}
+
+    def of(self, gi: int, key: str) -> dict[int, list[cp_model.IntVar]]:
+        cached = self._rows.get((gi, key))
+        if cached is None:
+            of_node = self.model.batch.topology.domains[key].of_node
+            cached = _by_domain(self.model, gi, of_node)
+            self._rows[gi, key] = cached
+        return cached
+
+
+def _by_domain(model: Model, gi: int, of_node: npt.NDArray[np.int64]) -> dict[int, list[cp_model.IntVar]]:
     out: dict[int, list[cp_model.IntVar]] = defaultdict(list)
-    for n, var in model.by_group[gi]:
-        d = of_node[n]
+    row = model.by_group[gi]
+    if not row:
+        return out
+    doms = of_node[np.array([n for n, _ in row], dtype=np.int64)].tolist()
+    for (_, var), d in zip(row, doms, strict=True):
         if d >= 0:
             out[d].append(var)
     return out
@@ -41,25 +62,23 @@ def _upper(model: Model, variables: list[cp_model.IntVar]) -> int:
     return sum(model.ub(v) for v in variables)
 
 
-def _conflict(model: Model, c: Conflict) -> None:
-    of_node = model.batch.topology.domains[c.key].of_node.tolist()
-    mine = _by_domain(model, c.g, of_node)
+def _conflict(model: Model, c: Conflict, rows: _Domains) -> None:
+    mine = rows.of(c.g, c.key)
     if c.g == c.h:
         for variables in mine.values():
             if _upper(model, variables) > 1:
                 model.cp.add(cp_model.LinearExpr.sum(variables) <= 1)
         return
-    theirs = _by_domain(model, c.h, of_node)
+    theirs = rows.of(c.h, c.key)
     for d in mine.keys() & theirs.keys():
         g_here = model.cp.new_bool_var(f"anti_{c.g}_{c.h}_{d}")
         model.cp.add(cp_model.LinearExpr.sum(mine[d]) <= _upper(model, mine[d]) * g_here)
         model.cp.add(cp_model.LinearExpr.sum(theirs[d]) <= _upper(model, theirs[d]) * (1 - g_here))
 
 
-def _affinity(model: Model, rule: AffinityRule) -> None:
+def _affinity(model: Model, rule: AffinityRule, rows: _Domains) -> None:
     for ti, term in enumerate(rule.terms):
-        of_node = model.batch.topology.domains[term.key].of_node.tolist()
-        mine = _by_domain(model, rule.g, of_node)
+        mine = rows.of(rule.g, term.key)
         if rule.seed:
             chosen = []
             for d, variables in mine.items():
@@ -71,7 +90,7 @@ def _affinity(model: Model, rule: AffinityRule) -> None:
             continue
         providers: dict[int, list[cp_model.IntVar]] = defaultdict(list)
         for h in term.providers:
-            for d, variables in _by_domain(model, h, of_node).items():
+            for d, variables in rows.of(h, term.key).items():
                 providers[d].extend(variables)
         for d, variables in mine.items():
             if term.constant[d]:
@@ -86,7 +105,7 @@ def _affinity(model: Model, rule: AffinityRule) -> None:
 
 
 def _spread(model: Model, ri: int, rule: SpreadRule) -> None:
-    domain = rule.domain.tolist()
+    domain = rule.domain
     counted: dict[int, list[cp_model.IntVar]] = defaultdict(list)
     for h in rule.counted:
         for d, variables in _by_domain(model, h, domain).items():
@@ -124,9 +143,10 @@ def _spread(model: Model, ri: int, rule: SpreadRule) -> None:
 
 def build(model: Model) -> None:
     topo = model.batch.topology
+    rows = _Domains(model)
     for c in topo.conflicts:
-        _conflict(model, c)
+        _conflict(model, c, rows)
     for rule in topo.affinity:
-        _affinity(model, rule)
+        _affinity(model, rule, rows)
     for ri, spread in enumerate(topo.spread):
         _spread(model, ri, spread)
