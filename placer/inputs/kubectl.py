@@ -1,4 +1,4 @@
-"""Read a Kubernetes ``List`` (``kubectl get nodes,pods,pdb,rs -A -o json``) into models."""
+"""Read a Kubernetes ``List`` (``kubectl get nodes,pods,pdb,rs,ns,pv,pvc,storageclass -A -o json``) into models."""
 
 from __future__ import annotations
 
@@ -15,12 +15,30 @@ from placer.inputs.shapes import (
     parse_taints,
     parse_tolerations,
 )
+from placer.inputs.volumes import (
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    pod_volume_claims,
+    read_claim,
+    read_persistent_volume,
+    read_storage_class,
+)
 from placer.models import Node, Owner, Pod, PodDisruptionBudget, ReplicaSet
 
 __all__ = ["KubeObjects", "parse_namespace", "read_list"]
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-KINDS = ("Node", "Pod", "PodDisruptionBudget", "ReplicaSet", "Namespace")
+KINDS = (
+    "Node",
+    "Pod",
+    "PodDisruptionBudget",
+    "ReplicaSet",
+    "Namespace",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+)
 
 
 class KubeObjects:
@@ -30,6 +48,11 @@ class KubeObjects:
         self.pdbs: list[PodDisruptionBudget] = []
         self.replicasets: list[ReplicaSet] = []
         self.namespaces: dict[str, dict[str, str]] = {}
+        self.volumes: list[PersistentVolume] = []
+        self.claims: list[PersistentVolumeClaim] = []
+        self.classes: list[StorageClass] = []
+        # Pod key -> the names of its generic ephemeral claims (upstream words their absence apart).
+        self.ephemeral: dict[str, frozenset[str]] = {}
         self.warnings: list[str] = []
 
 
@@ -44,7 +67,11 @@ def read_list(doc: Field) -> KubeObjects:
         if item_kind == "Node":
             out.nodes.append(_node(item))
         elif item_kind == "Pod":
-            out.pods.append(_pod(item))
+            pod = _pod(item)
+            out.pods.append(pod)
+            ephemeral = pod_volume_claims(item.get("spec"), pod.name)[1] if pod.claims else frozenset()
+            if ephemeral:
+                out.ephemeral[pod.key] = ephemeral
         elif item_kind == "PodDisruptionBudget":
             out.pdbs.append(_pdb(item))
         elif item_kind == "ReplicaSet":
@@ -52,6 +79,12 @@ def read_list(doc: Field) -> KubeObjects:
         elif item_kind == "Namespace":
             name, labels = parse_namespace_item(item)
             out.namespaces[name] = labels
+        elif item_kind == "PersistentVolume":
+            out.volumes.append(read_persistent_volume(item))
+        elif item_kind == "PersistentVolumeClaim":
+            out.claims.append(read_claim(item))
+        elif item_kind == "StorageClass":
+            out.classes.append(read_storage_class(item))
         else:
             out.warnings.append(f"{item.path}: kind {item_kind or '(none)'!r} ignored")
     return out
@@ -178,6 +211,7 @@ def _pod(item: Field) -> Pod:
         **gang_of(meta, labels, annotations),
         **parse_pod_affinity(spec.get("affinity"), namespace, labels),
         spread=parse_spread(spec.get("topologySpreadConstraints"), labels),
+        claims=pod_volume_claims(spec, name)[0],
         terminating=meta.get("deletionTimestamp").present(),
     )
 

@@ -13,6 +13,7 @@ from placer.errors import InputError
 from placer.inputs.fields import Field
 from placer.inputs.kubectl import KubeObjects, is_list, read_list
 from placer.inputs.native import is_native, read_native
+from placer.inputs.volumes import Storage, resolve_volumes
 from placer.models import Cluster
 
 __all__ = ["load_cluster", "parse_cluster"]
@@ -74,6 +75,9 @@ def _assemble(source: str, objs: KubeObjects) -> Cluster:
         raise InputError(source, "nodes", "the cluster has no nodes")
     _duplicates(source, "nodes", [n.name for n in nodes])
     _duplicates(source, "pods", [p.key for p in pods])
+    _duplicates(source, "persistentVolumes", [v.name for v in objs.volumes])
+    _duplicates(source, "persistentVolumeClaims", [c.key for c in objs.claims])
+    _duplicates(source, "storageClasses", [c.name for c in objs.classes])
     known = {n.name for n in nodes}
     kept = []
     for pod in pods:
@@ -83,9 +87,10 @@ def _assemble(source: str, objs: KubeObjects) -> Cluster:
             )
             continue
         kept.append(pod)
+    storage = Storage.of(objs.volumes, objs.claims, objs.classes)
     return Cluster(
         nodes=tuple(nodes),
-        pods=tuple(kept),
+        pods=tuple(resolve_volumes(kept, storage, len(nodes), objs.ephemeral)),
         pdbs=tuple(objs.pdbs),
         replicasets=tuple(objs.replicasets),
         namespaces=objs.namespaces,

@@ -18,6 +18,7 @@ from placer.inputs.shapes import (
     parse_taints,
     parse_tolerations,
 )
+from placer.inputs.volumes import read_claim, read_persistent_volume, read_storage_class
 from placer.models import HostPort, Node, Owner, Pod, PodDisruptionBudget, ReplicaSet
 
 __all__ = ["NativeCluster", "cluster_schema", "is_native", "read_native"]
@@ -76,6 +77,9 @@ class NativePod(_Native):
     )
     owner: NativeOwner | None = None
     scheduling_gates: list[str] = Field(default_factory=list, alias="schedulingGates")
+    claims: list[str] = Field(
+        default_factory=list, description="names of the PersistentVolumeClaims the pod mounts (its namespace)"
+    )
 
 
 class NativePDB(_Native):
@@ -103,6 +107,15 @@ class NativeCluster(_Native):
     replica_sets: list[NativeReplicaSet] = Field(default_factory=list, alias="replicaSets")
     namespaces: dict[str, dict[str, str]] = Field(
         default_factory=dict, description="namespace name -> labels, for namespaceSelector in pod affinity terms"
+    )
+    persistent_volumes: list[dict[str, Any]] = Field(
+        default_factory=list, alias="persistentVolumes", description="Kubernetes PersistentVolume objects"
+    )
+    persistent_volume_claims: list[dict[str, Any]] = Field(
+        default_factory=list, alias="persistentVolumeClaims", description="Kubernetes PersistentVolumeClaim objects"
+    )
+    storage_classes: list[dict[str, Any]] = Field(
+        default_factory=list, alias="storageClasses", description="Kubernetes StorageClass objects"
     )
 
 
@@ -158,6 +171,17 @@ def read_native(source: str, data: Any) -> KubeObjects:
     objs.namespaces = {
         name: {"kubernetes.io/metadata.name": name, **labels} for name, labels in native.namespaces.items()
     }
+    objs.volumes = [
+        read_persistent_volume(Doc(source, f"persistentVolumes[{i}]", v))
+        for i, v in enumerate(native.persistent_volumes)
+    ]
+    objs.claims = [
+        read_claim(Doc(source, f"persistentVolumeClaims[{i}]", c))
+        for i, c in enumerate(native.persistent_volume_claims)
+    ]
+    objs.classes = [
+        read_storage_class(Doc(source, f"storageClasses[{i}]", c)) for i, c in enumerate(native.storage_classes)
+    ]
     return objs
 
 
@@ -194,6 +218,7 @@ def _pod(source: str, i: int, p: NativePod) -> Pod:
         **gang_of(Doc(source, where, {"annotations": p.annotations}), p.labels, p.annotations),
         **parse_pod_affinity(Doc(source, f"{where}.affinity", p.affinity), p.namespace, p.labels),
         spread=parse_spread(Doc(source, f"{where}.topologySpreadConstraints", p.topology_spread_constraints), p.labels),
+        claims=tuple(dict.fromkeys(p.claims)),
     )
 
 

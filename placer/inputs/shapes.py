@@ -23,6 +23,7 @@ __all__ = [
     "parse_host_ports",
     "parse_label_selector",
     "parse_node_affinity",
+    "parse_node_selector_terms",
     "parse_pod_affinity",
     "parse_spread",
     "parse_taints",
@@ -58,6 +59,11 @@ def _term(f: Field) -> NodeSelectorTerm:
     )
 
 
+def parse_node_selector_terms(f: Field) -> tuple[NodeSelectorTerm, ...]:
+    """A list of node selector terms (ORed), as in a PersistentVolume's ``nodeAffinity.required``."""
+    return tuple(_term(t) for t in f.items())
+
+
 def parse_node_affinity(
     affinity: Field,
 ) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...]]:
@@ -66,7 +72,7 @@ def parse_node_affinity(
     req = node.get("requiredDuringSchedulingIgnoredDuringExecution")
     required: tuple[NodeSelectorTerm, ...] | None = None
     if req.present():
-        required = tuple(_term(t) for t in req.get("nodeSelectorTerms").items())
+        required = parse_node_selector_terms(req.get("nodeSelectorTerms"))
     preferred = []
     for p in node.get("preferredDuringSchedulingIgnoredDuringExecution").items():
         weight = p.get("weight").integer(0)
