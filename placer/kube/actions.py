@@ -1,4 +1,5 @@
-"""Writes to the API: binds, evictions, deletions, pod conditions, events, nominations.
+"""Writes to the API: binds, evictions, deletions, pod conditions, events, nominations, and the
+selected node of a WaitForFirstConsumer claim.
 
 Each returns an ``Outcome`` instead of raising, so the controller decides what a refusal means
 (409 conflict: re-queue; 429 from a PodDisruptionBudget: stop that branch of the plan; 404:
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from placer.inputs.volumes import SELECTED_NODE
+
 __all__ = ["Actions", "Outcome", "TokenBucket"]
 
 log = logging.getLogger("placer.kube.actions")
@@ -28,6 +31,8 @@ class Outcome:
     ok: bool
     status: int = 0
     reason: str = ""
+    # The failure came before the bind (setting a claim's selected node): back the pod off.
+    prebind: bool = False
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -174,6 +179,24 @@ class Actions:
             "annotate",
             key,
             lambda: self.core.patch_namespaced_pod(name=name, namespace=ns, body=body, _preload_content=False),
+        )
+
+    def select_node(self, claim: str, node: str) -> Outcome:
+        """Record the chosen node on an unbound WaitForFirstConsumer claim (``namespace/name``),
+        as kube-scheduler's VolumeBinding does before the bind: the provisioner then creates the
+        volume where the pod runs. A JSON merge patch touches only that annotation."""
+        ns, name = _split(claim)
+        body = {"metadata": {"annotations": {SELECTED_NODE: node}}}
+        return self._write(
+            f"set {SELECTED_NODE}={node} on persistentvolumeclaim",
+            claim,
+            lambda: self.core.patch_namespaced_persistent_volume_claim(
+                name=name,
+                namespace=ns,
+                body=body,
+                _content_type="application/merge-patch+json",
+                _preload_content=False,
+            ),
         )
 
     def event(

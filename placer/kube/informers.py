@@ -1,4 +1,5 @@
-"""List-and-watch caches of Nodes, Pods, PodDisruptionBudgets and ReplicaSets.
+"""List-and-watch caches of Nodes, Pods, PodDisruptionBudgets, ReplicaSets, Namespaces,
+PersistentVolumes, PersistentVolumeClaims and StorageClasses.
 
 Each informer lists (raw JSON, so the same readers as ``placer solve`` parse it), then watches
 from the list's resourceVersion in a thread; on 410 Gone it lists again, on any other watch
@@ -131,6 +132,7 @@ def informers(api: client.ApiClient, *, resync: float) -> dict[str, Informer]:
     core = client.CoreV1Api(api)
     policy = client.PolicyV1Api(api)
     apps = client.AppsV1Api(api)
+    storage = client.StorageV1Api(api)
     return {
         "Node": Informer("Node", core.list_node, resync=resync),
         "Pod": Informer("Pod", core.list_pod_for_all_namespaces, resync=resync),
@@ -138,4 +140,12 @@ def informers(api: client.ApiClient, *, resync: float) -> dict[str, Informer]:
             "PodDisruptionBudget", policy.list_pod_disruption_budget_for_all_namespaces, resync=resync
         ),
         "ReplicaSet": Informer("ReplicaSet", apps.list_replica_set_for_all_namespaces, resync=resync),
+        # Namespace labels, for namespaceSelector in pod affinity terms.
+        "Namespace": Informer("Namespace", core.list_namespace, resync=resync),
+        # Volumes: a bound volume's node affinity, and which unbound claims wait for their first consumer.
+        "PersistentVolume": Informer("PersistentVolume", core.list_persistent_volume, resync=resync),
+        "PersistentVolumeClaim": Informer(
+            "PersistentVolumeClaim", core.list_persistent_volume_claim_for_all_namespaces, resync=resync
+        ),
+        "StorageClass": Informer("StorageClass", storage.list_storage_class, resync=resync),
     }

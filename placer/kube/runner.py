@@ -13,6 +13,12 @@ in-flight plan and re-plans from what the API shows: victims still terminating k
 in the model, replacements and pods waiting for a delayed bind are ordinary pending pods and join
 the next batch, so a crash loses no pod and books no node twice. Replacements bound by a plan
 are annotated ``placer.io/moved-at`` so the move cooldown survives restarts.
+
+Volumes: pods are resolved against the PersistentVolume, PersistentVolumeClaim and StorageClass
+caches with the same ``resolve_pod`` as ``placer solve``. Before binding a pod with unbound
+WaitForFirstConsumer claims, each claim gets ``volume.kubernetes.io/selected-node`` (kube-scheduler's
+VolumeBinding PreBind); if that fails the pod is not bound, a FailedScheduling event says why, and
+the pod is backed off and retried.
 """
 
 from __future__ import annotations
@@ -31,7 +37,19 @@ from placer.controller.batcher import Batcher
 from placer.controller.executor import Abandon, Bind, Evict, PlanRun, PodView, World
 from placer.engine.labels import NodeLabels
 from placer.engine.snapshot import build_snapshot
-from placer.inputs.kubectl import GANG, POD_GROUP, parse_node, parse_pdb, parse_pod, parse_replicaset
+from placer.inputs.kubectl import GANG, POD_GROUP, parse_namespace, parse_node, parse_pdb, parse_pod, parse_replicaset
+from placer.inputs.volumes import (
+    SELECTED_NODE,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Storage,
+    StorageClass,
+    parse_claim,
+    parse_persistent_volume,
+    parse_pod_claims,
+    parse_storage_class,
+    resolve_pod,
+)
 from placer.kube.actions import Actions, Outcome
 from placer.kube.informers import Informer, informers
 from placer.kube.leader import Leadership
@@ -46,6 +64,7 @@ T = TypeVar("T")
 MOVED_AT = "placer.io/moved-at"
 LABEL_POLICY = "placer.io/when-node-labels-change"
 TICK = 0.2
+VOLUME_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass")
 
 
 def _epoch(stamp: str) -> float:
@@ -83,6 +102,11 @@ class Runner:
         self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="bind")
         self._parsed: dict[str, tuple[str, Pod]] = {}
         self._parsed_nodes: dict[str, tuple[str, Node]] = {}
+        self._parsed_volumes: dict[str, tuple[str, PersistentVolume]] = {}
+        self._parsed_claims: dict[str, tuple[str, PersistentVolumeClaim]] = {}
+        self._parsed_classes: dict[str, tuple[str, StorageClass]] = {}
+        self._storage: tuple[tuple[int, ...], Storage] | None = None
+        self._resolved: dict[str, tuple[tuple[object, ...], Pod]] = {}  # pods with claims, resolved
         self.inflight: list[tuple[Pod, str, Future[Outcome]]] = []
         self._gangs: dict[str, str] = {}  # pending pod -> its gang, to keep gangs in one batch
         self._last_tick = time.monotonic()
@@ -154,13 +178,50 @@ class Runner:
             del cache[key]
         return out
 
+    def _volumes(self) -> tuple[tuple[int, ...], Storage]:
+        """The volume caches parsed, rebuilt only when one of them changed (with its stamp)."""
+        stamp = tuple(self.informers[kind].changes for kind in VOLUME_KINDS)
+        if self._storage is None or self._storage[0] != stamp:
+            volumes = self._parse_cached("PersistentVolume", parse_persistent_volume, self._parsed_volumes)
+            claims = self._parse_cached("PersistentVolumeClaim", parse_claim, self._parsed_claims)
+            classes = self._parse_cached("StorageClass", parse_storage_class, self._parsed_classes)
+            storage = Storage.of((v for v, _ in volumes), (c for c, _ in claims), (c for c, _ in classes))
+            self._storage = (stamp, storage)
+        return self._storage
+
+    def _resolve(self, pod: Pod, raw: dict[str, Any], volumes: tuple[tuple[int, ...], Storage], nodes: int) -> Pod:
+        """A pod with claims resolved against the volume caches, once per pod/volume version."""
+        version = (raw.get("metadata", {}).get("resourceVersion"), volumes[0], nodes)
+        cached = self._resolved.get(pod.key)
+        if cached is None or cached[0] != version:
+            try:
+                ephemeral = parse_pod_claims(raw)[1]
+            except Exception:  # parse_pod read the same volumes; keep going without the distinction
+                ephemeral = frozenset()
+            cached = (version, resolve_pod(pod, volumes[1], nodes, ephemeral))
+            self._resolved[pod.key] = cached
+        return cached[1]
+
+    def _namespaces(self) -> dict[str, dict[str, str]]:
+        out = {}
+        for raw in self.informers["Namespace"].items():
+            try:
+                name, labels = parse_namespace(raw)
+            except Exception as exc:
+                log.warning("skipping Namespace %s: %s", raw.get("metadata", {}).get("name"), exc)
+                continue
+            out[name] = labels
+        return out
+
     def cluster(self) -> tuple[Cluster, dict[str, dict[str, Any]]]:
         nodes = self._nodes()
         known = {n.name for n in nodes}
+        volumes = self._volumes()
         pods: list[Pod] = []
         raws: dict[str, dict[str, Any]] = {}
-        for seen, raw in self._pods():
-            raws[seen.key] = raw
+        for parsed, raw in self._pods():
+            raws[parsed.key] = raw
+            seen = self._resolve(parsed, raw, volumes, len(nodes)) if parsed.claims else parsed
             pod = seen
             assumed = self.assumed.get(seen.key)
             if seen.node_name is None and assumed is not None:
@@ -172,11 +233,14 @@ class Runner:
             pods.append(pod)
         for key in [k for k in self.assumed if k not in raws]:
             del self.assumed[key]
+        for key in [k for k in self._resolved if k not in raws]:
+            del self._resolved[key]
         cluster = Cluster(
             nodes=tuple(nodes),
             pods=tuple(pods),
             pdbs=tuple(parse_pdb(r) for r in self.informers["PodDisruptionBudget"].items()),
             replicasets=tuple(parse_replicaset(r) for r in self.informers["ReplicaSet"].items()),
+            namespaces=self._namespaces(),
         )
         return cluster, raws
 
@@ -313,6 +377,7 @@ class Runner:
 
     def _advance(self, cluster: Cluster, raws: dict[str, dict[str, Any]]) -> None:
         assert self.plan is not None
+        pods = {p.key: p for p in cluster.pods}
         queue = self.plan.advance(self._world(cluster, raws))
         while queue:
             action = queue.pop(0)
@@ -333,7 +398,10 @@ class Runner:
             elif isinstance(action, Bind) and action.nominated:
                 self.actions.nominate(action.pod, action.node)
             elif isinstance(action, Bind):
-                out = self.actions.bind(action.pod, action.node)
+                pod = pods.get(action.pod)
+                out = self._select_nodes(pod, action.node) if pod is not None else Outcome(ok=True)
+                if out.ok:
+                    out = self.actions.bind(action.pod, action.node)
                 self.metrics.binds.labels(result="ok" if out.ok else str(out.status)).inc()
                 if out.ok:
                     self.assumed[action.pod] = (action.node, time.time())
@@ -358,7 +426,26 @@ class Runner:
         self.actions.unschedulable(pod.key, reason)
         self.actions.event(pod.key, pod.uid, reason="FailedScheduling", note=reason, kind="Warning")
 
+    def _select_nodes(self, pod: Pod, node: str) -> Outcome:
+        """kube-scheduler's VolumeBinding PreBind for dynamic provisioning: every unbound
+        WaitForFirstConsumer claim of the pod records the chosen node before the pod is bound.
+        A failure leaves the pod unbound; it is reported (log and event) and retried."""
+        for claim in pod.wffc_claims:
+            out = self.actions.select_node(f"{claim.namespace}/{claim.name}", node)
+            if not out.ok:
+                note = (
+                    f'running PreBind plugin "VolumeBinding": setting {SELECTED_NODE} on '
+                    f'persistentvolumeclaim "{claim.name}" failed: {out.status} {out.reason}'
+                )
+                log.warning("not binding %s to %s: %s", pod.key, node, note)
+                self.actions.event(pod.key, pod.uid, reason="FailedScheduling", note=note, kind="Warning")
+                return Outcome(ok=False, status=out.status, reason=note, prebind=True)
+        return Outcome(ok=True)
+
     def _bind_one(self, pod: Pod, node: str) -> Outcome:
+        out = self._select_nodes(pod, node)
+        if not out.ok:
+            return out
         out = self.actions.bind(pod.key, node, pod.uid)
         if out.ok:
             self.actions.event(pod.key, pod.uid, reason="Scheduled", note=f"Successfully assigned {pod.key} to {node}")
@@ -384,6 +471,10 @@ class Runner:
             self.metrics.binds.labels(result="ok" if out.ok else str(out.status)).inc()
             if out.ok:
                 self.batcher.forget(pod.key)
+            elif out.prebind:
+                self.assumed.pop(pod.key, None)
+                delay = self.batcher.defer(pod.key, time.monotonic())
+                log.info("%s not bound to %s (its volumes): retried in %.1fs", pod.key, node, delay)
             else:
                 self.assumed.pop(pod.key, None)
                 log.info("bind of %s to %s refused (%s %s): re-queued", pod.key, node, out.status, out.reason)
