@@ -216,3 +216,29 @@ def test_default_spreading_needs_a_replicaset_that_selects_the_pod() -> None:
     c = cluster(nodes, _rs_pods(6))
     out = solve(c, strategy="pack", defaultSpread={"defaultingType": "System"})
     assert len(set(where(out).values())) == 1
+
+
+def _preferred_anti(app: str, key: str, weight: int = 100) -> dict[str, Any]:
+    term = {"weight": weight, "podAffinityTerm": _term(app, key)}
+    return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def test_preferred_anti_affinity_spreads_batch_replicas_over_nodes_when_there_is_room() -> None:
+    pods = [pod(f"w-{i}", labels={"app": "w"}, affinity=_preferred_anti("w", HOST)) for i in range(6)]
+    out = solve(cluster(_zoned(), pods), strategy="pack")
+    assert len(set(where(out).values())) == 6
+
+
+def test_preferred_anti_affinity_gives_way_when_replicas_outnumber_nodes() -> None:
+    pods = [pod(f"w-{i}", labels={"app": "w"}, affinity=_preferred_anti("w", HOST)) for i in range(9)]
+    out = solve(cluster(_zoned(), pods), strategy="pack")
+    assert len(where(out)) == 9
+    assert max(Counter(where(out).values()).values()) == 2
+
+
+def test_preferred_anti_affinity_avoids_nodes_of_running_matches() -> None:
+    nodes = _zoned(per_zone=1)
+    running = [pod("db", node="a0", labels={"app": "db"})]
+    pods = [pod("web", labels={"app": "web"}, affinity=_preferred_anti("db", ZONE))]
+    out = solve(cluster(nodes, running + pods), strategy="pack")
+    assert where(out)["web"] != "a0"

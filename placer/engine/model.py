@@ -31,7 +31,8 @@ class Model:
     by_group: list[list[tuple[int, cp_model.IntVar]]] = field(default_factory=list)
     touched: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     upper: dict[int, int] = field(default_factory=dict)  # variable index -> upper bound
-    soft_penalty: list[cp_model.IntVar] = field(default_factory=list)  # soft spreading excess
+    # (weight, variable): soft spreading excess and preferred anti-affinity crowding
+    soft_penalty: list[tuple[int, cp_model.IntVar]] = field(default_factory=list)
 
     def ub(self, var: cp_model.IntVar) -> int:
         return self.upper[var.index]

@@ -133,6 +133,7 @@ class Conflict:
     g: int
     h: int
     key: str
+    weight: int = 0  # 0: required anti-affinity; else the preferred term's weight (soft)
 
 
 @dataclass
@@ -411,16 +412,20 @@ class _Compiler:
             self.topo.preference[gi] = pref
 
     def _conflicts(self) -> None:
-        seen: set[tuple[int, int, str]] = set()
+        """Pairs of groups that anti-affinity keeps apart: required (hard) or preferred (soft,
+        with the largest weight of the terms involved); a hard pair needs no soft one."""
+        weights: dict[tuple[int, int, str], int] = {}
         for g, a in enumerate(self.reps):
-            for term in a.pod_anti_affinity:
+            terms = [(0, t) for t in a.pod_anti_affinity] + [(w.weight, w.term) for w in a.pod_anti_affinity_preferred]
+            for weight, term in terms:
                 for h, b in enumerate(self.reps):
                     if term_matches(term, b.namespace, b.labels, self.namespaces):
                         pair = (min(g, h), max(g, h), term.topology_key)
-                        if pair not in seen:
-                            seen.add(pair)
-                            self.domains(term.topology_key)
-                            self.topo.conflicts.append(Conflict(g=pair[0], h=pair[1], key=pair[2]))
+                        known = weights.get(pair)
+                        weights[pair] = weight if known is None else (0 if 0 in (known, weight) else max(known, weight))
+        for (g, h, key), weight in weights.items():
+            self.domains(key)
+            self.topo.conflicts.append(Conflict(g=g, h=h, key=key, weight=weight))
 
     def _affinity(self, gi: int, pod: Pod) -> None:
         terms = pod.pod_affinity
@@ -541,7 +546,7 @@ class TopologyState:
         if len(nodes) == 0:
             return ok
         for c in self.topo.conflicts:
-            if gi not in (c.g, c.h):
+            if gi not in (c.g, c.h) or (c.weight and not soft):
                 continue
             other = c.h if gi == c.g else c.g
             doms = self._dom(c.key, nodes)
@@ -573,7 +578,7 @@ class TopologyState:
         out.append((affinity, "node(s) didn't match pod affinity rules"))
         anti = static.anti[nodes] if static is not None else np.ones(len(nodes), dtype=np.bool_)
         for c in self.topo.conflicts:
-            if gi in (c.g, c.h):
+            if gi in (c.g, c.h) and not c.weight:
                 other = c.h if gi == c.g else c.g
                 doms = self._dom(c.key, nodes)
                 anti = anti & ~((doms >= 0) & (self.count(other, c.key, doms) > 0))

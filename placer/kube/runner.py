@@ -306,7 +306,7 @@ class Runner:
         if not batch:
             return
         running = [p for p in cluster.pods if p.running]
-        state = build_snapshot(cluster.nodes, running, batch)
+        state = build_snapshot(cluster.nodes, running, batch, cluster.namespaces)
         started = time.monotonic()
         limits = self.cfg.evictions
         decision = decide(

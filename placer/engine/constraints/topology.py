@@ -11,7 +11,9 @@ reach (nodes with variables):
 - spread: ``count(d) = running matches + counted batch pods``, ``low <= count(d)`` for every
   domain, and a domain with an owner pod keeps ``count(d) <= low + max_skew`` (``low`` is 0 when
   there are fewer domains than minDomains). Soft (ScheduleAnyway) rules add an ``excess``
-  variable instead, which the preferences level penalises (``model.soft_penalty``).
+  variable instead, which the preferences level penalises (``model.soft_penalty``);
+- preferred anti-affinity between batch groups: per domain, the pairs of the group's pods there
+  (g == h) or a boolean "both groups here" (g != h), penalised by the term's weight.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from placer.engine.topology import AffinityRule, Conflict, SpreadRule
 __all__ = ["SOFT_SPREAD_WEIGHT", "build"]
 
 SOFT_SPREAD_WEIGHT = 100  # per pod above the skew: as much as the strongest preferred term
+CROWD_STEPS = 8  # pairs of a crowded domain are counted exactly up to this many pods, linearly beyond
 
 
 class _Domains:
@@ -65,15 +68,30 @@ def _upper(model: Model, variables: list[cp_model.IntVar]) -> int:
 def _conflict(model: Model, c: Conflict, rows: _Domains) -> None:
     mine = rows.of(c.g, c.key)
     if c.g == c.h:
-        for variables in mine.values():
-            if _upper(model, variables) > 1:
+        for d, variables in mine.items():
+            top = _upper(model, variables)
+            if top <= 1:
+                continue
+            if not c.weight:
                 model.cp.add(cp_model.LinearExpr.sum(variables) <= 1)
+                continue
+            # kube-scheduler subtracts the weight once per matching pod already there: s pods
+            # in a domain cost s(s-1)/2 pairs = sum over j >= 1 of max(0, s - j).
+            for j in range(1, min(top, CROWD_STEPS + 1)):
+                extra = model.cp.new_int_var(0, top - j, f"crowd_{c.g}_{d}_{j}")
+                model.cp.add(cp_model.LinearExpr.sum(variables) - j <= extra)
+                model.soft_penalty.append((c.weight, extra))
         return
     theirs = rows.of(c.h, c.key)
     for d in mine.keys() & theirs.keys():
         g_here = model.cp.new_bool_var(f"anti_{c.g}_{c.h}_{d}")
         model.cp.add(cp_model.LinearExpr.sum(mine[d]) <= _upper(model, mine[d]) * g_here)
-        model.cp.add(cp_model.LinearExpr.sum(theirs[d]) <= _upper(model, theirs[d]) * (1 - g_here))
+        if not c.weight:
+            model.cp.add(cp_model.LinearExpr.sum(theirs[d]) <= _upper(model, theirs[d]) * (1 - g_here))
+            continue
+        both = model.cp.new_bool_var(f"near_{c.g}_{c.h}_{d}")
+        model.cp.add(cp_model.LinearExpr.sum(theirs[d]) <= _upper(model, theirs[d]) * (1 - g_here + both))
+        model.soft_penalty.append((c.weight, both))
 
 
 def _affinity(model: Model, rule: AffinityRule, rows: _Domains) -> None:
@@ -138,7 +156,7 @@ def _spread(model: Model, ri: int, rule: SpreadRule) -> None:
         else:
             excess = model.cp.new_int_var(0, base[d] + _upper(model, counted.get(d, [])), f"excess_{ri}_{d}")
             model.cp.add(count - low - rule.max_skew <= excess).only_enforce_if(here)
-            model.soft_penalty.append(excess)
+            model.soft_penalty.append((SOFT_SPREAD_WEIGHT, excess))
 
 
 def build(model: Model) -> None:

@@ -6,14 +6,14 @@
 - ``preference``: objective (3): preferred node-affinity weights, minus 100 per untolerated
   PreferNoSchedule taint (kube-scheduler's NodeAffinity and TaintToleration scores, unnormalised),
   plus preferred pod (anti-)affinity weights against running pods, minus 100 per pod that a
-  ScheduleAnyway spread constraint sees above its skew.
+  ScheduleAnyway spread constraint sees above its skew, minus the weight of a preferred
+  anti-affinity term per batch pod crowding another it prefers to avoid.
 """
 
 from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from placer.engine.constraints.topology import SOFT_SPREAD_WEIGHT
 from placer.engine.model import Model
 
 __all__ = ["preference", "relaxed_on_matching"]
@@ -39,5 +39,5 @@ def preference(model: Model) -> cp_model.LinearExprT | None:
     for gi, row in enumerate(model.by_group):
         pref = model.batch.groups[gi].masks.preference
         terms.extend(int(pref[n]) * var for n, var in row if pref[n] != 0)
-    terms.extend(-SOFT_SPREAD_WEIGHT * excess for excess in model.soft_penalty)
+    terms.extend(-weight * var for weight, var in model.soft_penalty)
     return cp_model.LinearExpr.sum(terms) if terms else None
