@@ -1,10 +1,13 @@
 """kube-scheduler's DefaultPreemption, simulated for one pod that fits nowhere.
 
-By spec.priority only (no restart tiers). Candidate nodes: those where the pod passes every
-filter but resources and ports, and where it would fit once every pod of lower priority left.
+By spec.priority only (no restart tiers). Candidate nodes: those whose first failing filter is one
+preemption may resolve (ports, resources, topology spread skew, anti-affinity of either side; see
+``filters``), where the pod passes every filter once every pod of lower priority left. Like
+upstream's dry run, the filters are run again on the node with the pods removed: resources and
+ports, and the topology filters on a per-node copy of their PreFilter state updated pod by pod.
 On each, victims are chosen by reprieve: all lower-priority pods are removed, then added back one
 by one, most important first (higher priority, then earlier start), PDB-violating pods first,
-keeping back each one the pod still fits with. The node is picked by: fewest PDB violations,
+keeping back each one the pod still passes with. The node is picked by: fewest PDB violations,
 lowest highest-victim priority, smallest priority sum, fewest victims, latest start of the
 highest-priority victims, then name. ``preemptionPolicy: Never`` pods never preempt.
 """
@@ -16,7 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placer.engine.prefilter import Prefilter, ports_conflict
+from placer.baseline.filters import PodFilters, Trial
+from placer.engine.labels import BoolArray
+from placer.engine.prefilter import ports_conflict
 from placer.engine.selectors import selector_matches
 from placer.engine.snapshot import Snapshot, pod_vector
 from placer.models import Pod, PodDisruptionBudget
@@ -51,9 +56,17 @@ def _violates(pod: Pod, pdbs: Sequence[PodDisruptionBudget], budget: dict[int, i
     ]
 
 
-def _victims(snap: Snapshot, pod: Pod, node: int, pdbs: Sequence[PodDisruptionBudget]) -> tuple[list[Pod], int] | None:
+def _passes(snap: Snapshot, pod: Pod, node: int, gone: Sequence[Pod], trial: Trial) -> bool:
+    return _fits(snap, pod, node, gone) and trial.passes()
+
+
+def _victims(
+    snap: Snapshot, pod: Pod, node: int, pdbs: Sequence[PodDisruptionBudget], trial: Trial
+) -> tuple[list[Pod], int] | None:
     lower = [p for p in snap.running[node] if p.priority < pod.priority]
-    if not lower or not _fits(snap, pod, node, lower):
+    for p in lower:
+        trial.remove(p)
+    if not lower or not _passes(snap, pod, node, lower, trial):
         return None
     budget = {i: b.disruptions_allowed for i, b in enumerate(pdbs)}
     important = sorted(lower, key=lambda p: (-p.priority, p.start_time or "~", p.key))
@@ -65,22 +78,30 @@ def _victims(snap: Snapshot, pod: Pod, node: int, pdbs: Sequence[PodDisruptionBu
     for group, is_violating in ((violating, True), (fine, False)):
         for p in group:
             removed.remove(p)
-            if not _fits(snap, pod, node, removed):
+            trial.add(p)
+            if not _passes(snap, pod, node, removed, trial):
                 removed.append(p)
+                trial.remove(p)
                 victims.append(p)
                 violations += int(is_violating)
     return victims, violations
 
 
 def preempt(
-    snap: Snapshot, pre: Prefilter, pod: Pod, pdbs: Sequence[PodDisruptionBudget], name_rank: Sequence[int]
+    snap: Snapshot,
+    filters: PodFilters,
+    candidates: BoolArray,
+    pdbs: Sequence[PodDisruptionBudget],
+    name_rank: Sequence[int],
 ) -> Preemption | None:
+    """The node and victims DefaultPreemption picks among ``candidates`` (nodes whose first failing
+    filter is resolvable), or None."""
+    pod = filters.pod
     if pod.preemption_policy == "Never":
         return None
-    resolvable = pre.taint_ok(pod) & pre.matching(pod)
     best: tuple[tuple[object, ...], Preemption] | None = None
-    for node in np.flatnonzero(resolvable).tolist():
-        found = _victims(snap, pod, node, pdbs)
+    for node in np.flatnonzero(candidates & filters.static_ok).tolist():
+        found = _victims(snap, pod, node, pdbs, filters.trial(node))
         if found is None or not found[0]:
             continue
         victims, violations = found

@@ -1,35 +1,44 @@
 """kube-scheduler, simulated: one pod at a time, filter then score, in queue order.
 
-Queue: priority (highest first), then creation time, then namespace/name. Filters: the same
-feasibility as placer (cordon, taints, nodeSelector/affinity, host ports, resources), without
-placer's weak-binding annotations. Scores, as current kube-scheduler computes them (0-100, integer
-arithmetic, default plugin weights): NodeResourcesFit with LeastAllocated (``default``) or
-MostAllocated (``most-requested``) over cpu and memory, BalancedAllocation (1 - std of the
-capped fractions) x 100, TaintToleration (weight 3) and NodeAffinity (weight 2), each normalised
-over the feasible nodes. Scoring counts 100m cpu / 200Mi memory for containers without requests.
-Ties go to the node that sorts first by name.
+Queue: priority (highest first), then creation time, then namespace/name. Filters, in
+kube-scheduler's order (see ``filters``): the same feasibility as placer (cordon, taints,
+nodeSelector/affinity, host ports, resources) without placer's weak-binding annotations, then
+bound volumes' node affinity, PodTopologySpread and InterPodAffinity (``spread``, ``interpod``);
+pods placed earlier in the simulation count as running. Scores, as current kube-scheduler computes
+them (0-100, integer arithmetic, default plugin weights): NodeResourcesFit with LeastAllocated
+(``default``) or MostAllocated (``most-requested``) over cpu and memory, BalancedAllocation
+(1 - std of the capped fractions) x 100, TaintToleration (weight 3) and NodeAffinity (weight 2),
+each normalised over the feasible nodes, PodTopologySpread (weight 2) and InterPodAffinity
+(weight 2), normalised as those plugins do. Scoring counts 100m cpu / 200Mi memory for containers
+without requests. Ties go to the node that sorts first by name. The system default spreading
+constraints (hostname and zone, ScheduleAnyway, the owning ReplicaSet's selector) apply to pods
+without constraints only when ``default_spreading`` asks for them.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from placer.baseline.filters import NodeFacts, PodFilters
+from placer.baseline.interpod import interpod_scores
 from placer.baseline.preemption import preempt
-from placer.engine.prefilter import Prefilter, fits
-from placer.engine.snapshot import Snapshot, pod_vector
-from placer.models import Pod, PodDisruptionBudget
+from placer.baseline.spread import spread_scores
+from placer.baseline.topology import Topology
+from placer.engine.prefilter import Prefilter
+from placer.engine.snapshot import Snapshot
+from placer.models import Pod, PodDisruptionBudget, ReplicaSet
 
 __all__ = ["SimResult", "simulate"]
 
 Scoring = Literal["default", "most-requested"]
 MAX = 100
-W_FIT, W_BALANCED, W_TAINT, W_AFFINITY = 1, 1, 3, 2
+W_FIT, W_BALANCED, W_TAINT, W_AFFINITY, W_SPREAD, W_INTERPOD = 1, 1, 3, 2, 2, 2
 
 
 @dataclass
@@ -59,46 +68,101 @@ def simulate(
     *,
     pdbs: Sequence[PodDisruptionBudget] = (),
     preemption: bool = True,
+    namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    replicasets: Sequence[ReplicaSet] = (),
+    default_spreading: bool = False,
 ) -> SimResult:
-    """Place ``pending`` one at a time; ``snapshot`` is updated in place (victims removed, pods added)."""
+    """Place ``pending`` one at a time; ``snapshot`` is updated in place (victims removed, pods added).
+
+    ``namespaces`` (name -> labels) serve namespaceSelector; ``replicasets`` and
+    ``default_spreading`` the system default spreading constraints."""
     started = time.monotonic()
-    snap = snapshot
-    pre = Prefilter(snap)
-    preemptions: list[tuple[Pod, int, Pod]] = []
-    cpu, mem = snap.column("cpu"), snap.column("memory")
-    alloc_cm = snap.alloc[:, [cpu, mem]]
-    nonzero = np.zeros((len(snap.nodes), 2), dtype=np.int64)
-    for i, pods in enumerate(snap.running):
-        for p in pods:
-            nonzero[i] += (p.score_cpu, p.score_memory)
-    name_rank = np.argsort(np.argsort(np.array([n.name for n in snap.nodes])))
-    placements: list[tuple[Pod, int]] = []
-    unplaced: list[tuple[Pod, str, str]] = []
+    run = _Run(snapshot, scoring, Topology.build(snapshot, namespaces, replicasets, default_spreading))
     for pod in sorted(pending, key=queue_order):
+        run.schedule(pod, pdbs, preemption=preemption)
+    return SimResult(
+        placements=run.placements,
+        unplaced=run.unplaced,
+        seconds=time.monotonic() - started,
+        preemptions=run.preemptions,
+    )
+
+
+class _Run:
+    """One simulation: the state it updates and what it records."""
+
+    def __init__(self, snap: Snapshot, scoring: Scoring, topo: Topology) -> None:
+        self.snap, self.scoring, self.topo = snap, scoring, topo
+        self.pre = Prefilter(snap)
+        self.facts = NodeFacts(snap)
+        cpu, mem = snap.column("cpu"), snap.column("memory")
+        self.alloc_cm = snap.alloc[:, [cpu, mem]]
+        self.nonzero = np.zeros((len(snap.nodes), 2), dtype=np.int64)
+        rows = [(i, p.score_cpu, p.score_memory) for i, pods in enumerate(snap.running) for p in pods]
+        if rows:
+            table = np.array(rows, dtype=np.int64)
+            np.add.at(self.nonzero, table[:, 0], table[:, 1:])
+        self.name_rank = np.argsort(np.argsort(np.array([n.name for n in snap.nodes])))
+        self.placements: list[tuple[Pod, int]] = []
+        self.unplaced: list[tuple[Pod, str, str]] = []
+        self.preemptions: list[tuple[Pod, int, Pod]] = []
+
+    def _filters(self, pod: Pod) -> PodFilters:
+        return PodFilters(self.snap, self.pre, self.facts, self.topo, pod)
+
+    def schedule(self, pod: Pod, pdbs: Sequence[PodDisruptionBudget], *, preemption: bool) -> None:
         if pod.unsupported:
-            unplaced.append((pod, "Unsupported", pod.unsupported))
-            continue
-        vec = pod_vector(pod, snap.resources)
-        allowed = pre.taint_ok(pod) & pre.matching(pod) & pre.ports_ok(pod) & fits(snap, vec)
-        nodes = np.flatnonzero(allowed)
+            self.unplaced.append((pod, "Unsupported", pod.unsupported))
+            return
+        filters = self._filters(pod)
+        nodes = np.flatnonzero(filters.ok())
         if len(nodes) == 0:
-            found = preempt(snap, pre, pod, pdbs, name_rank.tolist()) if preemption else None
+            message, candidates = filters.diagnose()
+            found = preempt(self.snap, filters, candidates, pdbs, self.name_rank.tolist()) if preemption else None
             if found is None:
-                unplaced.append((pod, "Unschedulable", _diagnose(pre, pod)))
-                continue
+                self.unplaced.append((pod, "Unschedulable", message))
+                return
             for victim in found.victims:
-                snap.remove(victim, found.node)
-                nonzero[found.node] -= (victim.score_cpu, victim.score_memory)
-                preemptions.append((victim, found.node, pod))
-            # The preemptor is nominated to the node and bound there in the next cycle.
-            placements.append((pod, found.node))
-            snap.add(pod, found.node)
-            nonzero[found.node] += (pod.score_cpu, pod.score_memory)
-            continue
-        req = nonzero[nodes] + (pod.score_cpu, pod.score_memory)
-        cap = alloc_cm[nodes]
+                self._evict(victim, found.node, pod)
+            # The preemptor is nominated to the node: the next cycle takes it if the pod passes there.
+            filters = self._filters(pod)
+            ok = filters.ok()
+            if not ok.any():
+                self.unplaced.append((pod, "Unschedulable", filters.diagnose()[0]))
+                return
+            nodes = np.array([found.node]) if ok[found.node] else np.flatnonzero(ok)
+        self._place(pod, self._best(pod, filters, nodes))
+
+    def _place(self, pod: Pod, node: int) -> None:
+        self.placements.append((pod, node))
+        self.snap.add(pod, node)
+        self.topo.add(pod, node)
+        self.nonzero[node] += (pod.score_cpu, pod.score_memory)
+
+    def _evict(self, victim: Pod, node: int, by: Pod) -> None:
+        self.snap.remove(victim, node)
+        self.topo.remove(victim, node)
+        self.nonzero[node] -= (victim.score_cpu, victim.score_memory)
+        self.preemptions.append((victim, node, by))
+
+    def _best(self, pod: Pod, filters: PodFilters, nodes: npt.NDArray[np.int64]) -> int:
+        if len(nodes) == 1:
+            return int(nodes[0])
+        taint = _normalise(self.pre.prefer_penalty(pod)[nodes], reverse=True)
+        affinity = np.zeros(len(nodes), dtype=np.int64)
+        for term in pod.preferred_terms:
+            affinity += term.weight * self.snap.labels.term(term.preference)[nodes]
+        total = self._resource_scores(pod, nodes) + W_TAINT * taint + W_AFFINITY * _normalise(affinity, reverse=False)
+        total += W_SPREAD * spread_scores(self.topo, pod, nodes, filters.taint_ok, filters.matching)
+        total += W_INTERPOD * interpod_scores(self.topo, pod, nodes)
+        return int(nodes[np.lexsort((self.name_rank[nodes], -total))[0]])
+
+    def _resource_scores(self, pod: Pod, nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """NodeResourcesFit (weight 1) plus BalancedAllocation (weight 1)."""
+        req = self.nonzero[nodes] + (pod.score_cpu, pod.score_memory)
+        cap = self.alloc_cm[nodes]
         safe = np.where(cap > 0, cap, 1)
-        if scoring == "most-requested":
+        if self.scoring == "most-requested":
             per = np.where((cap > 0) & (req <= cap), req * MAX // safe, 0)
         else:
             per = np.where((cap > 0) & (req <= cap), (cap - req) * MAX // safe, 0)
@@ -106,21 +170,4 @@ def simulate(
         frac = np.minimum(np.where(cap > 0, req / safe, 1.0), 1.0)
         std = np.abs(frac[:, 0] - frac[:, 1]) / 2
         balanced = ((1 - std) * MAX).astype(np.int64)
-        taint = _normalise(pre.prefer_penalty(pod)[nodes], reverse=True)
-        affinity = np.zeros(len(nodes), dtype=np.int64)
-        for term in pod.preferred_terms:
-            affinity += term.weight * snap.labels.term(term.preference)[nodes]
-        affinity = _normalise(affinity, reverse=False)
-        total = W_FIT * fit + W_BALANCED * balanced + W_TAINT * taint + W_AFFINITY * affinity
-        best = nodes[np.lexsort((name_rank[nodes], -total))[0]]
-        placements.append((pod, int(best)))
-        snap.add(pod, int(best))
-        nonzero[best] += (pod.score_cpu, pod.score_memory)
-    return SimResult(
-        placements=placements, unplaced=unplaced, seconds=time.monotonic() - started, preemptions=preemptions
-    )
-
-
-def _diagnose(pre: Prefilter, pod: Pod) -> str:
-    strict = pod.model_copy(update={"annotations": {}})
-    return pre.diagnose(strict)
+        return W_FIT * fit + W_BALANCED * balanced  # type: ignore[no-any-return]

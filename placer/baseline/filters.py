@@ -1,0 +1,185 @@
+"""kube-scheduler's filters for one pod over every node, in its plugin order, and what it reports.
+
+Order (each node stops at its first failure): NodeUnschedulable, TaintToleration, NodeAffinity,
+NodePorts, NodeResourcesFit, VolumeBinding (bound volumes' node affinity), PodTopologySpread,
+InterPodAffinity. The FailedScheduling message counts, per reason, the nodes whose first failing
+filter gave it (NodeResourcesFit gives one reason per insufficient resource). Preemption only
+considers nodes whose first failure is one it may resolve (Unschedulable, not
+UnschedulableAndUnresolvable): ports, resources, topology spread skew, (existing) anti-affinity.
+A pod whose volumes no node can take fails in PreFilter, with that message, everywhere.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from functools import cached_property
+
+import numpy as np
+
+from placer.baseline.interpod import InterPodFilter, InterPodTrial
+from placer.baseline.spread import SpreadFilter, SpreadTrial
+from placer.baseline.topology import IntArray, Topology
+from placer.engine.labels import BoolArray
+from placer.engine.prefilter import Prefilter, fits
+from placer.engine.snapshot import Snapshot, pod_vector
+from placer.engine.taints import UNSCHEDULABLE_TAINT, first_untolerated
+from placer.models import POD_COUNT, Pod, Taint
+
+__all__ = ["NodeFacts", "PodFilters", "Trial"]
+
+UNSCHEDULABLE = "node(s) were unschedulable"
+NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+PORTS = "node(s) didn't have free ports for the requested pod ports"
+VOLUME_CONFLICT = "node(s) had volume node affinity conflict"
+
+Step = tuple[BoolArray, str, bool]  # failing nodes, reason, resolvable by preemption
+
+
+class NodeFacts:
+    """What the diagnosis reads of the nodes themselves, computed once per simulation."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.cordoned = np.array([n.unschedulable for n in snapshot.nodes], dtype=np.bool_)
+        groups: dict[tuple[Taint, ...], list[int]] = {}
+        for i, node in enumerate(snapshot.nodes):
+            groups.setdefault(node.taints, []).append(i)
+        self.taint_groups = [(taints, np.array(nodes, dtype=np.int64)) for taints, nodes in groups.items()]
+
+
+class Trial:
+    """The topology filters on one node during a preemption dry run (on their own copy of the
+    PreFilter state, as kube-scheduler clones it per node), as pods leave and come back."""
+
+    def __init__(self, node: int, spread: SpreadTrial | None, interpod: InterPodTrial | None) -> None:
+        self.node, self._spread, self._interpod = node, spread, interpod
+
+    def _update(self, pod: Pod, delta: int) -> None:
+        for part in (self._spread, self._interpod):
+            if part is not None:
+                part.update(pod, self.node, delta)
+
+    def remove(self, pod: Pod) -> None:
+        self._update(pod, -1)
+
+    def add(self, pod: Pod) -> None:
+        self._update(pod, 1)
+
+    def passes(self) -> bool:
+        return all(part is None or part.passes(self.node) for part in (self._spread, self._interpod))
+
+
+class PodFilters:
+    """The filters for one pod against the current state (built again after anything changes)."""
+
+    def __init__(self, snapshot: Snapshot, pre: Prefilter, facts: NodeFacts, topo: Topology, pod: Pod) -> None:
+        self.snapshot, self.facts, self.topo, self.pod = snapshot, facts, topo, pod
+        self.vec = pod_vector(pod, snapshot.resources)
+        self.taint_ok = pre.taint_ok(pod)
+        self.matching = pre.matching(pod)
+        self.ports_ok = pre.ports_ok(pod)
+        self.volumes_ok = pre.volumes_ok(pod)
+
+    @cached_property
+    def spread(self) -> SpreadFilter | None:
+        return SpreadFilter.build(self.topo, self.pod, self.taint_ok, self.matching)
+
+    @cached_property
+    def interpod(self) -> InterPodFilter | None:
+        return InterPodFilter.build(self.topo, self.pod)
+
+    @cached_property
+    def topology_steps(self) -> list[Step]:
+        return [*(self.spread.steps() if self.spread else []), *(self.interpod.steps() if self.interpod else [])]
+
+    @property
+    def static_ok(self) -> BoolArray:
+        """The filters no pod's removal changes: cordon, taints, node affinity, volumes."""
+        return self.taint_ok & self.matching & self.volumes_ok
+
+    def ok(self) -> BoolArray:
+        """The nodes that pass every filter."""
+        if self.pod.volume_problem:
+            return np.zeros(len(self.snapshot.nodes), dtype=np.bool_)
+        mask = self.static_ok & self.ports_ok & fits(self.snapshot, self.vec)
+        if mask.any():
+            for failing, _, _ in self.topology_steps:
+                mask &= ~failing
+        return mask
+
+    def trial(self, node: int) -> Trial:
+        return Trial(
+            node,
+            self.spread.trial() if self.spread else None,
+            self.interpod.trial() if self.interpod else None,
+        )
+
+    def diagnose(self) -> tuple[str, BoolArray]:
+        """kube-scheduler's FailedScheduling message, and the nodes preemption may help (their first
+        failing filter is resolvable)."""
+        n = len(self.snapshot.nodes)
+        if self.pod.volume_problem:
+            return f"0/{n} nodes are available: {self.pod.volume_problem}.", np.zeros(n, dtype=np.bool_)
+        diagnosis = _Diagnosis(n)
+        for failing, reason, resolvable in self._static_steps():
+            diagnosis.take(failing, reason, resolvable)
+        diagnosis.resources(self.snapshot.free, self.vec, self.snapshot.resources)
+        if self.pod.volume_terms:
+            diagnosis.take(~self.volumes_ok, VOLUME_CONFLICT, False)
+        for failing, reason, resolvable in self.topology_steps:
+            diagnosis.take(failing, reason, resolvable)
+        return diagnosis.message(), diagnosis.resolvable
+
+    def _static_steps(self) -> list[Step]:
+        """Cordon, taints, node affinity and ports, as (failing, reason, resolvable)."""
+        n = len(self.snapshot.nodes)
+        steps: list[Step] = []
+        if first_untolerated((UNSCHEDULABLE_TAINT,), self.pod.tolerations) is not None:
+            steps.append((self.facts.cordoned, UNSCHEDULABLE, False))
+        for taints, nodes in self.facts.taint_groups:
+            taint = first_untolerated(taints, self.pod.tolerations)
+            if taint is not None:
+                steps.append((_mask(n, nodes), f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}", False))
+        steps.append((~self.matching, NODE_AFFINITY, False))
+        if self.pod.host_ports:
+            steps.append((~self.ports_ok, PORTS, True))
+        return steps
+
+
+def _mask(n: int, nodes: IntArray) -> BoolArray:
+    mask = np.zeros(n, dtype=np.bool_)
+    mask[nodes] = True
+    return mask
+
+
+class _Diagnosis:
+    """Per node, the first failing filter: reason counts and whether preemption may resolve it."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.counts: Counter[str] = Counter()
+        self.left = np.ones(n, dtype=np.bool_)
+        self.resolvable = np.zeros(n, dtype=np.bool_)
+
+    def take(self, failing: BoolArray, reason: str, resolvable: bool) -> None:
+        hit = self.left & failing
+        if hit.any():
+            self.counts[reason] += int(hit.sum())
+            self.resolvable[hit] = resolvable
+            self.left[hit] = False
+
+    def resources(self, free: IntArray, vec: IntArray, resources: Sequence[str]) -> None:
+        """NodeResourcesFit: one reason per insufficient resource, on the same node."""
+        short_any = np.zeros(self.n, dtype=np.bool_)
+        for j, name in enumerate(resources):
+            if vec[j] > 0:
+                short = self.left & (free[:, j] < vec[j])
+                if short.any():
+                    self.counts["Too many pods" if name == POD_COUNT else f"Insufficient {name}"] += int(short.sum())
+                    short_any |= short
+        self.resolvable[short_any] = True
+        self.left &= ~short_any
+
+    def message(self) -> str:
+        reasons = sorted(f"{count} {reason}" for reason, count in self.counts.items())
+        return f"0/{self.n} nodes are available: {', '.join(reasons)}."
