@@ -26,8 +26,12 @@ test: $(STAMP)
 check-fixtures: $(STAMP)
 	$(PLACER) check tests/fixtures/infeasible
 
+# BENCH_TOPOLOGY_ARGS=--quick for a short smoke run of the topology workloads.
+BENCH_TOPOLOGY_ARGS ?=
+
 bench: $(STAMP)
 	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.topology $(BENCH_TOPOLOGY_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `benchmarks/` is not an installed package
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import generate, run  # noqa: E402
+from benchmarks import generate, run, topology  # noqa: E402
 from placer.inputs import load_cluster, parse_cluster  # noqa: E402
 from placer.models import Cluster  # noqa: E402
 from placer.service import SolveOptions, pending_batch, solve_cluster  # noqa: E402
@@ -135,3 +135,31 @@ def test_run_size_once(tmp_path: Path) -> None:
 @pytest.mark.parametrize("nodes", [1, 1000, 5000, 50000])
 def test_time_limits_fit_the_targets(nodes: int) -> None:
     assert 0 < run.time_limit_for(nodes) < run.p95_target(nodes)
+
+
+def test_topology_workload_pods() -> None:
+    pods, replicasets = topology.workload_batch("anti-affinity", 2, span=5, deployments=2, replicas=4)
+    assert len(pods) == 8 and len(replicasets) == 2
+    assert {p.labels["app"] for p in pods} == {"anti-000", "anti-001"}  # batch 2 of a 5-batch span: same Deployments
+    assert all(p.pod_anti_affinity[0].topology_key == topology.HOST for p in pods)
+    assert len({p.key for p in pods}) == 8
+    pods, _ = topology.workload_batch("spreading", 2, span=1, deployments=2, replicas=4)
+    assert {p.labels["app"] for p in pods} == {"spread-004", "spread-005"}
+    assert all(c.topology_key == topology.ZONE and c.max_skew == 1 for p in pods for c in p.spread)
+
+
+def test_topology_benchmark_writes_the_report_without_violations(tmp_path: Path) -> None:
+    argv = ["--nodes", "30", "--batches", "2", "--deployments", "2", "--replicas", "3"]
+    argv += ["--running-per-node", "2", "--time-limit", "0.05", "--out", str(tmp_path)]
+    assert topology.main(argv) == 0
+    text = (tmp_path / "topology.md").read_text(encoding="utf-8")
+    for spec in topology.DEFAULT_WORKLOADS:
+        assert f"| {spec.name} |" in text
+    assert "## Where the time goes" in text
+    assert (tmp_path / "topology.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    results = json.loads((tmp_path / "topology.json").read_text(encoding="utf-8"))["results"]
+    assert len(results) == len(topology.DEFAULT_WORKLOADS)
+    for r in results:
+        assert len(r["records"]) == 2 and r["batch_size"] == 6
+        assert r["violations"] == 0, [b["first_violation"] for b in r["records"]]
+        assert all(b["placed"] == 6 for b in r["records"])
