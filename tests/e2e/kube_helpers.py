@@ -164,6 +164,8 @@ def pod_spec(
     tolerations: Iterable[client.V1Toleration] = (),
     node_name: str | None = None,
     extended: Mapping[str, str | int] | None = None,
+    affinity: client.V1Affinity | None = None,
+    topology_spread_constraints: Iterable[client.V1TopologySpreadConstraint] = (),
 ) -> client.V1PodSpec:
     requests = {"cpu": cpu, "memory": memory, **{k: str(v) for k, v in (extended or {}).items()}}
     return client.V1PodSpec(
@@ -178,6 +180,8 @@ def pod_spec(
         node_selector=dict(node_selector) if node_selector else None,
         tolerations=list(tolerations) or None,
         node_name=node_name,
+        affinity=affinity,
+        topology_spread_constraints=list(topology_spread_constraints) or None,
         termination_grace_period_seconds=0,
         automount_service_account_token=False,
     )
