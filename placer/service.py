@@ -152,7 +152,17 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
                 state.add(pod, node)
                 placed_here.add(pod.key)
         else:
-            sim = simulate(state, batch, options.policy, pdbs=cluster.pdbs, preemption=options.evict)
+            # The batch already carries the configured default spreading (with_default_spread):
+            # both policies see the same constraints.
+            sim = simulate(
+                state,
+                batch,
+                options.policy,
+                pdbs=cluster.pdbs,
+                preemption=options.evict,
+                namespaces=cluster.namespaces,
+                replicasets=cluster.replicasets,
+            )
             done, left = sim.placements, [(p, c, r) for p, c, r in sim.unplaced]
             for victim, node, by in sim.preemptions:
                 evictions.append(Eviction(pod=victim.key, node=state.nodes[node].name, kind="preempt", for_=[by.key]))
