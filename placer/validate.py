@@ -20,12 +20,23 @@ Rules:
 - weak binding (pod annotations): ``placer.io/when-no-node-matches: ignore-affinity`` drops the
   selector/required affinity when no node's labels match; ``placer.io/when-no-node-fits:
   ignore-affinity`` allows non-matching nodes, but only while no matching node has room;
+- volumes: the node matches at least one term of every entry of ``volume_terms`` (one per bound
+  PersistentVolume with node affinity; weak binding never drops these); a pod with a
+  ``volume_problem`` goes nowhere;
+- inter-pod affinity, anti-affinity and DoNotSchedule topology spread: the final-state rules of
+  docs/topology.md, checked by ``placer.validate_topology`` (which imports only ``placer.models``);
+  here only which nodes a spread constraint counts (``spread_node_eligible``): nodes with every key
+  of the pod's DoNotSchedule constraints, matching its nodeSelector and required node affinity when
+  ``node_affinity_policy`` is Honor, and whose NoSchedule/NoExecute taints it tolerates when
+  ``node_taints_policy`` is Honor;
 - priority key: ``(priority, restart tier)`` with Always=3 > OnFailure=2 > Never=1, or
   ``(priority, 0)`` when restart tiers are off.
 
 ``validate_placements`` also checks maximality: an unplaced pod of the batch that fits some
 eligible node in the final state was left out for nothing, and one that would fit after removing
-the batch pods of strictly lower key placed on a node was outranked by a lower key.
+the batch pods of strictly lower key placed on a node was outranked by a lower key. "Fits" includes
+the topology rules: the state with the pod added (and the lower-key pods removed) breaks none that
+the final state keeps.
 
 ``validate_plan`` checks a whole answer with a global plan (DESIGN.md, "Global plan"):
 
@@ -42,7 +53,8 @@ the batch pods of strictly lower key placed on a node was outranked by a lower k
   holds its room until its await-gone, and every bind respects cordon, taints, labels, host ports
   and capacity at the moment it runs, both in the listed order and in the order that binds as
   early and frees room as late as ``after`` allows;
-- the final state: no unplaced pod of the batch fits an eligible node as it is, or in place of the
+- the final state: the topology rules over the running pods not evicted, the replacements and the
+  placed pending pods; no unplaced pod of the batch fits an eligible node as it is, or in place of the
   placed pods of strictly lower key on a node (where every preemption there keeps a preemptor);
   a relaxed-affinity pod is off its matching nodes only while they have no room (or while it is
   needed there as a preemptor); and a plan must beat, per key from the highest down (placed
@@ -68,7 +80,6 @@ from placer.models import (
     Cluster,
     Eviction,
     HostPort,
-    LabelSelector,
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -76,10 +87,12 @@ from placer.models import (
     Pod,
     PodDisruptionBudget,
     Result,
+    SpreadConstraint,
     Step,
     Taint,
     Toleration,
 )
+from placer.validate_topology import TopologyRules, TopologyState, label_selector_matches
 
 __all__ = [
     "DEFAULT_MAX_PODS",
@@ -106,13 +119,16 @@ __all__ = [
     "pod_key",
     "ports_clash",
     "requirement_matches",
+    "running_pods",
     "selector_matches",
+    "spread_node_eligible",
     "term_matches",
     "terms_match",
     "tolerates",
     "untolerated_taint",
     "validate_placements",
     "validate_plan",
+    "volume_problems",
 ]
 
 DEFAULT_MAX_PODS = 110  # kubelet's default --max-pods
@@ -217,15 +233,49 @@ def tolerates(toleration: Toleration, taint: Taint) -> bool:
     return toleration.value == taint.value
 
 
-def untolerated_taint(node: Node, tolerations: Sequence[Toleration]) -> Taint | None:
-    """The first hard taint of the node (cordon included) that no toleration tolerates."""
-    hard = [t for t in node.taints if t.effect in ("NoSchedule", "NoExecute")]
-    if node.unschedulable:
-        hard.insert(0, UNSCHEDULABLE_TAINT)
-    for taint in hard:
-        if not any(tolerates(tol, taint) for tol in tolerations):
+def _first_untolerated(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
+    """The first NoSchedule or NoExecute taint that no toleration tolerates."""
+    for taint in taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not any(tolerates(tol, taint) for tol in tolerations):
             return taint
     return None
+
+
+def untolerated_taint(node: Node, tolerations: Sequence[Toleration]) -> Taint | None:
+    """The first hard taint of the node (cordon included) that no toleration tolerates."""
+    cordon = (UNSCHEDULABLE_TAINT,) if node.unschedulable else ()
+    return _first_untolerated((*cordon, *node.taints), tolerations)
+
+
+# --- volumes and spreading: node-level rules ----------------------------------------------------
+
+
+def volume_problems(pod: Pod, node: Node) -> list[str]:
+    """Why the pod's volumes keep it off the node: a volume problem (no node at all), or a bound
+    PersistentVolume whose node affinity terms (ORed) the node does not match."""
+    if pod.volume_problem is not None:
+        return [f"its volumes fit no node: {pod.volume_problem}"]
+    return [
+        f"node does not match the node affinity of bound volume {i} of {len(pod.volume_terms)}"
+        for i, terms in enumerate(pod.volume_terms, start=1)
+        if not terms_match(terms, node)
+    ]
+
+
+def spread_node_eligible(pod: Pod, constraint: SpreadConstraint, node: Node) -> bool:
+    """Whether a DoNotSchedule spread constraint of the pod counts the node (docs/topology.md).
+
+    The node carries every key of the pod's DoNotSchedule constraints; with
+    ``node_affinity_policy`` Honor it matches the pod's nodeSelector and required node affinity;
+    with ``node_taints_policy`` Honor the pod tolerates its NoSchedule/NoExecute taints (the node's
+    own taints: cordon is not one).
+    """
+    keys = {c.topology_key for c in pod.spread if c.when_unsatisfiable == "DoNotSchedule"}
+    if not keys <= node.labels.keys():
+        return False
+    if constraint.node_affinity_policy == "Honor" and not selector_matches(pod.node_selector, pod.required_terms, node):
+        return False
+    return constraint.node_taints_policy != "Honor" or _first_untolerated(node.taints, pod.tolerations) is None
 
 
 # --- ports, capacity, keys --------------------------------------------------------------------
@@ -292,7 +342,7 @@ def affinity_binding(pod: Pod, nodes: Iterable[Node]) -> Binding:
 
 
 def eligibility_problems(pod: Pod, node: Node, binding: Binding) -> list[str]:
-    """Why the pod may not go to the node whatever its load: cordon, taints, labels."""
+    """Why the pod may not go to the node whatever its load: cordon, taints, labels, volumes."""
     problems = []
     taint = untolerated_taint(node, pod.tolerations)
     if taint is UNSCHEDULABLE_TAINT:
@@ -301,6 +351,7 @@ def eligibility_problems(pod: Pod, node: Node, binding: Binding) -> list[str]:
         problems.append(f"untolerated taint {taint.key}={taint.value}:{taint.effect}")
     if not binding.allows(node):
         problems.append("node does not match the pod's nodeSelector/required node affinity")
+    problems += volume_problems(pod, node)
     return problems
 
 
@@ -391,6 +442,19 @@ def batch_pods(cluster: Cluster, scheduler_name: str = "placer") -> list[Pod]:
     ]
 
 
+def running_pods(cluster: Cluster) -> list[Pod]:
+    """The pods holding a node now (bound, not Succeeded/Failed)."""
+    return [p for p in cluster.pods if p.running]
+
+
+# --- topology ---------------------------------------------------------------------------------
+
+
+def _topology(cluster: Cluster, running: Iterable[Pod], placed: Iterable[tuple[Pod, str]]) -> TopologyState:
+    """The final state of the batch placements under the topology rules (placer.validate_topology)."""
+    return TopologyState(TopologyRules(cluster, running, spread_node_eligible), placed)
+
+
 # --- checks -----------------------------------------------------------------------------------
 
 
@@ -463,16 +527,22 @@ def _node_violations(states: Mapping[str, NodeState]) -> list[str]:
     return out
 
 
-def _matching_node_with_room(pod: Pod, binding: Binding, states: Mapping[str, NodeState]) -> str | None:
+def _matching_node_with_room(
+    pod: Pod, binding: Binding, states: Mapping[str, NodeState], topology: TopologyState
+) -> str | None:
     """A node matching the pod's affinity that could still take it, if any (first by name)."""
     for other in sorted(binding.matching):
         target = states[other]
-        if not eligibility_problems(pod, target.node, binding) and not target.room_problems(pod):
+        if (
+            not eligibility_problems(pod, target.node, binding)
+            and not target.room_problems(pod)
+            and topology.allows(pod, other)
+        ):
             return other
     return None
 
 
-def _relaxed_violations(ctx: _Context, states: Mapping[str, NodeState]) -> list[str]:
+def _relaxed_violations(ctx: _Context, states: Mapping[str, NodeState], topology: TopologyState) -> list[str]:
     """A relaxed-affinity pod may use a non-matching node only while no matching node has room."""
     out = []
     for name, state in sorted(states.items()):
@@ -480,7 +550,7 @@ def _relaxed_violations(ctx: _Context, states: Mapping[str, NodeState]) -> list[
             binding = ctx.binding(pod)
             if binding.mode != "relaxed" or name in binding.matching:
                 continue
-            other = _matching_node_with_room(pod, binding, states)
+            other = _matching_node_with_room(pod, binding, states, topology)
             if other is not None:
                 out.append(
                     f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
@@ -489,7 +559,9 @@ def _relaxed_violations(ctx: _Context, states: Mapping[str, NodeState]) -> list[
     return out
 
 
-def _left_out_violations(ctx: _Context, states: Mapping[str, NodeState], left: Sequence[Pod]) -> list[str]:
+def _left_out_violations(
+    ctx: _Context, states: Mapping[str, NodeState], left: Sequence[Pod], topology: TopologyState
+) -> list[str]:
     """Maximality and priority for the unplaced pods of the batch."""
     out = []
     for pod in left:
@@ -498,11 +570,11 @@ def _left_out_violations(ctx: _Context, states: Mapping[str, NodeState], left: S
         for name, state in sorted(states.items()):
             if eligibility_problems(pod, state.node, binding):
                 continue
-            if not state.room_problems(pod):
+            if not state.room_problems(pod) and topology.allows(pod, name):
                 out.append(f"{pod.key}: left unplaced although it fits on node {name}")
                 break
             lower = [p for p in state.placed if pod_key(p, restart_tiers=ctx.restart_tiers) < key]
-            if lower and not state.room_problems(pod, without=lower):
+            if lower and not state.room_problems(pod, without=lower) and topology.allows(pod, name, without=lower):
                 names = ", ".join(p.key for p in lower)
                 out.append(
                     f"{pod.key}: left unplaced although it would fit on node {name} "
@@ -541,6 +613,7 @@ def hard_violations(cluster: Cluster, placements: Mapping[str, str], *, schedule
     ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, True)
     violations += _eligibility_violations(ctx, resolved)
     violations += _node_violations(final_states(cluster, resolved))
+    violations += _topology(cluster, running_pods(cluster), resolved).violations()
     violations += gang_violations(cluster, placements, scheduler_name)
     return violations
 
@@ -556,22 +629,25 @@ def validate_placements(
 
     Checks: each placed pod is pending, supported, ungated and addressed to ``scheduler_name``
     (``"*"`` for any), and its node exists; taints and cordon; labels and affinity (with the
-    weak-binding annotations); capacity and host ports in the final state; relaxed-affinity pods
-    off their matching nodes only while those have no room; and for every unplaced pod of the
-    batch, that no eligible node has room for it, even after removing the batch pods of strictly
-    lower key placed there.
+    weak-binding annotations); volumes; capacity and host ports in the final state; inter-pod
+    affinity, anti-affinity and DoNotSchedule topology spread in the final state; relaxed-affinity
+    pods off their matching nodes only while those have no room; and for every unplaced pod of the
+    batch, that no eligible node has room for it (topology rules included), even after removing the
+    batch pods of strictly lower key placed there.
     """
     violations: list[str] = []
     resolved = _resolve(cluster, placements, scheduler_name, violations)
     ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, restart_tiers)
     states = final_states(cluster, resolved)
+    topology = _topology(cluster, running_pods(cluster), resolved)
     violations += _eligibility_violations(ctx, resolved)
     violations += _node_violations(states)
-    violations += _relaxed_violations(ctx, states)
+    violations += topology.violations()
+    violations += _relaxed_violations(ctx, states, topology)
     violations += gang_violations(cluster, placements, scheduler_name)
     # Gang members are all-or-nothing: one fitting alone proves nothing about the whole gang.
     left = [p for p in batch_pods(cluster, scheduler_name) if p.key not in placements and not p.gang]
-    violations += _left_out_violations(ctx, states, left)
+    violations += _left_out_violations(ctx, states, left, topology)
     return violations
 
 
@@ -580,31 +656,6 @@ def validate_placements(
 EVICTION_OPT_OUT = ("placer.io/evictable", "cluster-autoscaler.kubernetes.io/safe-to-evict")
 REPLACES = "replaces:"
 Key = tuple[int, int]
-
-
-def label_selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
-    """``metav1.LabelSelector`` over pod labels, as PodDisruptionBudgets use it.
-
-    A null selector matches nothing and an empty one everything; every ``matchLabels`` pair and
-    every expression must hold; ``NotIn`` and ``DoesNotExist`` hold when the key is absent.
-    """
-    if selector is None:
-        return False
-    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
-        return False
-    for req in selector.match_expressions:
-        present = req.key in labels
-        if req.operator == "In":
-            ok = present and labels[req.key] in req.values
-        elif req.operator == "NotIn":
-            ok = not present or labels[req.key] not in req.values
-        elif req.operator == "Exists":
-            ok = present
-        else:
-            ok = not present
-        if not ok:
-            return False
-    return True
 
 
 def pdbs_covering(cluster: Cluster, pod: Pod) -> list[PodDisruptionBudget]:
@@ -1067,6 +1118,15 @@ def _plan_states(plan: _Plan, cluster: Cluster, *, replacements_placed: bool) ->
     return states
 
 
+def _plan_topology(plan: _Plan, cluster: Cluster) -> TopologyState:
+    """The topology rules after the plan: running pods not evicted; replacements and placed
+    pending pods are the batch."""
+    running = [p for p in running_pods(cluster) if p.key not in plan.victims]
+    placed = [(stand_in, node_name) for _, stand_in, node_name in plan.replacements.values()]
+    placed += list(plan.pending.values())
+    return _topology(cluster, running, placed)
+
+
 def _keeps_preemptors(plan: _Plan, victims: Sequence[Pod], staying: Sequence[Pod]) -> bool:
     """Every preempted victim of a node still has a pod on it that may preempt it."""
     tiers = plan.ctx.restart_tiers
@@ -1074,10 +1134,13 @@ def _keeps_preemptors(plan: _Plan, victims: Sequence[Pod], staying: Sequence[Pod
 
 
 def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
-    """What must hold after the plan whatever the evictions: no unplaced pod of the batch fits as
-    things are or in place of lower keys, relaxed-affinity pods off matching nodes with room."""
+    """What must hold after the plan whatever the evictions: the topology rules, no unplaced pod of
+    the batch fits as things are or in place of lower keys, relaxed-affinity pods off matching
+    nodes with room."""
     ctx = plan.ctx
+    topology = _plan_topology(plan, cluster)
     out = _node_violations(_plan_states(plan, cluster, replacements_placed=True))
+    out += topology.violations()
     states = _plan_states(plan, cluster, replacements_placed=False)
     preempted: dict[str, list[Pod]] = {}
     for pod in plan.preempted().values():
@@ -1090,7 +1153,7 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
             others = [p for p in state.placed if p.key != pod.key]
             if not _keeps_preemptors(plan, preempted.get(name, []), others):
                 continue  # it is the preemptor there: moving it would undo the preemption
-            other = _matching_node_with_room(pod, binding, states)
+            other = _matching_node_with_room(pod, binding, states, topology)
             if other is not None:
                 out.append(
                     f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
@@ -1103,7 +1166,7 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
         for name, state in sorted(states.items()):
             if eligibility_problems(pod, state.node, binding):
                 continue
-            if not state.room_problems(pod):
+            if not state.room_problems(pod) and topology.allows(pod, name):
                 out.append(f"{pod.key}: left unplaced although it fits on node {name} after the plan")
                 break
             lower = [p for p in state.placed if plan.key(p) < key]
@@ -1112,6 +1175,7 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
                 lower
                 and not state.room_problems(pod, without=lower)
                 and _keeps_preemptors(plan, preempted.get(name, []), staying)
+                and topology.allows(pod, name, without=lower)
             ):
                 names = ", ".join(p.key for p in lower)
                 out.append(
@@ -1124,8 +1188,10 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
 
 def _first_fit(plan: _Plan, cluster: Cluster) -> list[Pod]:
     """A valid answer without evictions: the batch by key (highest first), each pod on the first
-    node with room (matching nodes first for relaxed-affinity pods)."""
+    node with room where the topology rules still hold (matching nodes first for relaxed-affinity
+    pods)."""
     states = final_states(cluster, [])
+    topology = _topology(cluster, running_pods(cluster), [])
     batch = sorted(
         batch_pods(cluster, plan.scheduler_name),
         key=lambda p: (tuple(-k for k in plan.key(p)), p.creation, p.namespace, p.name),
@@ -1136,8 +1202,13 @@ def _first_fit(plan: _Plan, cluster: Cluster) -> list[Pod]:
         names = sorted(states, key=lambda n: (binding.mode == "relaxed" and n not in binding.matching, n))
         for name in names:
             state = states[name]
-            if not eligibility_problems(pod, state.node, binding) and not state.room_problems(pod):
+            if (
+                not eligibility_problems(pod, state.node, binding)
+                and not state.room_problems(pod)
+                and topology.allows(pod, name)
+            ):
                 state.add(pod, batch=True)
+                topology.add(pod, name)
                 placed.append(pod)
                 break
     return placed
