@@ -64,7 +64,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from benchmarks.generate import cluster
-from benchmarks.machine import machine_info
+from benchmarks.machine import machine_info, source_revision
 from benchmarks.run import time_limit_for
 from placer.baseline.simulate import simulate
 from placer.engine.snapshot import Snapshot, build_snapshot
@@ -777,6 +777,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         specs = [w for w in specs if w.name in wanted]
     command = "python -m benchmarks.topology" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
     load_start = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    revision = source_revision()  # at the start: others may commit while it runs
     started = time.perf_counter()
     results = run_workloads(
         args.nodes,
@@ -799,7 +800,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"(simulation {r.sim_violations})",
             flush=True,
         )
-    meta = machine_info()
+    meta = {**machine_info(), "revision": revision}
     args.out.mkdir(parents=True, exist_ok=True)
     md, png, js = args.out / "topology.md", args.out / "topology.png", args.out / "topology.json"
     md.write_text(render_markdown(results, meta, command, load_start), encoding="utf-8")
