@@ -226,6 +226,8 @@ class _RunningIndex:
         self.nodes: list[list[int]] = []
         self.keys: list[list[str]] = []
         self.anti: dict[tuple[object, ...], tuple[PodAffinityTerm, list[int], list[str]]] = {}
+        # One anchor key (the usual case: every selector names app=...) is checked inline.
+        single = next(iter(anchors.items())) if anchors is not None and len(anchors) == 1 else None
         for n, pods in enumerate(snapshot.running):
             for pod in pods:
                 if pod.pod_anti_affinity:
@@ -233,7 +235,11 @@ class _RunningIndex:
                         entry = self.anti.setdefault(_term_key(term), (term, [], []))
                         entry[1].append(n)
                         entry[2].append(pod.key)
-                if anchors is not None and not _anchored(pod.labels, anchors):
+                if single is not None:
+                    value = pod.labels.get(single[0])
+                    if value is None or (single[1] is not None and value not in single[1]):
+                        continue
+                elif anchors is not None and not _anchored(pod.labels, anchors):
                     continue
                 sig = (pod.namespace, tuple(sorted(pod.labels.items())), pod.terminating)
                 ci = classes.get(sig)
