@@ -183,29 +183,33 @@ class WorkloadResult:
     hot: list[Phase] = field(default_factory=list)  # self time (tottime)
     profiled: int = 0
 
+    def _q(self, attr: str, percentile: float = 50.0) -> float:
+        """A percentile (the median by default) of one field over the batches."""
+        return float(np.percentile([getattr(r, attr) for r in self.records], percentile))
+
     @property
     def median(self) -> float:
-        return float(np.median([r.seconds for r in self.records]))
+        return self._q("seconds")
 
     @property
     def p95(self) -> float:
-        return float(np.percentile([r.seconds for r in self.records], 95))
+        return self._q("seconds", 95)
 
     @property
     def cpu_median(self) -> float:
-        return float(np.median([r.cpu_seconds for r in self.records]))
+        return self._q("cpu_seconds")
 
     @property
     def sim_median(self) -> float:
-        return float(np.median([r.sim_seconds for r in self.records]))
+        return self._q("sim_seconds")
 
     @property
     def sim_p95(self) -> float:
-        return float(np.percentile([r.sim_seconds for r in self.records], 95))
+        return self._q("sim_seconds", 95)
 
     @property
     def floor_median(self) -> float:
-        return float(np.median([r.floor_seconds for r in self.records]))
+        return self._q("floor_seconds")
 
     @property
     def pods_per_s(self) -> float:

@@ -8,7 +8,7 @@ from typing import Any
 from placer.errors import InputError
 from placer.models import QuantityError, parse_quantity, to_units
 
-__all__ = ["Field"]
+__all__ = ["Field", "api_object"]
 
 _MAX_UNITS = 2**62
 
@@ -106,3 +106,11 @@ class Field:
             if out[name] >= _MAX_UNITS:
                 raise q.fail(f"{q.value!r} is too large (placer keeps quantities below 2^62 units)")
         return out
+
+
+def api_object(raw: Any, kind: str, source: str = "api") -> Field:
+    """One object as the API returns it (watch/list), its errors naming it: ``Pod ns/name``."""
+    meta = raw.get("metadata", {}) if isinstance(raw, dict) else {}
+    meta = meta if isinstance(meta, dict) else {}
+    ns = meta.get("namespace")
+    return Field(source, f"{kind} {ns + '/' if ns else ''}{meta.get('name', '?')}", raw)

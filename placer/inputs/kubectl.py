@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from placer.inputs.fields import Field
+from placer.inputs.fields import Field, api_object
 from placer.inputs.requests import ContainerRequests, effective_requests, scoring_requests
 from placer.inputs.shapes import (
     parse_host_ports,
@@ -245,26 +245,20 @@ def is_list(data: Any) -> bool:
 
 def parse_pod(raw: Any, source: str = "api") -> Pod:
     """One Pod object as the API returns it (watch/list), with errors naming the object."""
-    return _pod(Field(source, _where(raw, "Pod"), raw))
+    return _pod(api_object(raw, "Pod", source))
 
 
 def parse_node(raw: Any, source: str = "api") -> Node:
-    return _node(Field(source, _where(raw, "Node"), raw))
+    return _node(api_object(raw, "Node", source))
 
 
 def parse_pdb(raw: Any, source: str = "api") -> PodDisruptionBudget:
-    return _pdb(Field(source, _where(raw, "PodDisruptionBudget"), raw))
+    return _pdb(api_object(raw, "PodDisruptionBudget", source))
 
 
 def parse_replicaset(raw: Any, source: str = "api") -> ReplicaSet:
-    return _replicaset(Field(source, _where(raw, "ReplicaSet"), raw))
+    return _replicaset(api_object(raw, "ReplicaSet", source))
 
 
 def parse_namespace(raw: Any, source: str = "api") -> tuple[str, dict[str, str]]:
-    return parse_namespace_item(Field(source, _where(raw, "Namespace"), raw))
-
-
-def _where(raw: Any, kind: str) -> str:
-    meta = raw.get("metadata", {}) if isinstance(raw, dict) else {}
-    ns = meta.get("namespace")
-    return f"{kind} {ns + '/' if ns else ''}{meta.get('name', '?')}"
+    return parse_namespace_item(api_object(raw, "Namespace", source))

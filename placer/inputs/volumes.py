@@ -28,7 +28,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from placer.inputs.fields import Field
+from placer.inputs.fields import Field, api_object
 from placer.inputs.shapes import parse_node_selector_terms
 from placer.models import ClaimRef, NodeSelectorRequirement, NodeSelectorTerm, Pod
 
@@ -203,29 +203,22 @@ def read_storage_class(item: Field) -> StorageClass:
     )
 
 
-def _where(raw: Any, kind: str) -> str:
-    meta = raw.get("metadata", {}) if isinstance(raw, dict) else {}
-    ns = meta.get("namespace") if isinstance(meta, dict) else None
-    name = meta.get("name", "?") if isinstance(meta, dict) else "?"
-    return f"{kind} {ns + '/' if ns else ''}{name}"
-
-
 def parse_persistent_volume(raw: Any, source: str = "api") -> PersistentVolume:
     """One PersistentVolume as the API returns it, with errors naming the object."""
-    return read_persistent_volume(Field(source, _where(raw, "PersistentVolume"), raw))
+    return read_persistent_volume(api_object(raw, "PersistentVolume", source))
 
 
 def parse_claim(raw: Any, source: str = "api") -> PersistentVolumeClaim:
-    return read_claim(Field(source, _where(raw, "PersistentVolumeClaim"), raw))
+    return read_claim(api_object(raw, "PersistentVolumeClaim", source))
 
 
 def parse_storage_class(raw: Any, source: str = "api") -> StorageClass:
-    return read_storage_class(Field(source, _where(raw, "StorageClass"), raw))
+    return read_storage_class(api_object(raw, "StorageClass", source))
 
 
 def parse_pod_claims(raw: Any, source: str = "api") -> tuple[tuple[str, ...], frozenset[str]]:
     """``pod_volume_claims`` of one Pod object as the API returns it."""
-    pod = Field(source, _where(raw, "Pod"), raw)
+    pod = api_object(raw, "Pod", source)
     return pod_volume_claims(pod.get("spec"), pod.get("metadata").get("name").text())
 
 
