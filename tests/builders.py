@@ -14,20 +14,28 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 
 from placer.inputs import parse_cluster
 from placer.models import Cluster
 
 __all__ = [
+    "HOSTNAME",
     "NO_FIT",
     "NO_MATCH",
+    "ZONE",
     "cluster",
     "cluster_json",
     "expr",
     "field_expr",
+    "inter_pod",
     "node",
+    "one_in",
     "pod",
+    "pod_term",
+    "property_settings",
     "required",
+    "spread",
     "taint",
     "term",
     "toleration",
@@ -37,6 +45,8 @@ Json = dict[str, Any]
 
 NO_MATCH = "placer.io/when-no-node-matches"
 NO_FIT = "placer.io/when-no-node-fits"
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
 
 
 def node(
@@ -80,9 +90,12 @@ def pod(
     created: str = "",
     namespace: str = "default",
     scheduler: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    topology_spread: Sequence[Json] = (),
     **extended: str | int,
 ) -> Json:
-    """A pod (pending unless ``node`` is given); ``ports`` are host ports (ints or full objects)."""
+    """A pod (pending unless ``node`` is given); ``ports`` are host ports (ints or full objects);
+    ``affinity`` may hold node and inter-pod affinity together (``required(...) | inter_pod(...)``)."""
     requests: Json = {}
     if cpu is not None:
         requests["cpu"] = cpu
@@ -110,6 +123,10 @@ def pod(
         out["creationTimestamp"] = created
     if scheduler is not None:
         out["schedulerName"] = scheduler
+    if labels:
+        out["labels"] = dict(labels)
+    if topology_spread:
+        out["topologySpreadConstraints"] = list(topology_spread)
     return out
 
 
@@ -162,6 +179,57 @@ def required(*terms: Json, preferred: Sequence[Json] = ()) -> Json:
     return {"nodeAffinity": node_affinity}
 
 
+def pod_term(match: Mapping[str, str], key: str = ZONE, **extra: Any) -> Json:
+    """An inter-pod (anti-)affinity term: pods whose labels include ``match``, per domain of ``key``
+    (``namespaces``/``namespaceSelector`` in ``extra``; without them, the pod's own namespace)."""
+    return {"labelSelector": {"matchLabels": dict(match)}, "topologyKey": key, **extra}
+
+
+def inter_pod(
+    *,
+    affinity: Sequence[Json] = (),
+    anti: Sequence[Json] = (),
+    preferred_affinity: Sequence[tuple[int, Json]] = (),
+    preferred_anti: Sequence[tuple[int, Json]] = (),
+) -> Json:
+    """A pod ``affinity`` with ``podAffinity``/``podAntiAffinity``: required terms, preferred ones
+    as (weight, term)."""
+    out: Json = {}
+    for kind, hard, soft in (("podAffinity", affinity, preferred_affinity), ("podAntiAffinity", anti, preferred_anti)):
+        body: Json = {}
+        if hard:
+            body["requiredDuringSchedulingIgnoredDuringExecution"] = list(hard)
+        if soft:
+            body["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": w, "podAffinityTerm": t} for w, t in soft
+            ]
+        if body:
+            out[kind] = body
+    return out
+
+
+def spread(
+    match: Mapping[str, str],
+    key: str = ZONE,
+    *,
+    max_skew: int = 1,
+    when: str = "DoNotSchedule",
+    min_domains: int | None = None,
+    **extra: Any,
+) -> Json:
+    """A topology spread constraint over the pods whose labels include ``match``."""
+    out: Json = {
+        "maxSkew": max_skew,
+        "topologyKey": key,
+        "whenUnsatisfiable": when,
+        "labelSelector": {"matchLabels": dict(match)},
+        **extra,
+    }
+    if min_domains is not None:
+        out["minDomains"] = min_domains
+    return out
+
+
 def cluster_json(nodes: Sequence[Json], pods: Sequence[Json] = ()) -> str:
     return json.dumps({"nodes": list(nodes), "pods": list(pods)})
 
@@ -173,6 +241,11 @@ def cluster(nodes: Sequence[Json], pods: Sequence[Json] = ()) -> Cluster:
 
 def _resource(name: str) -> str:
     return name if "/" in name else f"example.com/{name}"
+
+
+def one_in(n: int, draw: st.DrawFn) -> bool:
+    """True about once in ``n`` draws; False (the simple case) is what hypothesis shrinks to."""
+    return bool(draw(st.sampled_from([False] * (n // 2) + [True] + [False] * (n - n // 2 - 1))))
 
 
 def property_settings(examples_env: str, default: int) -> settings:
