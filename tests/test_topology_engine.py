@@ -16,9 +16,7 @@ HOST = "kubernetes.io/hostname"
 
 
 def _zoned(per_zone: int = 2, zones: str = "abc", cpu: str = "4") -> list[dict[str, Any]]:
-    return [
-        node(f"{z}{i}", cpu=cpu, labels={ZONE: z, HOST: f"{z}{i}"}) for z in zones for i in range(per_zone)
-    ]
+    return [node(f"{z}{i}", cpu=cpu, labels={ZONE: z, HOST: f"{z}{i}"}) for z in zones for i in range(per_zone)]
 
 
 def _term(app: str, key: str, **extra: Any) -> dict[str, Any]:
@@ -141,9 +139,7 @@ def test_spread_counts_only_pods_of_its_own_namespace() -> None:
 
 
 def test_min_domains_above_the_domain_count_treats_the_minimum_as_zero() -> None:
-    pods = [
-        pod(f"s-{i}", labels={"app": "s"}, topologySpreadConstraints=_spread("s", minDomains=3)) for i in range(4)
-    ]
+    pods = [pod(f"s-{i}", labels={"app": "s"}, topologySpreadConstraints=_spread("s", minDomains=3)) for i in range(4)]
     out = solve(cluster(_zoned(zones="ab"), pods))
     assert Counter(_zone_of(n) for n in where(out).values()) == {"a": 1, "b": 1}
     assert set(unplaced(out).values()) == {"Unschedulable"}

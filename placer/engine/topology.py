@@ -148,6 +148,9 @@ class AffinityRule:
     g: int
     terms: list[AffinityTerm]
     seed: bool
+    # Seed mode: the groups sharing these terms (same namespace); they all use one domain per term.
+    family: list[int] = field(default_factory=list)
+    matchers: list[int] = field(default_factory=list)  # groups whose pods match all the terms
 
 
 @dataclass
@@ -380,6 +383,7 @@ class _Compiler:
                 self._affinity(gi, pod)
             for c in pod.spread:
                 self._spread(gi, pod, c)
+        self._seed_families()
         return self.topo
 
     def _static(self, gi: int, pod: Pod) -> None:
@@ -459,6 +463,11 @@ class _Compiler:
             )
             for t in terms
         ]
+        matchers = [
+            h
+            for h, other in enumerate(self.reps)
+            if _matches_all(terms, other.namespace, other.labels, self.namespaces)
+        ]
         if not seed and not providers:
             # Running providers only: a static restriction.
             ok = np.ones(self.n, dtype=np.bool_)
@@ -472,7 +481,33 @@ class _Compiler:
                 )
             masks.affinity = masks.affinity & ok
             return
-        self.topo.affinity.append(AffinityRule(g=gi, terms=compiled, seed=seed))
+        self.topo.affinity.append(AffinityRule(g=gi, terms=compiled, seed=seed, matchers=matchers))
+
+    def _seed_families(self) -> None:
+        """Seed-mode groups with the same terms form one family, which seeds one domain per term.
+        A family whose terms an earlier seeding family's pods match cannot seed (that family's
+        pods come first in the admission order): it takes them, and the groups without required
+        affinity of their own, as providers instead."""
+        families: dict[tuple[object, ...], list[AffinityRule]] = {}
+        for rule in self.topo.affinity:
+            if rule.seed:
+                pod = self.reps[rule.g]
+                key = (pod.namespace, tuple(_term_key(t) for t in pod.pod_affinity))
+                families.setdefault(key, []).append(rule)
+        seeding: list[int] = []
+        for rules in families.values():
+            groups = [r.g for r in rules]
+            anchors = [h for h in seeding if h in rules[0].matchers]
+            if anchors:
+                free = [h for h in rules[0].matchers if h not in groups and not self.reps[h].pod_affinity]
+                for rule in rules:
+                    rule.seed = False
+                    for term in rule.terms:
+                        term.providers = sorted(set(anchors + free))
+                continue
+            for rule in rules:
+                rule.family = groups
+            seeding.extend(groups)
 
     def _spread(self, gi: int, pod: Pod, c: SpreadConstraint) -> None:
         hard_keys = [s.topology_key for s in pod.spread if s.when_unsatisfiable == "DoNotSchedule"]
@@ -595,16 +630,24 @@ class TopologyState:
 
     def _affinity_ok(self, a: AffinityRule, nodes: IntArray) -> BoolArray:
         ok = np.ones(len(nodes), dtype=np.bool_)
-        placed_any = a.seed and any(self.by_key[a.g, t.key].sum() > 0 for t in a.terms)
+        family = a.family or [a.g]
+        placed_any = a.seed and any(self.by_key[h, t.key].sum() > 0 for h in family for t in a.terms)
         for t in a.terms:
             doms = self._dom(t.key, nodes)
             has = doms >= 0
             if a.seed:
                 if placed_any:
-                    has &= self.count(a.g, t.key, doms) > 0
+                    seeded = np.zeros(len(nodes), dtype=np.bool_)
+                    for h in family:
+                        seeded |= self.count(h, t.key, doms) > 0
+                    has &= seeded
                 ok &= has
                 continue
-            present = np.where(has, t.constant[np.maximum(doms, 0)], False)
+            present = has.copy()
+            if len(t.constant):
+                present &= t.constant[np.maximum(doms, 0)]
+            else:
+                present[:] = False
             for h in t.providers:
                 present |= has & (self.count(h, t.key, doms) > 0)
             ok &= present

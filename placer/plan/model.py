@@ -3,8 +3,10 @@
 Per running pod r that may be touched: ``p[r]`` (preempted: evicted, not re-placed) and
 ``z[r, n]`` (moved: evicted, its ReplicaSet's replacement bound to n); it stays otherwise.
 Capacity on a node: the batch pods bound there plus the replacements moved in minus the pods
-leaving must fit the room free before the plan. PDBs cap each budget's evictions at
-``disruptionsAllowed``; ``max_evictions`` caps them all. A pod is preempted only on a node where a
+leaving must fit the room free before the plan. Inter-pod affinity, anti-affinity and spreading
+among the batch pods use the engine's constraints (``placer.engine.constraints.topology``).
+PDBs cap each budget's evictions at ``disruptionsAllowed``; ``max_evictions`` caps them all. A pod is
+preempted only on a node where a
 pending pod of a strictly higher key that may preempt is placed (all-or-nothing: the preemptor
 then fits, since the whole plan is one feasible assignment).
 """
@@ -19,6 +21,7 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from placer.engine.batch import Batch, Group, gang_groups
+from placer.engine.constraints import topology
 from placer.engine.prefilter import ports_conflict
 from placer.engine.snapshot import Snapshot
 from placer.models import Pod
@@ -49,8 +52,13 @@ class PlanModel:
     z: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
     p: dict[int, cp_model.IntVar] = field(default_factory=dict)
     upper: dict[int, int] = field(default_factory=dict)
+    by_group: list[list[tuple[int, cp_model.IntVar]]] = field(default_factory=list)
+    soft_penalty: list[tuple[int, cp_model.IntVar]] = field(default_factory=list)  # unused by the plan levels
 
     moves: dict[int, list[cp_model.IntVar]] = field(default_factory=dict)
+
+    def ub(self, var: cp_model.IntVar) -> int:
+        return self.upper[var.index]
 
     def leaves(self, ri: int) -> cp_model.LinearExpr:
         """1 when mover ri is evicted (moved or preempted)."""
@@ -80,6 +88,9 @@ class PlanModel:
         self._capacity(free)
         self._host_ports()
         self._gangs()
+        # Inter-pod rules among the batch pods: the running pods they look at never leave
+        # (see planner), so the engine's encoding of them holds unchanged.
+        topology.build(self)
         evicted = {ri: self.leaves(ri) for ri in range(len(self.movers))}
         for b, allowed in enumerate(pdb_allowed):
             members = [evicted[ri] for ri, m in enumerate(self.movers) if b in m.pdbs]
@@ -98,6 +109,7 @@ class PlanModel:
         for gi, group in enumerate(self.batch.groups):
             nz = np.flatnonzero(group.vec)
             rows = []
+            row: list[tuple[int, cp_model.IntVar]] = []
             for n in group.candidates.tolist():
                 cap = int(np.min(base_free[n, nz] // group.vec[nz])) if len(nz) else group.size
                 ub = min(group.size, cap, 1 if group.has_ports else group.size)
@@ -107,6 +119,8 @@ class PlanModel:
                 self.y[gi, n] = var
                 self.upper[var.index] = ub
                 rows.append(var)
+                row.append((n, var))
+            self.by_group.append(row)
             if rows:
                 self.cp.add(cp_model.LinearExpr.sum(rows) <= group.size)
 

@@ -177,9 +177,6 @@ def plan_batch(
             used = np.array([hint_nodes[p.key] for p in group.pods if p.key in hint_nodes], dtype=np.int64)
             feasible = np.union1d(np.union1d(best, np.intersect1d(feasible, hood_arr)), used).astype(np.int64)
         group.candidates = feasible
-    fixed = _fixed_counts(batch, first)
-    for gi, counts in fixed.items():
-        batch.groups[gi].candidates = np.array(sorted(counts), dtype=np.int64)
 
     movers: list[Mover] = []
     for pod, n in chosen:
@@ -217,9 +214,6 @@ def plan_batch(
         max_evictions=max_evictions,
         max_per_node=max_per_node,
     )
-    for (gi, n), var in model.y.items():
-        if gi in fixed:
-            model.cp.add(var == fixed[gi].get(n, 0))
 
     hint: dict[tuple[int, int], int] = {}
     for gi, group in enumerate(batch.groups):
@@ -245,21 +239,6 @@ def _may_move(pod: Pod, repelling: list[PodAffinityTerm], namespaces: dict[str, 
     if uses_topology(pod):
         return False
     return not any(term_matches(t, pod.namespace, pod.labels, namespaces) for t in repelling)
-
-
-def _fixed_counts(batch: Batch, first: BatchResult) -> dict[int, dict[int, int]]:
-    """Groups whose pods interact through inter-pod rules keep the batch solver's placement
-    exactly (the plan model does not encode those rules): group -> node -> pods."""
-    involved = batch.topology.involved
-    if not involved:
-        return {}
-    group_of = {pod.key: gi for gi, g in enumerate(batch.groups) for pod in g.pods}
-    out: dict[int, dict[int, int]] = {gi: {} for gi in involved}
-    for pod, n in first.placements:
-        gi = group_of.get(pod.key)
-        if gi in out:
-            out[gi][n] = out[gi].get(n, 0) + 1
-    return out
 
 
 def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None:

@@ -19,18 +19,30 @@ reach (nodes with variables):
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
-from placer.engine.model import Model
+from placer.engine.batch import Batch
 from placer.engine.topology import AffinityRule, Conflict, SpreadRule
 
-__all__ = ["SOFT_SPREAD_WEIGHT", "build"]
+__all__ = ["SOFT_SPREAD_WEIGHT", "Model", "build"]
 
 SOFT_SPREAD_WEIGHT = 100  # per pod above the skew: as much as the strongest preferred term
 CROWD_STEPS = 8  # pairs of a crowded domain are counted exactly up to this many pods, linearly beyond
+
+
+class Model(Protocol):
+    """What these constraints need of a model: the batch engine's and the global plan's both have it."""
+
+    cp: cp_model.CpModel
+    batch: Batch
+    by_group: list[list[tuple[int, cp_model.IntVar]]]
+    soft_penalty: list[tuple[int, cp_model.IntVar]]
+
+    def ub(self, var: cp_model.IntVar) -> int: ...
 
 
 class _Domains:
@@ -39,6 +51,19 @@ class _Domains:
     def __init__(self, model: Model) -> None:
         self.model = model
         self._rows: dict[tuple[int, str], dict[int, list[cp_model.IntVar]]] = {}
+        self.seeds: dict[tuple[tuple[int, ...], int], dict[int, cp_model.IntVar]] = {}
+
+    def seed(self, family: tuple[int, ...], ti: int, d: int) -> cp_model.IntVar:
+        """The boolean 'the family seeds domain d for term ti' (at most one per family and term)."""
+        chosen = self.seeds.setdefault((family, ti), {})
+        if d not in chosen:
+            chosen[d] = self.model.cp.new_bool_var(f"seed_{family[0]}_{ti}_{d}")
+        return chosen[d]
+
+    def close(self) -> None:
+        for chosen in self.seeds.values():
+            if len(chosen) > 1:
+                self.model.cp.add(cp_model.LinearExpr.sum(list(chosen.values())) <= 1)
 
     def of(self, gi: int, key: str) -> dict[int, list[cp_model.IntVar]]:
         cached = self._rows.get((gi, key))
@@ -98,13 +123,10 @@ def _affinity(model: Model, rule: AffinityRule, rows: _Domains) -> None:
     for ti, term in enumerate(rule.terms):
         mine = rows.of(rule.g, term.key)
         if rule.seed:
-            chosen = []
+            family = tuple(rule.family or [rule.g])
             for d, variables in mine.items():
-                here = model.cp.new_bool_var(f"seed_{rule.g}_{ti}_{d}")
+                here = rows.seed(family, ti, d)
                 model.cp.add(cp_model.LinearExpr.sum(variables) <= _upper(model, variables) * here)
-                chosen.append(here)
-            if len(chosen) > 1:
-                model.cp.add(cp_model.LinearExpr.sum(chosen) <= 1)
             continue
         providers: dict[int, list[cp_model.IntVar]] = defaultdict(list)
         for h in term.providers:
@@ -166,5 +188,6 @@ def build(model: Model) -> None:
         _conflict(model, c, rows)
     for rule in topo.affinity:
         _affinity(model, rule, rows)
+    rows.close()
     for ri, spread in enumerate(topo.spread):
         _spread(model, ri, spread)
