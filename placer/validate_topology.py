@@ -11,11 +11,11 @@ of docs/topology.md, re-implemented from the documentation:
 - required anti-affinity: no two distinct placed pods, not both running, where a required
   anti-affinity term of one matches the other and both nodes carry the term's key with equal
   values (so a running pod's term repels the batch pods it matches);
-- required affinity: a batch pod's node carries every term's key, and every term has a
-  *provider* (another placed pod matching all the terms) in the pod's domain of that key; or the
-  pod is the one *seed* of its self-affine group: no running pod (on a node with any of the keys)
-  matches all the terms, the pod matches all of them itself, and it is the only pod of the batch
-  with the same terms and namespace that lacks a provider;
+- required affinity: a batch pod's node carries every term's key, and the batch pods with the
+  same terms and namespace (a group) are admissible in some order: each, when it comes, has in
+  every term's domain a *provider* (a pod matching all the terms) outside the group or among the
+  group's pods admitted before it; one pod matching its own terms may come first anywhere (the
+  *seed*) when no running pod on a node with any of the keys matches all the terms;
 - topology spread (DoNotSchedule only): a batch pod's node carries every key of its
   DoNotSchedule constraints; counting the non-terminating placed pods of its namespace that match
   the selector on the eligible nodes (``SpreadNodes``), its domain holds at most ``max_skew`` more
@@ -519,11 +519,12 @@ def _repelled(world: _World, p: _Placed, excluded: Collection[str]) -> bool:
 
 
 def _affinity_violations(world: _World) -> list[Violation]:
-    """Batch pods with required pod affinity: keys on the node, a provider in every domain or one seed."""
+    """Batch pods with required pod affinity: keys on the node, and an admission order in which
+    each has a provider in every domain when it comes, or is its group's one seed."""
     rules = world.rules
     groups = {rules.group(p.pod) for p in world.judged if p.pod.pod_affinity}
     out: list[Violation] = []
-    lacking: dict[str, list[tuple[_Placed, str]]] = {}  # group -> (pod, its first domain without a provider)
+    members: dict[str, list[_Placed]] = {}
     for p in world.batch:
         if not p.pod.pod_affinity or rules.group(p.pod) not in groups:
             continue
@@ -533,28 +534,87 @@ def _affinity_violations(world: _World) -> list[Violation]:
                 text = f"{p.where()}: node has no label {missing[0]} (topologyKey of its required pod affinity)"
                 out.append(Violation(("affinity key", p.key, p.node.name), text))
             continue
-        domain = _domain_without_provider(world, p)
-        if domain is not None:
-            lacking.setdefault(rules.group(p.pod), []).append((p, domain))
-    for members in lacking.values():
-        for p, domain in members:
-            problem = _seed_problem(world, p, [q for q, _ in members])
-            if problem and world.subject(p):
+        members.setdefault(rules.group(p.pod), []).append(p)
+    for group in members.values():
+        for p, domain, problem in _unreached(world, group):
+            if world.subject(p):
                 text = f"{p.where()}: required pod affinity: no matching pod in its domain {domain} ({problem})"
                 out.append(Violation(("affinity", p.key, p.node.name), text))
     return out
 
 
-def _domain_without_provider(world: _World, p: _Placed) -> str | None:
-    """The first term domain of ``p`` (``key=value``) holding no other pod that matches all its terms."""
+def _domains(p: _Placed) -> list[tuple[str, str]]:
+    return [(t.topology_key, p.node.labels[t.topology_key]) for t in p.pod.pod_affinity]
+
+
+def _has_outside_provider(world: _World, p: _Placed, key: str, value: str, group: Collection[str]) -> bool:
+    """A placed pod outside ``p``'s group that matches all of ``p``'s terms is in that domain."""
     terms = p.pod.pod_affinity
-    for term in terms:
-        value = p.node.labels[term.topology_key]
-        if not any(
-            q.key != p.key and world.rules.matches_all(terms, q.pod) for q in world.in_domain(term.topology_key, value)
-        ):
-            return f"{term.topology_key}={value}"
-    return None
+    return any(q.key not in group and world.rules.matches_all(terms, q.pod) for q in world.in_domain(key, value))
+
+
+def _reach(world: _World, group: Sequence[_Placed], seed: _Placed | None) -> set[str]:
+    """The group's pods admitted in some order, starting from ``seed`` (None: no seed): a pod comes
+    once each of its domains holds a pod outside the group matching its terms or one of the
+    group's pods already admitted (the group's pods match each other's terms exactly when they
+    match their own)."""
+    keys = {p.key for p in group}
+    terms = group[0].pod.pod_affinity
+    reached: set[str] = set()
+    at: dict[tuple[str, str], int] = {}  # admitted group pods that match the terms, per domain
+
+    def admit(p: _Placed) -> None:
+        reached.add(p.key)
+        if world.rules.matches_all(terms, p.pod):
+            for d in _domains(p):
+                at[d] = at.get(d, 0) + 1
+
+    if seed is not None:
+        admit(seed)
+    changed = True
+    while changed:
+        changed = False
+        for p in group:
+            if p.key not in reached and all(
+                at.get(d, 0) > 0 or _has_outside_provider(world, p, *d, keys) for d in _domains(p)
+            ):
+                admit(p)
+                changed = True
+    return reached
+
+
+def _unreached(world: _World, group: Sequence[_Placed]) -> list[tuple[_Placed, str, str]]:
+    """The group's pods no admission order admits, with a domain lacking a provider and why."""
+    rules = world.rules
+    head = group[0].pod
+    best = _reach(world, group, None)
+    if not rules.seed_blocked(head) and len(best) < len(group):
+        seen: set[tuple[tuple[str, str], ...]] = set()
+        for s in group:  # a seed matches its own terms; seeds in the same domains are alike
+            signature = tuple(_domains(s))
+            if s.key in best or signature in seen or not rules.matches_all(head.pod_affinity, s.pod):
+                continue
+            seen.add(signature)
+            reached = _reach(world, group, s)
+            if len(reached) > len(best):
+                best = reached
+            if len(best) == len(group):
+                break
+    out = []
+    for p in group:
+        if p.key in best:
+            continue
+        key, value = next(
+            ((k, v) for k, v in _domains(p) if not _has_outside_provider(world, p, k, v, set())), _domains(p)[0]
+        )
+        if rules.seed_blocked(p.pod):
+            why = "a running pod matches its terms, so it is not the first pod of its group"
+        elif not rules.matches_all(p.pod.pod_affinity, p.pod):
+            why = "it does not match its own terms, so it cannot be the first pod of its group"
+        else:
+            why = "only one pod of its self-affine group may start a domain, and no order reaches it from there"
+        out.append((p, f"{key}={value}", why))
+    return out
 
 
 def _no_provider(world: _World, p: _Placed, excluded: Collection[str]) -> bool:
@@ -572,18 +632,6 @@ def _no_provider(world: _World, p: _Placed, excluded: Collection[str]) -> bool:
         for t in terms
     )
     return lacking and (world.rules.seed_blocked(p.pod) or not world.rules.matches_all(terms, p.pod))
-
-
-def _seed_problem(world: _World, p: _Placed, group: Sequence[_Placed]) -> str | None:
-    """Why ``p``, lacking a provider, may not be the first pod of its self-affine group (None: it may)."""
-    if world.rules.seed_blocked(p.pod):
-        return "a running pod matches its terms, so it is not the first pod of its group"
-    if not world.rules.matches_all(p.pod.pod_affinity, p.pod):
-        return "it does not match its own terms, so it cannot be the first pod of its group"
-    if len(group) > 1:
-        others = ", ".join(q.where() for q in group if q.key != p.key)
-        return f"only one pod of its self-affine group may start a domain, but so do {others}"
-    return None
 
 
 # --- topology spread ----------------------------------------------------------------------------

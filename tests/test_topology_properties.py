@@ -26,13 +26,8 @@ exact input, that turns red once the cause is fixed:
   required affinity of their own are no providers; the first pod of a self-affine group has only
   its group as providers): (a) skips the maximality of the pods it restricts, (b) does not
   compare, (c) checks <= only (``restricted_pods``);
-- engine bugs (``known_engine_bug``): two first pods of one self-affine group, and a crash on an
-  affinity key no node carries: not checked;
-- the global plan keeps interacting groups at the batch solve's counts (``PLANNER_GAP``): its
-  maximality claims about such pods are not counted in (a);
-- the validator's final-state affinity rule accepts pods that provide for each other with nothing
-  to start them: such assignments do not count in (c), and in (a) a "fits on node N" claim that no
-  admission order backs is not counted.
+- (c) counts only assignments an admission order allows as well (the validator's spread rule is
+  stricter than an order needs where a counted pod lacks the constraint: docs/topology.md).
 
 Examples are derandomised (DESIGN.md, Determinism); ``PLACER_TOPOLOGY_EXAMPLES=N`` runs more,
 ``PLACER_PROPERTY_RANDOM=1`` explores new ones.
@@ -273,8 +268,8 @@ def restricted_pods(cluster: Cluster) -> dict[str, str]:
     """The batch pods the engine's provider restriction (docs/topology.md, "Required affinity") may
     cost, with why: a pod with required affinity whose terms another batch pod (no replica of it)
     matches that the engine takes as no provider: one with required affinity of its own, or, for
-    the first pod of a self-affine group, any pod outside that group (pods of the group itself
-    that are no replicas are ``known_engine_bug``'s)."""
+    the first pod of a self-affine group, any pod outside that group (pods with the same terms
+    in the same namespace are one group for the engine too, whatever their requests)."""
     batch = validate.batch_pods(cluster)
     group_of = {p.key: group for group, pods in _seed_groups(cluster).items() for p in pods}
     out: dict[str, str] = {}
@@ -290,26 +285,6 @@ def restricted_pods(cluster: Cluster) -> dict[str, str]:
         elif with_own := [q for q in others if q.pod_affinity]:
             out[p.key] = f"{p.key}: provider {with_own[0].key} has required affinity of its own"
     return out
-
-
-def known_engine_bug(cluster: Cluster) -> str | None:
-    """Whether the instance has the shape of an engine bug pinned below by a strict xfail test (the
-    properties would only find it again); remove a shape once its test passes.
-
-    - two first pods (``test_self_affine_replicas_with_other_requests_start_one_domain``): a
-      self-affine group without a running match whose pods are no replicas of each other (two
-      engine groups, each starting its own domain);
-    - a crash (``test_affinity_on_a_key_no_node_carries_leaves_the_pod_pending``): a batch pod
-      with required affinity on a topology key that no node carries.
-    """
-    for group in _seed_groups(cluster).values():
-        if any(not _replicas(group[0], q) for q in group[1:]):
-            return f"two first pods: self-affine group of {', '.join(p.key for p in group)} spans engine groups"
-    keys = {k for n in cluster.nodes for k in n.labels}
-    for p in validate.batch_pods(cluster):
-        if any(t.topology_key not in keys for t in p.pod_affinity):
-            return f"crash: {p.key} has required affinity on a key no node carries"
-    return None
 
 
 # --- the definition: admissible one pod at a time ------------------------------------------------
@@ -456,8 +431,6 @@ def brute_force(cluster: Cluster) -> tuple[list[int], dict[str, str], list[dict[
 def test_every_answer_passes_the_validator(doc: str, strategy: str) -> None:
     note(doc)
     cluster = parse_cluster("property", doc)
-    if _known_engine_bug(cluster):
-        return
     result = solve_cluster(cluster, SolveOptions(config=config(strategy))).result  # the global plan included
     note(result.model_dump_json(by_alias=True, exclude={"metrics"}))
     event(f"global plan evicts: {bool(result.evictions)}")
@@ -468,70 +441,13 @@ def test_every_answer_passes_the_validator(doc: str, strategy: str) -> None:
         missed = [v for v in violations if _maximality(v, restricted)]
         event(f"documented provider restriction: its pods' maximality not checked (missed: {bool(missed)})")
         violations = [v for v in violations if v not in missed]
-    if result.evictions:
-        kept = [v for v in violations if _kept_in_place(cluster, v)]
-        if kept:
-            # The planner's gap (PLANNER_GAP, test_a_plan_gives_the_room_to_the_higher_key_pod_...).
-            note(f"left out by the plan's fixed interacting groups: {kept}")
-            event("plan leaves out a pod of an interacting group that fits after it: not counted")
-            violations = [v for v in violations if v not in kept]
-    else:
+    if not result.evictions:
         placements = {p.pod: p.node for p in result.placements if p.pod is not None}
-        false_alarms = [v for v in violations if _refuted(cluster, placements, v)]
-        if false_alarms:
-            # The validator's gap (test_validator_finds_no_room_beside_two_unanchored_pods).
-            note(f"maximality the definition refutes: {false_alarms}")
-            event("validator claims room that no admission order has: not counted")
-            violations = [v for v in violations if v not in false_alarms]
+        # The validator's "fits on node N" claims are backed by an admission order.
+        assert not [v for v in violations if _refuted(cluster, placements, v)]
         # The definition itself, not only the validator's final-state reading of it.
         assert admission_order(cluster, placements) is not None
     assert violations == []
-
-
-def _known_engine_bug(cluster: Cluster) -> bool:
-    bug = known_engine_bug(cluster)
-    if bug is not None:
-        note(bug)
-        event(f"known engine bug shape ({bug.split(':')[0]}): not checked")
-    return bug is not None
-
-
-def _kept_in_place(cluster: Cluster, violation: str) -> bool:
-    """A maximality claim on a plan's final state (a pod fits, or fits in place of lower keys)
-    about a batch pod that interacts with other batch pods through an inter-pod rule or spreading
-    (ScheduleAnyway too): the planner keeps such groups at the batch solve's counts (``PLANNER_GAP``)."""
-    found = re.fullmatch(r"(\S+): left unplaced although it (fits|would fit) on node .*", violation)
-    if found is None:
-        return False
-    batch = validate.batch_pods(cluster)
-    pod = next(p for p in batch if p.key == found[1])
-    return _interacts(cluster, pod, batch)
-
-
-def _interacts(cluster: Cluster, pod: Pod, batch: Sequence[Pod]) -> bool:
-    """The pod's placement interacts with other batch pods (or its own replicas): it spreads or a
-    spread counts it, an anti-affinity term (required or preferred) joins it with a batch pod, or
-    a required affinity has batch providers or makes it the first pod of a self-affine group."""
-    ns = cluster.namespaces
-    if pod.spread or any(
-        q.namespace == pod.namespace and label_selector_matches(c.selector, pod.labels) for q in batch for c in q.spread
-    ):
-        return True
-    if any(term_matches_pod(t, q, ns) for t in _anti_terms(pod) for q in batch):
-        return True
-    if any(term_matches_pod(t, pod, ns) for q in batch if q.key != pod.key for t in _anti_terms(q)):
-        return True
-    if pod.key in {p.key for group in _seed_groups(cluster).values() for p in group}:
-        return True
-    if pod.pod_affinity and any(
-        not q.pod_affinity and _matches_all(pod.pod_affinity, q, cluster) for q in batch if q.key != pod.key
-    ):
-        return True
-    return not pod.pod_affinity and any(q.pod_affinity and _matches_all(q.pod_affinity, pod, cluster) for q in batch)
-
-
-def _anti_terms(pod: Pod) -> list[PodAffinityTerm]:
-    return [*pod.pod_anti_affinity, *(w.term for w in pod.pod_anti_affinity_preferred)]
 
 
 def _refuted(cluster: Cluster, placements: dict[str, str], violation: str) -> bool:
@@ -554,8 +470,6 @@ def _maximality(violation: str, restricted: dict[str, str]) -> bool:
 def test_placer_places_at_least_what_the_simulation_places_per_key(doc: str) -> None:
     note(doc)
     cluster = parse_cluster("property", doc)
-    if _known_engine_bug(cluster):
-        return
     default = solve(cluster, "default")
     note(f"simulation: {default}")
     if validate.hard_violations(cluster, default) or admission_order(cluster, default) is None:
@@ -578,8 +492,6 @@ def test_placer_places_at_least_what_the_simulation_places_per_key(doc: str) -> 
 def test_placer_places_as_many_as_the_best_valid_assignment(doc: str) -> None:
     note(doc)
     cluster = parse_cluster("property", doc)
-    if _known_engine_bug(cluster):
-        return
     placements = solve(cluster)
     best, witness, unordered = brute_force(cluster)
     note(f"placer {placements} vs brute force {witness}")
@@ -617,12 +529,6 @@ def _cluster(nodes: list[Json], pods: list[Json]) -> Cluster:
     return parse_cluster("counterexample", json.dumps({"nodes": nodes, "pods": pods}))
 
 
-@pytest.mark.xfail(
-    reason="engine bug: each engine group of a self-affine rule seeds its own domain, so two groups "
-    "with the same terms (replicas with other requests) start two domains; kube-scheduler admits "
-    "only one first pod",
-    strict=True,
-)
 def test_self_affine_replicas_with_other_requests_start_one_domain() -> None:
     # Zones a and b, 2 cpu each; w1 (1500m) and w2 (1600m) both need a pod of app=w in their zone.
     # Whichever comes first starts a zone; the other must join it and does not fit: one placed.
@@ -634,11 +540,6 @@ def test_self_affine_replicas_with_other_requests_start_one_domain() -> None:
     assert len(placements) == 1
 
 
-@pytest.mark.xfail(
-    reason="validator gap: docs/topology.md's affinity rule lets batch pods of a group that is not a "
-    "seed (a running pod matches its terms) provide for each other in a domain nothing else starts",
-    strict=True,
-)
 def test_validator_refuses_mutual_providers_without_an_anchor() -> None:
     # r0 (app=web) runs on n0 with 500m free; web-0 and web-1 need a pod of app=web on their node.
     # Neither can go first to n1 (r0 matches, so neither is a first pod): only n0 takes one.
@@ -651,11 +552,6 @@ def test_validator_refuses_mutual_providers_without_an_anchor() -> None:
     assert validate.hard_violations(c, both_on_n1) != []
 
 
-@pytest.mark.xfail(
-    reason="validator gap: the same rule counts two pods of a self-affine group that provide for each "
-    "other on one node as settled, so a third pod alone on another node passes as the group's first pod",
-    strict=True,
-)
 def test_validator_finds_no_room_beside_two_unanchored_pods() -> None:
     # Three 2-cpu pods, each needing an app=web pod on its node: the first starts a node, the others
     # must join it. n2 (4 cpu) holds two; a third on n1 would need a web pod on n1, and none comes
@@ -666,31 +562,18 @@ def test_validator_finds_no_room_beside_two_unanchored_pods() -> None:
     three = {**two, "default/web-3": "n1"}
     assert admission_order(c, two) is not None
     assert admission_order(c, three) is None
-    assert validate.validate_placements(c, two) == []  # today: "web-3: left unplaced although it fits on node n1"
+    assert validate.validate_placements(c, two) == []
 
 
-@pytest.mark.xfail(
-    reason="engine bug: TopologyState._affinity_ok indexes the empty per-domain table of a topology key "
-    "no node carries (IndexError in placer/engine/topology.py) when a batch pod could provide",
-    strict=True,
-)
 def test_affinity_on_a_key_no_node_carries_leaves_the_pod_pending() -> None:
     # No node has a zone: job's required zone affinity to app=web can hold nowhere, web runs.
     nodes = [node("n0", cpu=1, labels={HOSTNAME: "n0"})]
     c = _cluster(nodes, [pod("web", cpu="500m", labels={"app": "web"}), _affine("job", "job", "web", cpu="500m")])
-    result = solve_cluster(c, SolveOptions(config=config())).result  # today: IndexError
+    result = solve_cluster(c, SolveOptions(config=config())).result
     assert {p.pod: p.node for p in result.placements} == {"default/web": "n0"}
     assert [(u.pod, u.code) for u in result.unplaced] == [("default/job", "Unschedulable")]
 
 
-PLANNER_GAP = (
-    "planner bug: the global plan keeps every group that interacts with batch pods through an inter-pod "
-    "rule (here a self anti-affinity) at the batch solve's count per node, including 0 when the batch solve "
-    "left it Pending, so such pods never get the room a plan frees, even when their key is the highest"
-)
-
-
-@pytest.mark.xfail(reason=PLANNER_GAP, strict=True)
 def test_a_plan_preempts_for_a_pod_with_anti_affinity() -> None:
     # n0 (1 cpu) is full of a Never job (key (0, 1)); web (key (0, 3), 500m) has hostname
     # anti-affinity to its own app and nothing else blocks it: preempting the job places it.
@@ -698,12 +581,11 @@ def test_a_plan_preempts_for_a_pod_with_anti_affinity() -> None:
     pods = [pod("job", node="n0", cpu="1", restart="Never")]
     pods += [pod("web", cpu="500m", labels={"app": "web"}, affinity=anti)]
     c = _cluster([node("n0", cpu=1, labels={HOSTNAME: "n0"})], pods)
-    result = solve_cluster(c, SolveOptions(config=config())).result  # today: no plan, web Pending
+    result = solve_cluster(c, SolveOptions(config=config())).result
     assert [e.pod for e in result.evictions] == ["default/job"]
     assert {p.pod: p.node for p in result.placements} == {"default/web": "n0"}
 
 
-@pytest.mark.xfail(reason=PLANNER_GAP, strict=True)
 def test_a_plan_gives_the_room_to_the_higher_key_pod_with_anti_affinity() -> None:
     # The same node; web (priority 1) and api (priority 0, no rule) both need the whole cpu. The
     # plan preempts the job and must give n0 to web, the higher key; today it gives it to api.
@@ -713,12 +595,10 @@ def test_a_plan_gives_the_room_to_the_higher_key_pod_with_anti_affinity() -> Non
     pods += [pod("api", cpu="1", labels={"app": "api"})]
     c = _cluster([node("n0", cpu=1, labels={HOSTNAME: "n0"})], pods)
     result = solve_cluster(c, SolveOptions(config=config())).result
-    # today: "web: left unplaced although it would fit on node n0 in place of lower-key pods default/api"
     assert validate.validate_plan(c, result) == []
     assert {p.pod: p.node for p in result.placements} == {"default/web": "n0"}
 
 
-@pytest.mark.xfail(reason=PLANNER_GAP, strict=True)
 def test_a_plan_places_every_pod_that_fits_after_it() -> None:
     # n1 (2 cpu) is full of a Never job; n2 and n3 have 1 cpu. api-1..3 (500m) want one per node,
     # big (1 cpu) has no rule. Without evictions two api pods take n2 and n3. Preempting the job
@@ -730,7 +610,7 @@ def test_a_plan_places_every_pod_that_fits_after_it() -> None:
     c = _cluster(nodes, pods)
     result = solve_cluster(c, SolveOptions(config=config())).result
     assert [e.pod for e in result.evictions] == ["default/job"]
-    assert validate.validate_plan(c, result) == []  # today: api-3 left unplaced although it fits on n1
+    assert validate.validate_plan(c, result) == []
     assert len([p for p in result.placements if p.kind == "pending"]) == 4
 
 
