@@ -238,3 +238,25 @@ def test_preferred_anti_affinity_avoids_nodes_of_running_matches() -> None:
     pods = [pod("web", labels={"app": "web"}, affinity=_preferred_anti("db", ZONE))]
     out = solve(cluster(nodes, running + pods), strategy="pack")
     assert where(out)["web"] != "a0"
+
+
+def test_a_running_pods_preferred_anti_affinity_steers_incoming_pods_it_matches_away() -> None:
+    nodes = _zoned(per_zone=1)
+    shy = pod("shy", node="a0", labels={"app": "shy"}, affinity=_preferred_anti("web", ZONE))
+    pods = [shy, pod("web", labels={"app": "web"})]
+    out = solve(cluster(nodes, pods), strategy="pack")
+    assert where(out)["web"] != "a0"  # pack alone would join the only busy node
+
+
+def test_a_running_pods_preferred_affinity_draws_incoming_pods_it_matches() -> None:
+    nodes = _zoned(per_zone=1)
+    term = {"weight": 50, "podAffinityTerm": _term("web", HOST)}
+    host = pod(
+        "host",
+        node="c0",
+        labels={"app": "host"},
+        affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}},
+    )
+    pods = [host, pod("web", labels={"app": "web"})]
+    out = solve(cluster(nodes, pods), strategy="spread")
+    assert where(out)["web"] == "c0"  # spread alone would pick an empty node

@@ -109,8 +109,14 @@ def uses_topology(pod: Pod) -> bool:
     )
 
 
+def _has_running_terms(pod: Pod) -> bool:
+    """A running pod whose terms look at incoming pods: required anti-affinity (hard) and the
+    preferred forms (kube-scheduler scores existing pods' preferred terms that match the incoming pod)."""
+    return bool(pod.pod_anti_affinity or pod.pod_affinity_preferred or pod.pod_anti_affinity_preferred)
+
+
 def running_anti_affinity(snapshot: Snapshot) -> bool:
-    return any(p.pod_anti_affinity for pods in snapshot.running for p in pods)
+    return any(_has_running_terms(p) for pods in snapshot.running for p in pods)
 
 
 Predicate = Callable[[str, dict[str, str], bool], bool]
@@ -229,15 +235,20 @@ class _RunningIndex:
         self.nodes: list[list[int]] = []
         self.keys: list[list[str]] = []
         self.anti: dict[tuple[object, ...], tuple[PodAffinityTerm, list[int], list[str]]] = {}
+        # (term, signed weight) -> nodes of running pods with that preferred term
+        self.preferred: dict[tuple[object, int], tuple[PodAffinityTerm, list[int]]] = {}
         # One anchor key (the usual case: every selector names app=...) is checked inline.
         single = next(iter(anchors.items())) if anchors is not None and len(anchors) == 1 else None
         for n, pods in enumerate(snapshot.running):
             for pod in pods:
-                if pod.pod_anti_affinity:
+                if _has_running_terms(pod):
                     for term in pod.pod_anti_affinity:
                         entry = self.anti.setdefault(_term_key(term), (term, [], []))
                         entry[1].append(n)
                         entry[2].append(pod.key)
+                    for sign, weighted in ((1, pod.pod_affinity_preferred), (-1, pod.pod_anti_affinity_preferred)):
+                        for w in weighted:
+                            self.preferred.setdefault((_term_key(w.term), sign * w.weight), (w.term, []))[1].append(n)
                 if single is not None:
                     value = pod.labels.get(single[0])
                     if value is None or (single[1] is not None and value not in single[1]):
@@ -407,8 +418,14 @@ class _Compiler:
             self.topo.static[gi] = masks
 
     def _preference(self, gi: int, pod: Pod) -> None:
-        """Preferred (anti-)affinity against running pods: +/- weight on nodes of matching domains."""
+        """Preferred (anti-)affinity against running pods: +/- weight on nodes of domains holding a
+        running pod its terms match, and of domains holding a running pod whose preferred terms
+        match it (kube-scheduler's InterPodAffinity score counts both directions)."""
         pref = np.zeros(self.n, dtype=np.int64)
+        for (_, signed), (term, at) in self.index.preferred.items():
+            if term_matches(term, pod.namespace, pod.labels, self.namespaces):
+                nodes = np.array(at, dtype=np.int64)
+                pref += signed * self._nodes_in(term.topology_key, self._domains_with(term.topology_key, nodes))
         for sign, weighted in ((1, pod.pod_affinity_preferred), (-1, pod.pod_anti_affinity_preferred)):
             for w in weighted:
                 term = w.term
