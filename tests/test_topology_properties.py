@@ -41,7 +41,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-import pytest
 from builders import HOSTNAME, ZONE, inter_pod, node, one_in, pod, pod_term, property_settings, spread
 from hypothesis import event, given, note
 from hypothesis import strategies as st
@@ -267,23 +266,27 @@ def _seed_groups(cluster: Cluster) -> dict[str, list[Pod]]:
 def restricted_pods(cluster: Cluster) -> dict[str, str]:
     """The batch pods the engine's provider restriction (docs/topology.md, "Required affinity") may
     cost, with why: a pod with required affinity whose terms another batch pod (no replica of it)
-    matches that the engine takes as no provider: one with required affinity of its own, or, for
-    the first pod of a self-affine group, any pod outside that group (pods with the same terms
-    in the same namespace are one group for the engine too, whatever their requests)."""
+    matches that the engine may not take as provider: one with required affinity of its own that
+    other batch pods could satisfy (the engine orders such groups and uses only earlier ones), or,
+    for the first pod of a self-affine group with several terms, any pod outside that group."""
     batch = validate.batch_pods(cluster)
     group_of = {p.key: group for group, pods in _seed_groups(cluster).items() for p in pods}
     out: dict[str, str] = {}
+
+    def ordered(q: Pod) -> bool:  # the engine gives q a rule of its own: batch pods may satisfy it
+        return any(r.key != q.key and not _replicas(q, r) and _matches_all(q.pod_affinity, r, cluster) for r in batch)
+
     for p in batch:
         if not p.pod_affinity:
             continue
         others = [
             q for q in batch if q.key != p.key and not _replicas(p, q) and _matches_all(p.pod_affinity, q, cluster)
         ]
-        if p.key in group_of:
-            if outside := [q for q in others if group_of.get(q.key) != group_of[p.key]]:
-                out[p.key] = f"first pod of self-affine {p.key}: {outside[0].key}, outside its group, matches its terms"
-        elif with_own := [q for q in others if q.pod_affinity]:
-            out[p.key] = f"{p.key}: provider {with_own[0].key} has required affinity of its own"
+        outside = [q for q in others if p.key not in group_of or group_of.get(q.key) != group_of[p.key]]
+        if p.key in group_of and outside and (len(p.pod_affinity) > 1 or any(q.pod_affinity for q in outside)):
+            out[p.key] = f"first pod of self-affine {p.key}: {outside[0].key}, outside its group, matches its terms"
+        elif ordered_ := [q for q in outside if q.pod_affinity and q.key not in group_of and ordered(q)]:
+            out[p.key] = f"{p.key}: provider {ordered_[0].key} has required affinity batch pods could satisfy"
     return out
 
 
@@ -614,11 +617,6 @@ def test_a_plan_places_every_pod_that_fits_after_it() -> None:
     assert len([p for p in result.placements if p.kind == "pending"]) == 4
 
 
-@pytest.mark.xfail(
-    reason="documented restriction (docs/topology.md, Required affinity): a batch pod with required "
-    "affinity of its own is no provider in the engine",
-    strict=True,
-)
 def test_a_provider_with_its_own_affinity() -> None:
     # api-1 follows the running web pod r0 into zone a; web-0 follows api-1 there: an order admits
     # both (api-1 first), but the engine does not count api-1 as web-0's provider.
@@ -634,11 +632,6 @@ def test_a_provider_with_its_own_affinity() -> None:
     assert len(placements) == 2
 
 
-@pytest.mark.xfail(
-    reason="documented restriction (docs/topology.md, Required affinity): the first pod of a "
-    "self-affine group has only its own group as providers, so the group stays in one domain",
-    strict=True,
-)
 def test_a_self_affine_group_that_could_join_another_batch_pod() -> None:
     # x (app=w, no rule) and three w pods needing an app=w pod in their zone; 2 cpu per zone.
     # Order: w-1 starts zone b, w-2 joins it, x goes to a, w-0 joins x: all four run.

@@ -42,12 +42,12 @@ def greedy(
     result: Assignment = [np.full(g.size, -1, dtype=np.int64) for g in batch.groups]
     topo = None if batch.topology.empty else TopologyState(batch.topology, [g.size for g in batch.groups])
     # Pods whose required affinity other batch pods provide go after their providers.
-    dependent = {a.g for a in batch.topology.affinity if not a.seed}
+    dependent = {a.g: a.order for a in batch.topology.affinity if not a.seed}
     order = sorted(
         ((gi, pi) for gi, g in enumerate(batch.groups) for pi in range(g.size) if gi not in skip),
         key=lambda t: (
             -batch.rank(batch.groups[t[0]]),
-            t[0] in dependent,
+            dependent.get(t[0], (-1, -1)),
             -_dominant_share(batch, batch.groups[t[0]].vec),
             t[0],
             t[1],

@@ -146,7 +146,7 @@ class Conflict:
 class AffinityTerm:
     key: str
     constant: BoolArray  # per domain: a running provider is there
-    providers: list[int]  # batch groups whose pods provide
+    providers: list[int]  # batch groups whose pods provide (seed mode: besides the seed domain)
 
 
 @dataclass
@@ -157,6 +157,7 @@ class AffinityRule:
     # Seed mode: the groups sharing these terms (same namespace); they all use one domain per term.
     family: list[int] = field(default_factory=list)
     matchers: list[int] = field(default_factory=list)  # groups whose pods match all the terms
+    order: tuple[int, int] = (0, 0)  # admission order among groups with rules (see _more_providers)
 
 
 @dataclass
@@ -485,8 +486,10 @@ class _Compiler:
             for h, other in enumerate(self.reps)
             if _matches_all(terms, other.namespace, other.labels, self.namespaces)
         ]
-        if not seed and not providers:
-            # Running providers only: a static restriction.
+        others = [h for h in matchers if h != gi]
+        if not seed and not providers and not others:
+            # No batch pod can provide: running providers only (or none), a static restriction.
+            # Otherwise batch pods with affinity of their own may still provide (_more_providers).
             ok = np.ones(self.n, dtype=np.bool_)
             for c in compiled:
                 ok &= self._nodes_in(c.key, c.constant)
@@ -525,6 +528,30 @@ class _Compiler:
             for rule in rules:
                 rule.family = groups
             seeding.extend(groups)
+        self._more_providers(seeding)
+
+    def _more_providers(self, seeding: list[int]) -> None:
+        """Providers beyond the groups without required affinity, keeping an admission order:
+        seeding families first, then the groups without a rule here (no affinity, or one only
+        running pods can satisfy: admissible at any time), then the other groups, those running
+        pods anchor first, each providing for later ones. A seeding family with a single term may also use the
+        domains the groups without a rule provide, besides its seed domain."""
+        dynamic = {r.g for r in self.topo.affinity}
+        # Groups running pods can anchor (a running provider for every term) come first.
+        rank = {r.g: (0 if all(t.constant.any() for t in r.terms) else 1, r.g) for r in self.topo.affinity}
+        for rule in self.topo.affinity:
+            rule.order = rank[rule.g]
+            anytime = [h for h in rule.matchers if h != rule.g and h not in dynamic]
+            if rule.seed:
+                outside = [h for h in anytime if h not in rule.family]
+                if len(rule.terms) == 1:
+                    rule.terms[0].providers = outside
+                continue
+            # Other groups with rules provide in rank order (anchored first), which keeps it acyclic.
+            earlier = [h for h in rule.matchers if h in dynamic and rank[h] < rank[rule.g] and h not in seeding]
+            extra = anytime + [h for h in seeding if h in rule.matchers and h != rule.g] + earlier
+            for term in rule.terms:
+                term.providers = sorted(set(term.providers) | set(extra))
 
     def _spread(self, gi: int, pod: Pod, c: SpreadConstraint) -> None:
         hard_keys = [s.topology_key for s in pod.spread if s.when_unsatisfiable == "DoNotSchedule"]
@@ -655,7 +682,7 @@ class TopologyState:
             if a.seed:
                 if placed_any:
                     seeded = np.zeros(len(nodes), dtype=np.bool_)
-                    for h in family:
+                    for h in [*family, *t.providers]:
                         seeded |= self.count(h, t.key, doms) > 0
                     has &= seeded
                 ok &= has

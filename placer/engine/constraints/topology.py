@@ -7,7 +7,8 @@ reach (nodes with variables):
 - conflict of groups g, h on key k: per domain, a boolean says which of the two may be there
   (g == h: at most one pod of g per domain);
 - affinity: a domain receives pods of g only if it holds a running provider or a boolean
-  ``provided`` backed by a provider group's pod there; in seed mode, g uses one domain per term;
+  ``provided`` backed by a provider group's pod there; in seed mode, g uses one domain per term
+  (with one term, also the domains its providers reach);
 - spread: ``count(d) = running matches + counted batch pods``, ``low <= count(d)`` for every
   domain, and a domain with an owner pod keeps ``count(d) <= low + max_skew`` (``low`` is 0 when
   there are fewer domains than minDomains). Soft (ScheduleAnyway) rules add an ``excess``
@@ -122,16 +123,21 @@ def _conflict(model: Model, c: Conflict, rows: _Domains) -> None:
 def _affinity(model: Model, rule: AffinityRule, rows: _Domains) -> None:
     for ti, term in enumerate(rule.terms):
         mine = rows.of(rule.g, term.key)
-        if rule.seed:
-            family = tuple(rule.family or [rule.g])
-            for d, variables in mine.items():
-                here = rows.seed(family, ti, d)
-                model.cp.add(cp_model.LinearExpr.sum(variables) <= _upper(model, variables) * here)
-            continue
         providers: dict[int, list[cp_model.IntVar]] = defaultdict(list)
         for h in term.providers:
             for d, variables in rows.of(h, term.key).items():
                 providers[d].extend(variables)
+        if rule.seed:
+            family = tuple(rule.family or [rule.g])
+            for d, variables in mine.items():
+                allowed = [rows.seed(family, ti, d)]
+                if providers.get(d):
+                    provided = model.cp.new_bool_var(f"provided_{rule.g}_{ti}_{d}")
+                    model.cp.add(provided <= cp_model.LinearExpr.sum(providers[d]))
+                    allowed.append(provided)
+                top = _upper(model, variables)
+                model.cp.add(cp_model.LinearExpr.sum(variables) <= top * cp_model.LinearExpr.sum(allowed))
+            continue
         for d, variables in mine.items():
             if term.constant[d]:
                 continue
