@@ -14,7 +14,7 @@ from placer.engine.snapshot import Snapshot, pod_vector
 from placer.engine.topology import (
     Topology,
     compile_topology,
-    running_anti_affinity,
+    running_inter_pod_terms,
     topology_signature,
     uses_topology,
 )
@@ -115,7 +115,7 @@ def build_batch(snapshot: Snapshot, pending: Sequence[Pod], config: Config) -> B
     prefilter = Prefilter(snapshot)
     by_sig: dict[tuple[object, ...], list[Pod]] = {}
     # Labels and namespace separate groups only when some selector of the batch could look at them.
-    topology = any(uses_topology(p) for p in pending) or running_anti_affinity(snapshot)
+    topology = any(uses_topology(p) for p in pending) or running_inter_pod_terms(snapshot)
     for pod in sorted(pending, key=pod_order):
         by_sig.setdefault(_signature(pod, topology), []).append(pod)
     groups: list[Group] = []

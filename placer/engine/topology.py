@@ -39,7 +39,8 @@ __all__ = [
     "Topology",
     "TopologyState",
     "compile_topology",
-    "running_anti_affinity",
+    "running_anti_terms",
+    "running_inter_pod_terms",
     "term_matches",
     "topology_signature",
     "uses_topology",
@@ -115,8 +116,19 @@ def _has_running_terms(pod: Pod) -> bool:
     return bool(pod.pod_anti_affinity or pod.pod_affinity_preferred or pod.pod_anti_affinity_preferred)
 
 
-def running_anti_affinity(snapshot: Snapshot) -> bool:
+def running_inter_pod_terms(snapshot: Snapshot) -> bool:
+    """Some running pod has terms that look at incoming pods (then the batch's topology is compiled)."""
     return any(_has_running_terms(p) for pods in snapshot.running for p in pods)
+
+
+def running_anti_terms(snapshot: Snapshot) -> list[PodAffinityTerm]:
+    """The distinct required anti-affinity terms of the running pods."""
+    terms: dict[tuple[object, ...], PodAffinityTerm] = {}
+    for pods in snapshot.running:
+        for pod in pods:
+            for term in pod.pod_anti_affinity:
+                terms.setdefault(_term_key(term), term)
+    return list(terms.values())
 
 
 Predicate = Callable[[str, dict[str, str], bool], bool]
@@ -383,7 +395,7 @@ class _Compiler:
         )
 
     def compile(self) -> Topology:
-        if not any(uses_topology(p) for p in self.reps) and not running_anti_affinity(self.snap):
+        if not any(uses_topology(p) for p in self.reps) and not running_inter_pod_terms(self.snap):
             return self.topo
         self.index = _RunningIndex(self.snap, _anchors(self.reps))
         for gi, pod in enumerate(self.reps):

@@ -30,7 +30,7 @@ from placer.engine.prefilter import fits
 from placer.engine.scoring import Scorer
 from placer.engine.snapshot import Snapshot, pod_vector
 from placer.engine.solve import BatchResult, workers
-from placer.engine.topology import term_matches, uses_topology
+from placer.engine.topology import running_anti_terms, term_matches, uses_topology
 from placer.models import Cluster, Config, Pod, PodAffinityTerm
 from placer.plan.eligibility import classify
 from placer.plan.model import Mover, PlanModel
@@ -141,7 +141,7 @@ def plan_batch(
     # Running pods that inter-pod rules or spreading of this batch look at stay where they are:
     # the masks and counts of the batch are computed with them in place.
     sensitive = build_batch(state, pending, config).topology.sensitive
-    repelling = _running_anti_terms(state)
+    repelling = running_anti_terms(state)
     top_key = max((pod_key(p, restart_tiers=tiers) for p in pending if p.preemption_policy != "Never"), default=None)
     evictable_use = _preemptible_use(state, top_key, tiers)
     hood, destinations = _neighbourhood(state, unplaced, evictable_use, probe)
@@ -222,15 +222,6 @@ def plan_batch(
             if at is not None and (gi, at) in model.y:
                 hint[gi, at] = hint.get((gi, at), 0) + 1
     return _solve(model, batch, scorer, config, hint, started, len(hood))
-
-
-def _running_anti_terms(state: Snapshot) -> list[PodAffinityTerm]:
-    terms: dict[str, PodAffinityTerm] = {}
-    for pods in state.running:
-        for pod in pods:
-            for term in pod.pod_anti_affinity:
-                terms.setdefault(term.model_dump_json(), term)
-    return list(terms.values())
 
 
 def _may_move(pod: Pod, repelling: list[PodAffinityTerm], namespaces: dict[str, dict[str, str]]) -> bool:
