@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -299,7 +300,7 @@ def _anchored(labels: dict[str, str], anchors: dict[str, set[str] | None]) -> bo
     return False
 
 
-def _anchor(selector: LabelSelector | None) -> tuple[str, set[str] | None] | bool | None:
+def _anchor(selector: LabelSelector | None) -> tuple[str, set[str] | None] | Literal[False] | None:
     """One label a pod must carry to match ``selector``: (key, values or None for any);
     False when the selector matches nothing, None when it has no such label."""
     if selector is None:
@@ -325,7 +326,7 @@ def _anchors(reps: Sequence[Pod]) -> dict[str, set[str] | None] | None:
         anchor = _anchor(selector)
         if anchor is False:
             continue
-        if anchor is None or anchor is True:
+        if anchor is None:
             return None
         key, values = anchor
         if key in out:
