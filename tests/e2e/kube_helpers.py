@@ -73,12 +73,17 @@ def create_namespace(core: client.CoreV1Api, name: str | None = None, timeout: f
     return name
 
 
-def delete_namespace(core: client.CoreV1Api, name: str) -> None:
+def delete_if_present(delete: Callable[..., object], name: str, **kwargs: Any) -> None:
+    """Delete an object; one that is already gone (404) is fine."""
     try:
-        core.delete_namespace(name, propagation_policy="Background")
+        delete(name, **kwargs)
     except ApiException as exc:
         if exc.status != 404:
             raise
+
+
+def delete_namespace(core: client.CoreV1Api, name: str) -> None:
+    delete_if_present(core.delete_namespace, name, propagation_policy="Background")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -143,11 +148,7 @@ def wait_nodes_ready(core: client.CoreV1Api, names: Iterable[str], timeout: floa
 
 
 def delete_node(core: client.CoreV1Api, name: str) -> None:
-    try:
-        core.delete_node(name)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    delete_if_present(core.delete_node, name)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 import kube_helpers as kh
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 # The controller fixtures (placer run with the ServiceAccount token of k8s/rbac.yaml) live with
 # the controller's own e2e tests.
@@ -39,14 +38,8 @@ def cleanup(core: client.CoreV1Api, storage: client.StorageV1Api) -> Iterator[li
     created: list[tuple[str, str]] = []
     yield created
     for kind, name in created:
-        try:
-            if kind == "StorageClass":
-                storage.delete_storage_class(name)
-            else:
-                core.delete_persistent_volume(name)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        delete = storage.delete_storage_class if kind == "StorageClass" else core.delete_persistent_volume
+        kh.delete_if_present(delete, name)
 
 
 def _claim(
