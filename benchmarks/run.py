@@ -21,10 +21,10 @@ Per size, in a fresh child process (so that its memory high-water mark is its ow
    off (``candidates = 10**9``) and a long limit (``--quality-limit``, 60 s), as one CP-SAT model
    (the engine's switch to neighbourhood search above ``LNS_VARIABLES`` pairs, which reports no
    bound, is lifted for this run). Both answers are
-   scored with one independent float evaluation of the strategy objective (``strategy_cost``:
-   the engine's balance cost over every node the unpruned model touches) and compared with the
-   unpruned run's best bound on its last (strategy) level, scaled back by the engine's
-   integer unit: ``gap = (cost(placer at budget) - bound) / cost(placer at budget)``.
+   scored with the strategy objective's float cost (``strategy_cost``: the one definition in
+   ``placer.engine.objectives``, over every node the unpruned model touches) and compared with the
+   unpruned run's best bound on its last (strategy) level, reported in the same float units:
+   ``gap = (cost(placer at budget) - bound) / cost(placer at budget)``.
 
 The solver time limit per size is the budget the latency targets imply (p95 <= 0.25 s up to
 5,000 nodes, <= 1.0 s at 50,000 nodes, interpolated log-linearly): ``time_limit_for``.
@@ -56,7 +56,6 @@ from benchmarks.machine import machine_info
 from placer.baseline.simulate import simulate
 from placer.engine import solve as engine_solve
 from placer.engine.batch import build_batch
-from placer.engine.objectives.strategy import UNIT
 from placer.engine.scoring import Scorer
 from placer.engine.snapshot import Snapshot, build_snapshot, pod_vector
 from placer.engine.solve import BatchResult, solve_batch
@@ -108,8 +107,8 @@ class Quality:
     placed: int
     budget_cost: float  # strategy_cost of the answer at the benchmark budget
     unpruned_cost: float  # strategy_cost of the unpruned answer
-    unpruned_bound: float  # unpruned strategy level's best bound / UNIT
-    unpruned_value: float  # unpruned strategy level's objective / UNIT (engine's integer form)
+    unpruned_bound: float  # unpruned strategy level's best bound (float units)
+    unpruned_value: float  # unpruned strategy level's objective (float units)
     gap: float  # (budget_cost - unpruned_bound) / budget_cost
     same_earlier_levels: bool  # the levels before the strategy reached the same values
     unpruned_strategy_status: str  # CP-SAT status of the unpruned strategy level
@@ -164,27 +163,20 @@ def strategy_cost(
     placements: Sequence[tuple[Pod, int]],
     nodes: npt.NDArray[np.int64],
 ) -> float:
-    """The balance strategy's cost (in the engine's float units) of placing ``placements`` from
-    ``snapshot``, summed over ``nodes``: per node, w_intra x the L1 deviation of its resource
-    utilisations from their mean + w_inter x |mean - cluster target|, plus w_class x each placed
-    pod's TBESK class cost against the snapshot's usage. Independent of the engine's model."""
+    """The strategy's float cost (``placer.engine.objectives``, the one definition the engine's
+    integer objective scales) of placing ``placements`` from ``snapshot``, over ``nodes``."""
     resources = snapshot.resources
     demand = np.zeros(len(resources), dtype=np.int64)
     for pod in pending:
         demand += pod_vector(pod, resources)
     scorer = Scorer(snapshot, config, demand)
     used = snapshot.used.copy()
-    class_total = 0.0
+    placed = []
     for pod, n in placements:
         vec = pod_vector(pod, resources)
-        class_total += float(scorer.class_cost(vec, np.array([n], dtype=np.int64), snapshot.used)[0])
         used[n] += vec
-    util = scorer.util(used, nodes)
-    valid = scorer.valid[nodes]
-    mean = util.sum(axis=1) / scorer.k[nodes]
-    intra = (np.abs(util - mean[:, None]) * valid).sum(axis=1)
-    inter = np.abs(mean - scorer.target)
-    return float((scorer.w_intra * intra + scorer.w_inter * inter).sum() + scorer.w_class * class_total)
+        placed.append((vec, n, 1))
+    return scorer.strategy.cost(scorer, used, nodes, placed)
 
 
 def _earlier(levels: Sequence[Any]) -> list[tuple[str, float]]:
@@ -214,8 +206,8 @@ def _quality(snapshot: Snapshot, pending: list[Pod], config: Config, budget: Bat
     unpruned_cost = strategy_cost(snapshot, pending, config, res.placements, touched)
     last = res.levels[-1] if res.levels else None
     ok = last is not None and last.name.startswith("strategy") and not math.isnan(last.bound)
-    bound = last.bound / UNIT if ok and last is not None else float("nan")
-    value = last.value / UNIT if ok and last is not None else float("nan")
+    bound = last.bound if ok and last is not None else float("nan")
+    value = last.value if ok and last is not None else float("nan")
     same = _earlier(budget.levels) == _earlier(res.levels) and len(budget.placements) == len(res.placements)
     gap = (budget_cost - bound) / budget_cost if budget_cost > 0 and not math.isnan(bound) else float("nan")
     # (b) Best known answer: the engine's own unpruned path (neighbourhood search when large).
@@ -443,7 +435,7 @@ def render_markdown(results: Sequence[SizeResult], meta: dict[str, str], command
             "The same batch re-solved with candidate pruning off (`candidates = 10**9`) and a long time limit. "
             "`cost` = the balance strategy objective of an answer, evaluated independently of the model "
             "(`benchmarks.run.strategy_cost`, over every node the unpruned model touches); `bound` = the "
-            "unpruned run's best bound on its strategy level (integer objective / UNIT); "
+            "unpruned run's best bound on its strategy level (the integer objective in float units); "
             "`gap` = (cost at budget - bound) / cost at budget (n/a when the unpruned strategy level found no "
             "solution in time, status `unknown`). `best known cost`: the better of the unpruned CP-SAT answer "
             "and, when the unpruned model is large enough for the engine to switch to neighbourhood search "

@@ -23,7 +23,7 @@ from placer.check import find_fixtures, run_fixture
 from placer.cli.render import render_compare, render_outcome
 from placer.errors import InputError
 from placer.inputs import cluster_schema, load_cluster
-from placer.models import Config, ControllerConfig
+from placer.models import Config, ControllerConfig, StrategyName
 from placer.service import SolveOptions, solve_cluster
 
 __all__ = ["app", "main"]
@@ -46,12 +46,6 @@ class Policy(StrEnum):
 class Baseline(StrEnum):
     default = "default"
     most_requested = "most-requested"
-
-
-class Strategy(StrEnum):
-    balance = "balance"
-    spread = "spread"
-    pack = "pack"
 
 
 def _fail(message: str) -> typer.Exit:
@@ -112,7 +106,7 @@ def solve(
     output: Annotated[Output, typer.Option("--output", "-o", help="text, json or yaml")] = Output.text,
     policy: Annotated[Policy, typer.Option(help="placer, or a kube-scheduler simulation")] = Policy.placer,
     compare: Annotated[Baseline | None, typer.Option(help="also run this simulation and show both")] = None,
-    strategy: Annotated[Strategy | None, typer.Option(help="placement strategy (default: balance)")] = None,
+    strategy: Annotated[StrategyName | None, typer.Option(help="placement strategy (default: balance)")] = None,
     batch_size: Annotated[int | None, typer.Option(min=1, help="simulate the controller's batches of N pods")] = None,
     time_limit: Annotated[float | None, typer.Option(min=0.01, help="solver time limit in seconds")] = None,
     workers: Annotated[int | None, typer.Option(min=1, help="CP-SAT worker threads")] = None,

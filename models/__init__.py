@@ -32,6 +32,7 @@ from placer.models.config import (
     PriorityConfig,
     SolverConfig,
     SpreadDefaults,
+    StrategyName,
 )
 from placer.models.plan import Eviction, Metrics, Placement, Result, Step, Unplaced
 from placer.models.quantities import CPU, QuantityError, format_quantity, parse_quantity, to_units
@@ -70,6 +71,7 @@ __all__ = [
     "SpreadConstraint",
     "SpreadDefaults",
     "Step",
+    "StrategyName",
     "Taint",
     "Toleration",
     "Unplaced",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -17,9 +18,19 @@ __all__ = [
     "PriorityConfig",
     "SolverConfig",
     "SpreadDefaults",
+    "StrategyName",
 ]
 
-Strategy = Literal["balance", "spread", "pack"]
+
+
+class StrategyName(StrEnum):
+    """The placement strategies (objective 4); their objectives live in ``placer.engine.objectives``."""
+
+    BALANCE = "balance"
+    SPREAD = "spread"
+    PACK = "pack"
+
+
 PodClass = Literal["compressible", "incompressible", "balanced"]
 
 
@@ -87,7 +98,7 @@ class SpreadDefaults(_Strict):
 
 
 class Config(_Strict):
-    strategy: Strategy = "balance"
+    strategy: StrategyName = StrategyName.BALANCE
     scheduler_name: str = Field("placer", alias="schedulerName")
     priority: PriorityConfig = Field(default_factory=PriorityConfig)
     balance: BalanceWeights = Field(default_factory=BalanceWeights)

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from placer.errors import InputError
 from placer.inputs import load_cluster
-from placer.models import Config
+from placer.models import Config, StrategyName
 from placer.service import SolveOptions, solve_cluster
 
 __all__ = ["Expectations", "FixtureResult", "find_fixtures", "run_fixture"]
@@ -39,7 +39,7 @@ class FixtureOptions(BaseModel):
     batch_size: int | None = Field(None, alias="batchSize", ge=1)
     max_evictions: int | None = Field(None, alias="maxEvictions", ge=0)
     no_evict: bool = Field(False, alias="noEvict")
-    strategy: Literal["balance", "spread", "pack"] = "balance"
+    strategy: StrategyName = StrategyName.BALANCE
     policy: Literal["placer", "default", "most-requested"] = "placer"
     restart_tiers: bool = Field(True, alias="restartTiers")
 

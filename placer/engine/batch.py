@@ -20,7 +20,7 @@ from placer.engine.topology import (
 )
 from placer.models import Config, Pod
 
-__all__ = ["Batch", "Group", "build_batch", "gang_groups", "gang_key", "incomplete_gangs"]
+__all__ = ["Batch", "Group", "build_batch", "gang_groups", "gang_key", "incomplete_gangs", "rebased"]
 
 
 @dataclass
@@ -160,4 +160,26 @@ def build_batch(snapshot: Snapshot, pending: Sequence[Pod], config: Config) -> B
         groups=groups,
         key_rank={k: i for i, k in enumerate(keys)},
         topology=topo,
+    )
+
+
+def rebased(batch: Batch, snapshot: Snapshot, keys: Sequence[tuple[int, int]] = ()) -> Batch:
+    """The same batch on a state with more room (running pods the global plan may evict taken
+    out): groups, masks and inter-pod rules are kept, feasible nodes are recomputed for the new
+    room, and the key ranks also cover ``keys`` (the evictable pods' keys)."""
+    waiting = incomplete_gangs([p for g in batch.groups for p in g.pods])
+    free = snapshot.free
+    groups = []
+    for g in batch.groups:
+        feasible = np.flatnonzero(g.masks.allowed & fits(snapshot, g.vec, free)).astype(np.int64)
+        if g.gang in waiting:
+            feasible = feasible[:0]
+        groups.append(Group(pods=g.pods, vec=g.vec, key=g.key, masks=g.masks, feasible=feasible))
+    ranked = sorted({g.key for g in groups} | set(keys))
+    return Batch(
+        snapshot=snapshot,
+        prefilter=batch.prefilter,
+        groups=groups,
+        key_rank={k: i for i, k in enumerate(ranked)},
+        topology=batch.topology,
     )

@@ -38,7 +38,7 @@ def select_candidates(batch: Batch, scorer: Scorer, limit: int) -> None:
         if len(feasible) > wide:
             # Pre-select by a cheap key shared by all groups (the node's current load, preference,
             # matching), then order the survivors exactly.
-            load = scorer.load[feasible] if scorer.config.strategy != "pack" else -scorer.load[feasible]
+            load = scorer.strategy.preselect(scorer, feasible)
             outside = (group.masks.binding == "relaxed") & ~group.masks.matching[feasible]
             key = load - 10.0 * group.masks.preference[feasible] + 1e6 * outside
             feasible = feasible[np.argpartition(key, wide)[:wide]]

@@ -6,7 +6,7 @@ take the best strictly improving move. Moves never lower an earlier level: a pod
 node of at least the same preference, and a relaxed-affinity pod never leaves a matching node for
 a non-matching one. Pods with host ports, and pods whose placement interacts with other batch
 pods through inter-pod affinity, anti-affinity or spreading, stay where they are. Sweeps repeat until one improves
-nothing or the budget is spent. Used for ``balance`` and ``spread``.
+nothing or the budget is spent. Used for strategies that declare ``descends``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _fixed_groups(batch: Batch) -> set[int]:
 
 def descend(batch: Batch, scorer: Scorer, counts: Counts, *, seconds: float, seed: int) -> tuple[Counts, int]:
     """Improved counts and the number of moves made."""
-    if scorer.config.strategy == "pack":
+    if not scorer.strategy.descends:
         return counts, 0
     started = time.monotonic()
     snap = batch.snapshot

@@ -23,7 +23,8 @@ from placer.engine.constraints.symmetry import order_hint
 from placer.engine.descent import descend
 from placer.engine.encoder import encode
 from placer.engine.model import Model
-from placer.engine.objectives import affinity, strategy
+from placer.engine.objectives import affinity
+from placer.engine.objectives.strategy import Term
 from placer.engine.scoring import Scorer
 from placer.engine.snapshot import Snapshot
 from placer.models import Config
@@ -52,21 +53,8 @@ def _used(batch: Batch, counts: Counts) -> npt.NDArray[np.int64]:
 
 def strategy_cost(batch: Batch, scorer: Scorer, counts: Counts, nodes: npt.NDArray[np.int64]) -> float:
     """The float strategy cost restricted to ``nodes`` (the rest of the cluster is constant)."""
-    used = _used(batch, counts)
-    if scorer.config.strategy == "pack":
-        occupied = used[nodes].sum(axis=1) > 0
-        fullness = (scorer.util(used, nodes).sum(axis=1) / scorer.k[nodes]) * occupied
-        return float(1000.0 * occupied.sum() - fullness.sum())
-    intra, inter = scorer.node_terms(scorer.util(used, nodes), nodes)
-    if scorer.config.strategy == "spread":
-        return float(inter.sum())
-    cost = scorer.w_intra * float(intra.sum()) + scorer.w_inter * float(inter.sum())
-    inside = set(nodes.tolist())
-    for (gi, n), c in counts.items():
-        if n in inside and c:
-            group = batch.groups[gi]
-            cost += scorer.w_class * c * float(scorer.class_cost(group.vec, np.array([n]), batch.snapshot.used)[0])
-    return cost
+    placed = ((batch.groups[gi].vec, n, c) for (gi, n), c in counts.items())
+    return scorer.strategy.cost(scorer, _used(batch, counts), nodes, placed)
 
 
 def _sub_batch(batch: Batch, counts: Counts, chosen: npt.NDArray[np.int64]) -> tuple[Batch, list[int], Counts]:
@@ -125,8 +113,7 @@ def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget
     involved = batch.topology.involved
     while spent < budget:
         used = _used(batch, counts)
-        intra, inter = scorer.node_terms(scorer.util(used, pool), pool)
-        worst = int(pool[int(np.argmax(intra + inter))])
+        worst = int(pool[int(np.argmax(scorer.strategy.node_cost(scorer, used[pool], pool)))])
         others = rng.choice(pool[pool != worst], size=min(k - 1, len(pool) - 1), replace=False)
         chosen = np.sort(np.append(others, worst)).astype(np.int64)
         sub, origin, hint = _sub_batch(batch, counts, chosen)
@@ -158,9 +145,9 @@ def _resolve(sub: Batch, config: Config, hint: Counts, limit: float) -> tuple[Co
     for gi in range(len(model.by_group)):
         model.cp.add(model.placed(gi) == sub.groups[gi].size)
     kept, preference = _earlier_levels(sub, hint)
-    _keep_at_least(model, affinity.relaxed_on_matching(model), kept)
-    _keep_at_least(model, affinity.preference(model), preference)
-    model.cp.minimize(strategy.build(model, config.strategy))
+    _keep_at_least(model, affinity.kept(model), kept)
+    _keep_at_least(model, affinity.preferences(model), preference)
+    model.cp.minimize(scorer.strategy.term(model).expr)
     for key, var in model.y.items():
         model.cp.add_hint(var, hint.get(key, 0))
     solver = cp_model.CpSolver()
@@ -177,10 +164,10 @@ def _resolve(sub: Batch, config: Config, hint: Counts, limit: float) -> tuple[Co
     return {key: int(solver.value(var)) for key, var in model.y.items()}, seconds
 
 
-def _keep_at_least(model: Model, expr: cp_model.LinearExprT | None, value: int) -> None:
+def _keep_at_least(model: Model, terms: list[Term], value: int) -> None:
     """Keep an earlier level (relaxed pods on matching nodes, preferences) no worse than the hint."""
-    if expr is not None:
-        model.cp.add(expr >= value)
+    for term in terms:
+        model.cp.add(term.expr >= value)
 
 
 def _earlier_levels(sub: Batch, hint: Counts) -> tuple[int, int]:

@@ -14,11 +14,11 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from placer.engine.batch import Batch
-from placer.engine.scoring import Scorer
+from placer.engine.objectives.decisions import Disruptions
+from placer.engine.objectives.loads import LoadEntry
+from placer.engine.scoring import IntArray, Scorer
 
-__all__ = ["SCALE", "Model"]
-
-SCALE = 10_000  # utilisation in basis points
+__all__ = ["Model"]
 
 
 @dataclass
@@ -39,6 +39,32 @@ class Model:
 
     def placed(self, gi: int) -> cp_model.LinearExprT:
         return cp_model.LinearExpr.sum([v for _, v in self.by_group[gi]])
+
+    # -- what the level objectives read (placer.engine.objectives.decisions.Decisions) -------------
+    def base_used(self) -> IntArray:
+        return self.batch.snapshot.used
+
+    def load_entries(self) -> dict[int, list[LoadEntry]]:
+        groups = self.batch.groups
+        return {n: [LoadEntry(groups[gi].vec, var, 1) for gi, var in row] for n, row in self.by_node.items()}
+
+    def placements(self) -> list[tuple[IntArray, int, cp_model.IntVar]]:
+        return [(self.batch.groups[gi].vec, n, var) for (gi, n), var in self.y.items()]
+
+    def pod_count(self) -> int:
+        return sum(g.size for g in self.batch.groups)
+
+    def kept_by_rank(self) -> dict[int, tuple[list[cp_model.LinearExprT], int]]:
+        out: dict[int, tuple[list[cp_model.LinearExprT], int]] = {}
+        for gi, row in enumerate(self.by_group):
+            group = self.batch.groups[gi]
+            exprs, span = out.get(self.batch.rank(group), ([], 0))
+            exprs.extend(v for _, v in row)
+            out[self.batch.rank(group)] = (exprs, span + group.size)
+        return out
+
+    def disruptions(self) -> Disruptions | None:
+        return None
 
     def build_variables(self) -> None:
         snap = self.batch.snapshot

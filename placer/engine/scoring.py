@@ -1,10 +1,11 @@
-"""Float scoring of placements for the greedy pass and candidate selection.
+"""What every objective reads about one decision, computed once (kube-scheduler's PreScore state).
 
-Mirrors the strategy objectives that the CP-SAT model encodes in integers (see
-``placer.engine.objectives``): for ``balance``, the L1 deviation of each node's utilisations from
-the node's mean (intra-node skew), the distance of the node's mean utilisation from the cluster's
-target (inter-node spread) and the TBESK pod-class cost; for ``spread`` the inter-node term; for
-``pack`` the opening of empty nodes and the preference for full ones.
+A ``Scorer`` holds the balance resources present in the cluster, each node's inverse allocatable,
+the cluster's target utilisation once the batch is placed, the TBESK class weights and the
+strategy objective chosen by the config. The strategy's float cost, its insertion and removal
+deltas and its integer CP-SAT term are defined once, in ``placer.engine.objectives``; the methods
+here only delegate, so the greedy pass, descent, candidates, LNS and both CP-SAT models rank
+placements by the same definition.
 """
 
 from __future__ import annotations
@@ -12,24 +13,28 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from placer.engine.objectives.registry import strategy_objective
+from placer.engine.objectives.strategy import StrategyObjective
 from placer.engine.snapshot import Snapshot
 from placer.models import Config
 from placer.models.config import PodClass
 
-__all__ = ["CLASSES", "Scorer"]
+__all__ = ["CLASSES", "FloatArray", "IntArray", "Scorer"]
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 CLASSES: tuple[PodClass, ...] = ("compressible", "incompressible", "balanced")
 
 
 class Scorer:
-    def __init__(self, snapshot: Snapshot, config: Config, batch_demand: npt.NDArray[np.int64]) -> None:
+    def __init__(self, snapshot: Snapshot, config: Config, batch_demand: IntArray) -> None:
         self.snapshot = snapshot
         self.config = config
-        wanted = [r for r in config.balance.resources if r in snapshot.resources]
+        self.strategy: StrategyObjective = strategy_objective(config.strategy)
+        wanted = [r for r in dict.fromkeys(config.balance.resources) if r in snapshot.resources]
         present = [snapshot.column(r) for r in wanted if snapshot.alloc[:, snapshot.column(r)].sum() > 0]
-        self.cols: npt.NDArray[np.int64] = np.array(present, dtype=np.int64)
+        self.cols: IntArray = np.array(present, dtype=np.int64)
         self.names = [snapshot.resources[c] for c in present]
         alloc = snapshot.alloc[:, self.cols].astype(np.float64)
         self.valid = alloc > 0
@@ -50,11 +55,16 @@ class Scorer:
         self.w_class = config.balance.pod_class
 
     # -- utilisation ---------------------------------------------------------------------------
-    def util(self, used: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64]) -> FloatArray:
-        util: FloatArray = used[np.ix_(nodes, self.cols)].astype(np.float64) * self.inv_alloc[nodes]
+    def util_rows(self, rows: IntArray, nodes: IntArray) -> FloatArray:
+        """Utilisation of the balance resources for ``rows`` (full resource rows of ``nodes``)."""
+        util: FloatArray = rows[:, self.cols].astype(np.float64) * self.inv_alloc[nodes]
         return util
 
-    def node_terms(self, util: FloatArray, nodes: npt.NDArray[np.int64]) -> tuple[FloatArray, FloatArray]:
+    def util(self, used: IntArray, nodes: IntArray) -> FloatArray:
+        return self.util_rows(used[nodes], nodes)
+
+    def node_terms(self, util: FloatArray, nodes: IntArray) -> tuple[FloatArray, FloatArray]:
+        """(intra-node L1 skew, distance of the node's mean utilisation from the target) per node."""
         valid = self.valid[nodes]
         k = self.k[nodes]
         mean = util.sum(axis=1) / k
@@ -62,7 +72,7 @@ class Scorer:
         inter = np.abs(mean - self.target)
         return intra, inter
 
-    def pod_class(self, vec: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    def pod_class(self, vec: IntArray, nodes: IntArray) -> IntArray:
         """TBESK class of a pod on each node: 0 compressible, 1 incompressible, 2 balanced."""
         share = {
             r: vec[c] * self.inv_alloc[nodes, i] for i, (r, c) in enumerate(zip(self.names, self.cols, strict=True))
@@ -78,48 +88,18 @@ class Scorer:
         incomp = (defined1 | defined2) & (~defined1 | (r1 < 1)) & (~defined2 | (r2 < 1))
         return np.where(comp, 0, np.where(incomp, 1, 2)).astype(np.int64)
 
-    def class_cost(
-        self, vec: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64], used: npt.NDArray[np.int64]
-    ) -> FloatArray:
+    def class_cost(self, vec: IntArray, nodes: IntArray) -> FloatArray:
+        """TBESK's class-weighted utilisation a pod meets on each node (before the decision)."""
+        used = self.snapshot.used
         after = (used[np.ix_(nodes, self.cols)] + vec[self.cols]) * self.inv_alloc[nodes]
         weights = self.class_weights[self.pod_class(vec, nodes)]
         return (after * weights).sum(axis=1)  # type: ignore[no-any-return]
 
-    # -- strategy cost of adding one pod ---------------------------------------------------------
-    def delta(
-        self, vec: npt.NDArray[np.int64], nodes: npt.NDArray[np.int64], used: npt.NDArray[np.int64]
-    ) -> FloatArray:
-        """Change of the strategy objective when one pod of ``vec`` joins each of ``nodes``."""
-        if len(nodes) == 0:
-            return np.zeros(0)
-        before = self.util(used, nodes)
-        after = before + vec[self.cols] * self.inv_alloc[nodes]
-        strategy = self.config.strategy
-        if strategy == "pack":
-            empty = used[nodes].sum(axis=1) == 0
-            fullness = before.sum(axis=1) / self.k[nodes]
-            return 1000.0 * empty - fullness  # type: ignore[no-any-return]
-        intra0, inter0 = self.node_terms(before, nodes)
-        intra1, inter1 = self.node_terms(after, nodes)
-        if strategy == "spread":
-            return inter1 - inter0
-        return (
-            self.w_intra * (intra1 - intra0)
-            + self.w_inter * (inter1 - inter0)
-            + self.w_class * self.class_cost(vec, nodes, self.snapshot.used)
-        )
+    # -- the strategy objective (defined in placer.engine.objectives) ----------------------------
+    def delta(self, vec: IntArray, nodes: IntArray, used: IntArray) -> FloatArray:
+        """Change of the strategy cost when one pod of ``vec`` joins each of ``nodes``."""
+        return self.strategy.delta(self, vec, nodes, used)
 
-    def removal(self, vec: npt.NDArray[np.int64], node: int, used: npt.NDArray[np.int64]) -> float:
-        """Change of the strategy objective when one pod of ``vec`` leaves ``node`` (balance, spread)."""
-        at = np.array([node], dtype=np.int64)
-        before = self.util(used, at)
-        after = before - vec[self.cols] * self.inv_alloc[at]
-        intra0, inter0 = self.node_terms(before, at)
-        intra1, inter1 = self.node_terms(after, at)
-        if self.config.strategy == "spread":
-            return float(inter1[0] - inter0[0])
-        return float(
-            self.w_intra * (intra1[0] - intra0[0])
-            + self.w_inter * (inter1[0] - inter0[0])
-            - self.w_class * self.class_cost(vec, at, self.snapshot.used)[0]
-        )
+    def removal(self, vec: IntArray, node: int, used: IntArray) -> float:
+        """Change of the strategy cost when one pod of ``vec`` leaves ``node``."""
+        return self.strategy.removal(self, vec, node, used)

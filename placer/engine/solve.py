@@ -1,22 +1,20 @@
-"""Solve one batch: greedy hint, candidate sets, then hierarchical CP-SAT levels.
+"""Solve one batch: greedy hint, candidate sets, then the objective levels on one CP-SAT model.
 
-Levels, each optimum fixed before the next (DESIGN.md objective order):
-  1. placed pods per priority key, highest key first (skipped when the hint places every pod
-     that has a feasible node: that is already optimal);
-  2. relaxed-affinity pods on matching nodes; 3. preferences; 4. the strategy.
-A level that finds no solution in time keeps the previous answer, which is never worse than
-the greedy hint (the hint is a solution of every level).
+The levels come from ``placer.engine.objectives.registry`` and run through the one solver loop
+(``placer.engine.levels``). The placed-by-key level is skipped when the hint places every pod
+that has a feasible node (that is already optimal). Before the strategy level, single-pod descent
+improves the hint; large batches run the strategy level as neighbourhood re-solves (LNS). A level
+that finds no solution in time keeps the previous answer, which is never worse than the greedy
+hint (the hint is a solution of every level).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from ortools.sat.python import cp_model
 
 from placer.engine import lns
 from placer.engine.batch import Batch, build_batch, incomplete_gangs
@@ -25,32 +23,24 @@ from placer.engine.constraints.symmetry import order_hint
 from placer.engine.descent import descend
 from placer.engine.encoder import encode
 from placer.engine.greedy import Assignment, greedy
+from placer.engine.levels import LevelReport, LevelSolver
 from placer.engine.model import Model
-from placer.engine.objectives import affinity, priority, strategy
+from placer.engine.objectives import priority
+from placer.engine.objectives.registry import LEVELS, STRATEGY_LEVEL
 from placer.engine.prefilter import Prefilter, fits
-from placer.engine.scoring import Scorer
+from placer.engine.scoring import IntArray, Scorer
 from placer.engine.snapshot import Snapshot
 from placer.engine.topology import TopologyState
 from placer.models import Config, Pod
 
-__all__ = ["BatchResult", "LevelReport", "solve_batch"]
+__all__ = ["BatchResult", "Counts", "LevelReport", "solve_batch"]
 
-# Below this many seconds left, a level solves without presolve and probing.
-SHORT_BUDGET = 1.0
 # Above this many (pod group, node) pairs, the strategy level runs as neighbourhood re-solves.
 LNS_VARIABLES = 6000
 
 Status = Literal["optimal", "feasible", "fallback"]
 Code = Literal["Unschedulable", "Outranked", "NotSolved", "Unsupported"]
-
-
-@dataclass
-class LevelReport:
-    name: str
-    status: str
-    value: float
-    bound: float
-    seconds: float
+Counts = dict[tuple[int, int], int]  # (group, node) -> pods of the group placed there
 
 
 @dataclass
@@ -62,68 +52,8 @@ class BatchResult:
     seconds: float
     levels: list[LevelReport] = field(default_factory=list)
     greedy_placed: int = 0
-
-
-class _Levels:
-    def __init__(self, model: Model, config: Config, counts: dict[tuple[int, int], int], *, started: float) -> None:
-        self.model = model
-        self.config = config
-        self.counts = counts  # current best solution, satisfies every fixed level
-        self.proven = True
-        self.reports: list[LevelReport] = []
-        # The time limit is the whole decision's budget: prefilter, greedy and encoding count too.
-        self.deadline = started + config.solver.time_limit
-        self.det_left = config.solver.time_limit
-        self.last_gap = 0.0
-
-    def _hint(self) -> None:
-        cp = self.model.cp
-        cp.clear_hints()  # type: ignore[no-untyped-call]
-        for key, var in self.model.y.items():
-            cp.add_hint(var, self.counts.get(key, 0))
-
-    def run(self, name: str, expr: cp_model.LinearExprT, *, maximize: bool) -> None:
-        cp = self.model.cp
-        solver = cp_model.CpSolver()
-        params = solver.parameters
-        params.num_workers = workers(self.config)
-        params.random_seed = self.config.solver.seed
-        if self.config.solver.deterministic:
-            params.max_deterministic_time = max(self.det_left, 0.01)
-            params.num_workers = 1
-        else:
-            left = max(self.deadline - time.monotonic(), 0.01)
-            params.max_time_in_seconds = left
-            if left < SHORT_BUDGET:
-                # Presolve and probing alone can take a short budget; the complete hint then gives
-                # CP-SAT a first solution at once and search improves it.
-                params.cp_model_presolve = False
-                params.cp_model_probing_level = 0
-        self._hint()
-        if maximize:
-            cp.maximize(expr)
-        else:
-            cp.minimize(expr)
-        started = time.monotonic()
-        status = solver.solve(cp)
-        self.det_left -= solver.response_proto.deterministic_time
-        seconds = time.monotonic() - started
-        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            value = solver.objective_value
-            bound = solver.best_objective_bound
-            self.counts = {key: int(solver.value(var)) for key, var in self.model.y.items()}
-            value_int = round(value)
-            cp.add(expr >= value_int if maximize else expr <= value_int)
-            self.last_gap = abs(value - bound) / max(abs(value), 1.0)
-            if status != cp_model.OPTIMAL:
-                self.proven = False
-            self.reports.append(LevelReport(name, solver.status_name(status).lower(), value, bound, seconds))
-        else:
-            self.proven = False
-            self.last_gap = float("nan")
-            self.reports.append(
-                LevelReport(name, solver.status_name(status).lower(), float("nan"), float("nan"), seconds)
-            )
+    batch: Batch | None = None  # what the solve built (groups, masks, candidates): the plan reuses it
+    scorer: Scorer | None = None
 
 
 def _lns_report(report: lns.LnsReport) -> LevelReport:
@@ -131,14 +61,7 @@ def _lns_report(report: lns.LnsReport) -> LevelReport:
     return LevelReport("strategy-lns", status, report.cost_after, float("nan"), report.seconds)
 
 
-def workers(config: Config) -> int:
-    """CP-SAT workers: as configured, else one per core (at most 8)."""
-    return config.solver.workers or min(8, os.cpu_count() or 1)
-
-
-def _descend(
-    batch: Batch, scorer: Scorer, counts: dict[tuple[int, int], int], config: Config, started: float
-) -> dict[tuple[int, int], int]:
+def _descend(batch: Batch, scorer: Scorer, counts: Counts, config: Config, started: float) -> Counts:
     """Improve the hint of the strategy level by single-pod moves, within a quarter of the limit."""
     if config.solver.deterministic:
         budget = float("inf")  # converges; wall time must not decide the answer
@@ -148,8 +71,8 @@ def _descend(
     return improved
 
 
-def _counts(assignment: Assignment) -> dict[tuple[int, int], int]:
-    out: dict[tuple[int, int], int] = {}
+def _counts(assignment: Assignment) -> Counts:
+    out: Counts = {}
     for gi, nodes in enumerate(assignment):
         for n in nodes.tolist():
             if n >= 0:
@@ -164,82 +87,83 @@ def _all_placeable_placed(batch: Batch, assignment: Assignment) -> bool:
     )
 
 
+def batch_demand(batch: Batch) -> IntArray:
+    """What the batch asks for in total, per resource."""
+    return sum((g.vec * g.size for g in batch.groups), np.zeros(len(batch.snapshot.resources), dtype=np.int64))
+
+
 def solve_batch(snapshot: Snapshot, pending: list[Pod], config: Config) -> BatchResult:
     started = time.monotonic()
     batch = build_batch(snapshot, pending, config)
-    demand = sum((g.vec * g.size for g in batch.groups), np.zeros(len(snapshot.resources), dtype=np.int64))
-    scorer = Scorer(snapshot, config, demand)
+    scorer = Scorer(snapshot, config, batch_demand(batch))
     select_candidates(batch, scorer, config.solver.candidates)
     hint = greedy(batch, scorer)
     counts = _counts(hint)
     greedy_placed = sum(counts.values())
     large = sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
     all_placed = _all_placeable_placed(batch, hint)
+
+    def result(counts: Counts, status: Status, gap: float, levels: list[LevelReport]) -> BatchResult:
+        placements, unplaced = _extract(batch, counts, status)
+        return BatchResult(
+            placements=placements,
+            unplaced=unplaced,
+            status=status,
+            gap=gap,
+            seconds=time.monotonic() - started,
+            levels=levels,
+            greedy_placed=greedy_placed,
+            batch=batch,
+            scorer=scorer,
+        )
+
     if large and all_placed:
         # Level 1 is optimal already; improve the strategy by neighbourhood re-solves.
         counts, report = lns.improve(
             batch, scorer, counts, config, config.solver.time_limit - (time.monotonic() - started)
         )
-        placements, unplaced = _extract(batch, counts, "feasible")
-        return BatchResult(
-            placements=placements,
-            unplaced=unplaced,
-            status="feasible",
-            gap=0.0,
-            seconds=time.monotonic() - started,
-            levels=[_lns_report(report)],
-            greedy_placed=greedy_placed,
-        )
+        return result(counts, "feasible", 0.0, [_lns_report(report)])
     model, classes = encode(batch, scorer)
     counts = order_hint(classes, counts)
-    levels = _Levels(model, config, counts, started=started)
+    values = {var.index: counts.get(key, 0) for key, var in model.y.items()}
+    levels = LevelSolver(model.cp, list(model.y.values()), values, config, started=started)
+
+    def current() -> Counts:
+        return {key: values[var.index] for key, var in model.y.items() if values[var.index]}
 
     if model.y:
-        if all_placed:
-            for gi, row in enumerate(model.by_group):
-                if row:
-                    model.cp.add(model.placed(gi) == sum(c for (g, _), c in counts.items() if g == gi))
-        else:
-            combined = priority.weighted(model)
-            if combined is not None:
-                levels.run("placed-by-key", combined, maximize=True)
-            else:
-                for rank, expr in sorted(priority.per_key(model).items(), reverse=True):
-                    levels.run(f"placed-key-{rank}", expr, maximize=True)
-        relaxed = affinity.relaxed_on_matching(model)
-        if relaxed is not None:
-            levels.run("affinity-kept", relaxed, maximize=True)
-        pref = affinity.preference(model)
-        if pref is not None:
-            levels.run("preferences", pref, maximize=True)
-        if not large:
-            levels.counts = order_hint(classes, _descend(batch, scorer, levels.counts, config, started))
-        if large:
-            remaining = config.solver.time_limit - (time.monotonic() - started)
-            levels.counts, report = lns.improve(batch, scorer, levels.counts, config, remaining)
-            levels.proven = False
-            levels.reports.append(_lns_report(report))
-        else:
-            levels.run(f"strategy-{config.strategy}", strategy.build(model, config.strategy), maximize=False)
-
-    placed_total = sum(levels.counts.values())
+        for level in LEVELS:
+            if level.name == priority.LEVEL and all_placed:
+                # The hint is optimal here: hold each group's count instead of solving the level.
+                for gi, row in enumerate(model.by_group):
+                    if row:
+                        model.cp.add(model.placed(gi) == sum(c for (g, _), c in counts.items() if g == gi))
+                continue
+            terms = level.build(model)
+            if level.name == STRATEGY_LEVEL:
+                if large:
+                    improved, report = lns.improve(
+                        batch, scorer, current(), config, config.solver.time_limit - (time.monotonic() - started)
+                    )
+                    _set(values, model, improved)
+                    levels.proven = False
+                    levels.reports.append(_lns_report(report))
+                    continue
+                _set(values, model, order_hint(classes, _descend(batch, scorer, current(), config, started)))
+            for term in terms:
+                levels.run(term)
+    final = current()
     status: Status = "optimal" if levels.proven else "feasible"
-    if placed_total < greedy_placed:  # cannot happen with a valid hint; kept as a guard
-        levels.counts, status = counts, "fallback"
-    elif not any(r.status in ("optimal", "feasible") for r in levels.reports) and levels.reports:
+    if sum(final.values()) < greedy_placed:  # cannot happen with a valid hint; kept as a guard
+        final, status = counts, "fallback"
+    elif levels.reports and not any(r.solved for r in levels.reports):
         status = "fallback"
-    placements, unplaced = _extract(batch, levels.counts, status)
-    # A level that found nothing in time proves no bound: report the gap as 1.0 (unknown), not 0.
-    gap = levels.last_gap if levels.last_gap == levels.last_gap else 1.0
-    return BatchResult(
-        placements=placements,
-        unplaced=unplaced,
-        status=status,
-        gap=gap,
-        seconds=time.monotonic() - started,
-        levels=levels.reports,
-        greedy_placed=greedy_placed,
-    )
+    return result(final, status, levels.gap, levels.reports)
+
+
+def _set(values: dict[int, int], model: Model, counts: Counts) -> None:
+    for key, var in model.y.items():
+        values[var.index] = counts.get(key, 0)
 
 
 def _extract(

@@ -22,7 +22,9 @@ from ortools.sat.python import cp_model
 
 from placer.engine.batch import Batch, Group, gang_groups
 from placer.engine.constraints import topology
+from placer.engine.objectives.loads import LoadEntry
 from placer.engine.prefilter import ports_conflict
+from placer.engine.scoring import IntArray, Scorer
 from placer.engine.snapshot import Snapshot
 from placer.models import Pod
 
@@ -47,13 +49,14 @@ class PlanModel:
     batch: Batch
     movers: list[Mover]
     current: Snapshot  # the state before the plan (movers still running)
+    scorer: Scorer
     cp: cp_model.CpModel = field(default_factory=cp_model.CpModel)
     y: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
     z: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
     p: dict[int, cp_model.IntVar] = field(default_factory=dict)
     upper: dict[int, int] = field(default_factory=dict)
     by_group: list[list[tuple[int, cp_model.IntVar]]] = field(default_factory=list)
-    soft_penalty: list[tuple[int, cp_model.IntVar]] = field(default_factory=list)  # unused by the plan levels
+    soft_penalty: list[tuple[int, cp_model.IntVar]] = field(default_factory=list)
 
     moves: dict[int, list[cp_model.IntVar]] = field(default_factory=dict)
 
@@ -71,6 +74,51 @@ class PlanModel:
     max_evictions: int | None = None
     max_per_node: int | None = None
 
+    # -- what the level objectives read (placer.engine.objectives.decisions.Decisions) -------------
+    def base_used(self) -> IntArray:
+        return self.current.used
+
+    def load_entries(self) -> dict[int, list[LoadEntry]]:
+        out: dict[int, list[LoadEntry]] = {}
+        for (gi, n), var in self.y.items():
+            out.setdefault(n, []).append(LoadEntry(self.batch.groups[gi].vec, var, 1))
+        for (ri, n), var in self.z.items():
+            m = self.movers[ri]
+            out.setdefault(n, []).append(LoadEntry(m.vec, var, 1))
+            out.setdefault(m.home, []).append(LoadEntry(m.vec, var, -1))
+        for ri, var in self.p.items():
+            m = self.movers[ri]
+            out.setdefault(m.home, []).append(LoadEntry(m.vec, var, -1))
+        return out
+
+    def placements(self) -> list[tuple[IntArray, int, cp_model.IntVar]]:
+        pending = [(self.batch.groups[gi].vec, n, var) for (gi, n), var in self.y.items()]
+        return pending + [(self.movers[ri].vec, n, var) for (ri, n), var in self.z.items()]
+
+    def pod_count(self) -> int:
+        return sum(g.size for g in self.batch.groups) + len(self.movers)
+
+    def kept_by_rank(self) -> dict[int, tuple[list[cp_model.LinearExprT], int]]:
+        """Pending pods placed, minus running pods preempted (a moved pod keeps running)."""
+        out: dict[int, tuple[list[cp_model.LinearExprT], int]] = {}
+        for gi, row in enumerate(self.by_group):
+            group = self.batch.groups[gi]
+            exprs, span = out.get(self.batch.rank(group), ([], 0))
+            exprs.extend(v for _, v in row)
+            out[self.batch.rank(group)] = (exprs, span + group.size)
+        for ri, var in self.p.items():
+            rank = self.movers[ri].rank
+            exprs, span = out.get(rank, ([], 0))
+            exprs.append(-var)
+            out[rank] = (exprs, span + 1)
+        return out
+
+    def disruptions(self) -> _Disruptions:
+        victims: dict[int, list[cp_model.IntVar]] = {}
+        for ri, var in self.p.items():
+            victims.setdefault(self.movers[ri].rank, []).append(var)
+        return _Disruptions(victims=victims, moves=list(self.z.values()), movers=len(self.movers))
+
     def build(self, *, pdb_allowed: list[int], max_evictions: int | None, max_per_node: int | None = None) -> None:
         self.pdb_allowed, self.max_evictions, self.max_per_node = list(pdb_allowed), max_evictions, max_per_node
         snap = self.current
@@ -80,9 +128,11 @@ class PlanModel:
         for ri, m in enumerate(self.movers):
             for n in m.targets.tolist():
                 self.z[ri, n] = self.cp.new_bool_var(f"z{ri}_{n}")
+                self.upper[self.z[ri, n].index] = 1
                 self.moves.setdefault(ri, []).append(self.z[ri, n])
             if m.preemptible:
                 self.p[ri] = self.cp.new_bool_var(f"p{ri}")
+                self.upper[self.p[ri].index] = 1
             self.cp.add(self.leaves(ri) <= 1)
         self._preemption_needs_a_preemptor()
         self._capacity(free)
@@ -182,6 +232,13 @@ class PlanModel:
                     cp_model.LinearExpr.sum([(c // unit) * e for c, (_, e) in zip(coeffs, terms, strict=True) if c])
                     <= rhs // unit
                 )
+
+
+@dataclass
+class _Disruptions:
+    victims: dict[int, list[cp_model.IntVar]]
+    moves: list[cp_model.IntVar]
+    movers: int
 
 
 def _may_preempt(batch: Batch, group: Group, victim_rank: int) -> bool:

@@ -20,16 +20,18 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from ortools.sat.python import cp_model
 
-from placer.engine.batch import Batch, build_batch
-from placer.engine.candidates import node_order
+from placer.engine.batch import Batch, rebased
+from placer.engine.candidates import select_candidates
 from placer.engine.keys import pod_key
-from placer.engine.objectives.priority import lex_weights
-from placer.engine.prefilter import fits
+from placer.engine.levels import LevelSolver, evaluate
+from placer.engine.objectives import priority
+from placer.engine.objectives.registry import LEVELS
+from placer.engine.objectives.strategy import Term
+from placer.engine.prefilter import Prefilter, fits
 from placer.engine.scoring import Scorer
 from placer.engine.snapshot import Snapshot, pod_vector
-from placer.engine.solve import BatchResult, workers
+from placer.engine.solve import BatchResult, batch_demand
 from placer.engine.topology import running_anti_terms, term_matches, uses_topology
 from placer.models import Cluster, Config, Pod, PodAffinityTerm
 from placer.plan.eligibility import classify
@@ -85,7 +87,7 @@ def _preemptible_use(state: Snapshot, top_key: tuple[int, int] | None, tiers: bo
 
 
 def _neighbourhood(
-    state: Snapshot, unplaced: list[Pod], evictable_use: npt.NDArray[np.int64], batch: Batch
+    state: Snapshot, unplaced: list[Pod], evictable_use: npt.NDArray[np.int64], prefilter: Prefilter
 ) -> tuple[set[int], npt.NDArray[np.int64]]:
     """(nodes whose running pods may be decided, destinations for moves)."""
     n_nodes = len(state.nodes)
@@ -98,12 +100,12 @@ def _neighbourhood(
     hood: set[int] = set(destinations.tolist())
     by_signature: dict[tuple[object, ...], list[Pod]] = {}
     for pod in unplaced:
-        signature = (tuple(sorted(pod.requests.items())), batch.prefilter.masks(pod).allowed.tobytes())
+        signature = (tuple(sorted(pod.requests.items())), prefilter.masks(pod).allowed.tobytes())
         by_signature.setdefault(signature, []).append(pod)
     for pods in by_signature.values():
         pod = pods[0]
         vec = pod_vector(pod, state.resources)
-        nodes = np.flatnonzero(batch.prefilter.masks(pod).allowed & fits(state, vec, potential))
+        nodes = np.flatnonzero(prefilter.masks(pod).allowed & fits(state, vec, potential))
         if len(nodes) == 0:
             continue
         # Nodes needing the least eviction first, until they could hold 2x the unplaced pods.
@@ -134,17 +136,17 @@ def plan_batch(
     """
     started = time.monotonic()
     unplaced = [pod for pod, code, _ in first.unplaced if code != "Unsupported"]
-    if not unplaced or max_evictions == 0:
+    if not unplaced or max_evictions == 0 or first.batch is None:
         return None
+    first_batch = first.batch  # the solve's groups, masks and inter-pod rules, reused
     tiers = config.priority.restart_tiers
-    probe = build_batch(state, unplaced, config)
     # Running pods that inter-pod rules or spreading of this batch look at stay where they are:
     # the masks and counts of the batch are computed with them in place.
-    sensitive = build_batch(state, pending, config).topology.sensitive
+    sensitive = first_batch.topology.sensitive
     repelling = running_anti_terms(state)
     top_key = max((pod_key(p, restart_tiers=tiers) for p in pending if p.preemption_policy != "Never"), default=None)
     evictable_use = _preemptible_use(state, top_key, tiers)
-    hood, destinations = _neighbourhood(state, unplaced, evictable_use, probe)
+    hood, destinations = _neighbourhood(state, unplaced, evictable_use, first_batch.prefilter)
     candidates = [(pod, n) for n in sorted(hood) for pod in state.running[n]]
     elig = {pod.key: classify(cluster, pod, config.scheduler_name) for pod, _ in candidates}
 
@@ -159,24 +161,17 @@ def plan_batch(
             continue
         chosen.append((pod, n))
         base.remove(pod, n)
-    batch = build_batch(base, pending, config)
-    keys = sorted({g.key for g in batch.groups} | {pod_key(p, restart_tiers=tiers) for p, _ in chosen})
-    batch.key_rank = {k: i for i, k in enumerate(keys)}
-    demand = sum((g.vec * g.size for g in batch.groups), np.zeros(len(base.resources), dtype=np.int64))
-    scorer = Scorer(base, config, demand)
-
+    batch = rebased(first_batch, base, [pod_key(p, restart_tiers=tiers) for p, _ in chosen])
+    scorer = Scorer(state, config, batch_demand(batch))
+    select_candidates(batch, scorer, config.solver.candidates)
     hint_nodes = {pod.key: n for pod, n in first.placements}
     hood_arr = np.array(sorted(hood), dtype=np.int64)
-    limit = config.solver.candidates
     for group in batch.groups:
-        feasible = group.feasible
-        keep = limit + group.size
-        if len(feasible) > keep:
-            cost = scorer.delta(group.vec, feasible, base.used)
-            best = feasible[node_order(group, feasible, cost)[:keep]]
+        if len(group.candidates) < len(group.feasible):
+            # Pruned: also the neighbourhood (where evictions make room) and the hint's nodes.
             used = np.array([hint_nodes[p.key] for p in group.pods if p.key in hint_nodes], dtype=np.int64)
-            feasible = np.union1d(np.union1d(best, np.intersect1d(feasible, hood_arr)), used).astype(np.int64)
-        group.candidates = feasible
+            wider = np.union1d(group.candidates, np.intersect1d(group.feasible, hood_arr))
+            group.candidates = np.union1d(wider, used).astype(np.int64)
 
     movers: list[Mover] = []
     for pod, n in chosen:
@@ -208,7 +203,7 @@ def plan_batch(
                 preemptible=preemptible,
             )
         )
-    model = PlanModel(batch=batch, movers=movers, current=state)
+    model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer)
     model.build(
         pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs],
         max_evictions=max_evictions,
@@ -221,7 +216,7 @@ def plan_batch(
             at = hint_nodes.get(pod.key)
             if at is not None and (gi, at) in model.y:
                 hint[gi, at] = hint.get((gi, at), 0) + 1
-    return _solve(model, batch, scorer, config, hint, started, len(hood))
+    return _solve(model, batch, config, hint, started, len(hood))
 
 
 def _may_move(pod: Pod, repelling: list[PodAffinityTerm], namespaces: dict[str, dict[str, str]]) -> bool:
@@ -312,121 +307,33 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
 def _solve(
     model: PlanModel,
     batch: Batch,
-    scorer: Scorer,
     config: Config,
     hint: dict[tuple[int, int], int],
     started: float,
     hood_size: int,
 ) -> Plan | None:
-    cp = model.cp
-    deadline = started + config.solver.time_limit
-    values: dict[int, int] = {}  # var index -> value of the best solution so far
-    for key, var in model.y.items():
-        values[var.index] = hint.get(key, 0)
+    """The objective levels through the engine's solver loop; None unless level (1) improves."""
+    values: dict[int, int] = {var.index: hint.get(key, 0) for key, var in model.y.items()}
     for var in [*model.z.values(), *model.p.values()]:
         values[var.index] = 0
-    all_vars = [*model.y.values(), *model.z.values(), *model.p.values()]
-    proven = True
-
-    def run(expr: cp_model.LinearExprT, maximize: bool) -> tuple[int, int] | None:
-        nonlocal proven
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = 1 if config.solver.deterministic else workers(config)
-        solver.parameters.random_seed = config.solver.seed
-        if config.solver.deterministic:
-            solver.parameters.max_deterministic_time = config.solver.time_limit
-        else:
-            solver.parameters.max_time_in_seconds = max(deadline - time.monotonic(), 0.05)
-        cp.clear_hints()  # type: ignore[no-untyped-call]
-        for var in all_vars:
-            cp.add_hint(var, values[var.index])
-        cp.maximize(expr) if maximize else cp.minimize(expr)
-        status = solver.solve(cp)
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            proven = False
-            return None
-        proven &= status == cp_model.OPTIMAL
-        for var in all_vars:
-            values[var.index] = int(solver.value(var))
-        value = round(solver.objective_value)
-        cp.add(expr >= value if maximize else expr <= value)
-        return value, 0
-
-    # (1) placed-and-still-running per key.
-    counts: dict[int, int] = {}
-    kept: dict[int, list[cp_model.LinearExprT]] = {}
-    for (gi, _), var in model.y.items():
-        r = batch.rank(batch.groups[gi])
-        kept.setdefault(r, []).append(var)
-    for g in batch.groups:
-        counts[batch.rank(g)] = counts.get(batch.rank(g), 0) + g.size
-    for ri, var in model.p.items():
-        r = model.movers[ri].rank
-        kept.setdefault(r, []).append(-var)
-        counts[r] = counts.get(r, 0) + 1
-    hint_per_rank = {r: 0 for r in counts}
-    for (gi, _), var in model.y.items():
-        hint_per_rank[batch.rank(batch.groups[gi])] += values[var.index]
+    first = dict(values)  # the first solve's answer: no eviction
     _greedy_plan(model, batch, values)
-    weights = lex_weights(counts)
-    improved = False
-    if weights is not None:
-        expr = cp_model.LinearExpr.sum([weights[r] * e for r, es in kept.items() for e in es])
-        before = sum(weights[r] * hint_per_rank[r] for r in counts)
-        greedy_value = sum(
-            weights[batch.rank(batch.groups[gi])] * values[v.index] for (gi, _), v in model.y.items()
-        ) - sum(weights[model.movers[ri].rank] * values[v.index] for ri, v in model.p.items())
-        got = run(expr, True)
-        if got is None:
-            cp.add(expr >= greedy_value)  # keep the greedy plan's level for the next levels
-        improved = (got is not None and got[0] > before) or greedy_value > before
-    else:
-        for r in sorted(kept, reverse=True):
-            got = run(cp_model.LinearExpr.sum(kept[r]), True)
-            if got is None:
-                break
-            if got[0] > hint_per_rank[r]:
-                improved = True
-                break
-            if got[0] < hint_per_rank[r]:
-                break
-    if not improved:
-        return None
-    # (1b) pods that may ignore their affinity stay on matching nodes wherever those have room.
-    relaxed = [
-        var
-        for (gi, n), var in model.y.items()
-        if batch.groups[gi].masks.binding == "relaxed" and batch.groups[gi].masks.matching[n]
-    ]
-    if relaxed:
-        run(cp_model.LinearExpr.sum(relaxed), True)
-    # (2) fewest victims per key (highest key first), then fewest moves.
-    moves = list(model.z.values())
-    victims: dict[int, list[cp_model.IntVar]] = {}
-    for ri, var in model.p.items():
-        victims.setdefault(model.movers[ri].rank, []).append(var)
-    vw = lex_weights({r: len(v) for r, v in victims.items()}, base=len(model.movers))
-    if vw is not None and (victims or moves):
-        terms = [vw[r] * v for r, vs in victims.items() for v in vs] + list(moves)
-        run(cp_model.LinearExpr.sum(terms), False)
-    # (3) balance cost of where pods land.
-    cost_terms: list[cp_model.LinearExprT] = []
-    used = batch.snapshot.used
-    by_group: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
-    for (gi, n), var in model.y.items():
-        by_group.setdefault(gi, []).append((n, var))
-    for gi, entries in by_group.items():
-        costs = scorer.delta(batch.groups[gi].vec, np.array([n for n, _ in entries], dtype=np.int64), used)
-        cost_terms += [round(1000 * c) * var for (_, var), c in zip(entries, costs.tolist(), strict=True)]
-    by_mover: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
-    for (ri, n), var in model.z.items():
-        by_mover.setdefault(ri, []).append((n, var))
-    for ri, entries in by_mover.items():
-        costs = scorer.delta(model.movers[ri].vec, np.array([n for n, _ in entries], dtype=np.int64), used)
-        cost_terms += [round(1000 * c) * var for (_, var), c in zip(entries, costs.tolist(), strict=True)]
-    if cost_terms:
-        run(cp_model.LinearExpr.sum(cost_terms), False)
-    return _extract(model, batch, values, proven, started, hood_size)
+    variables = [*model.y.values(), *model.z.values(), *model.p.values()]
+    levels = LevelSolver(model.cp, variables, values, config, started=started)
+    for level in LEVELS:
+        terms = level.build(model)
+        for term in terms:
+            levels.run(term)
+        if level.name == priority.LEVEL and not _improves(terms, levels.values, first):
+            return None
+    return _extract(model, batch, levels.values, levels.proven, started, hood_size)
+
+
+def _improves(terms: list[Term], values: dict[int, int], before: dict[int, int]) -> bool:
+    """Placed-and-running pods per key strictly better than ``before``, highest key first."""
+    after_values = [evaluate(t.expr, values) or 0 for t in terms]
+    before_values = [evaluate(t.expr, before) or 0 for t in terms]
+    return after_values > before_values
 
 
 def _extract(

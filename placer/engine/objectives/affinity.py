@@ -1,9 +1,9 @@
 """Soft placement wishes.
 
-- ``relaxed_on_matching``: pods annotated ``placer.io/when-no-node-fits: ignore-affinity`` may
-  use non-matching nodes, but only when matching ones are full: maximise how many land on
-  matching nodes, right after objective (1).
-- ``preference``: objective (3): preferred node-affinity weights, minus 100 per untolerated
+- ``kept``: pods annotated ``placer.io/when-no-node-fits: ignore-affinity`` may use non-matching
+  nodes, but only when matching ones are full: maximise how many land on matching nodes, right
+  after objective (1).
+- ``preferences``: objective (3): preferred node-affinity weights, minus 100 per untolerated
   PreferNoSchedule taint (kube-scheduler's NodeAffinity and TaintToleration scores, unnormalised),
   plus preferred pod (anti-)affinity weights against running pods, minus 100 per pod that a
   ScheduleAnyway spread constraint sees above its skew, minus the weight of a preferred
@@ -14,12 +14,16 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from placer.engine.model import Model
+from placer.engine.objectives.decisions import Decisions
+from placer.engine.objectives.strategy import Term
 
-__all__ = ["preference", "relaxed_on_matching"]
+__all__ = ["KEPT", "PREFERENCES", "kept", "preferences"]
+
+KEPT = "affinity-kept"
+PREFERENCES = "preferences"
 
 
-def relaxed_on_matching(model: Model) -> cp_model.LinearExprT | None:
+def kept(model: Decisions) -> list[Term]:
     terms: list[cp_model.IntVar] = []
     has_outside = False
     for gi, row in enumerate(model.by_group):
@@ -31,13 +35,13 @@ def relaxed_on_matching(model: Model) -> cp_model.LinearExprT | None:
                 terms.append(var)
             else:
                 has_outside = True
-    return cp_model.LinearExpr.sum(terms) if terms and has_outside else None
+    return [Term(KEPT, cp_model.LinearExpr.sum(terms), True)] if terms and has_outside else []
 
 
-def preference(model: Model) -> cp_model.LinearExprT | None:
+def preferences(model: Decisions) -> list[Term]:
     terms: list[cp_model.LinearExprT] = []
     for gi, row in enumerate(model.by_group):
         pref = model.batch.groups[gi].masks.preference
         terms.extend(int(pref[n]) * var for n, var in row if pref[n] != 0)
     terms.extend(-weight * var for weight, var in model.soft_penalty)
-    return cp_model.LinearExpr.sum(terms) if terms else None
+    return [Term(PREFERENCES, cp_model.LinearExpr.sum(terms), True)] if terms else []

@@ -1,105 +1,127 @@
-"""Objective (4), the placement strategy, as one integer expression to minimise.
+"""Objective (4), the placement strategy: one definition per strategy, in every form it is used.
 
-``balance``: per touched node, the L1 deviation of each resource's utilisation from the node's
-mean (intra-node skew, a linear proxy of TBESK's Z) plus the distance of the node's mean
-utilisation from the cluster target (inter-node spread, a proxy of std_score), plus the TBESK
-pod-class cost (the class-weighted utilisation a pod meets on its node). ``spread``: the
-inter-node term alone. ``pack``: open as few empty nodes as possible, then prefer full nodes.
-The integer objective equals the float cost in ``placer.engine.scoring`` times ``UNIT``.
+A strategy defines a float cost in two parts, and everything else derives from them:
+
+- ``node_cost(rows, nodes)``: what each node's state costs (rows are full resource rows);
+- ``pod_cost(vec, nodes)``: what placing one pod of ``vec`` on each node costs by itself.
+
+The cost of an answer is the sum of ``node_cost`` over the nodes it changes plus ``pod_cost`` of
+every pod it places; ``delta`` and ``removal`` (greedy, descent, candidates) are differences of
+that cost, and ``term`` builds the integer CP-SAT expression whose value is the same cost times
+the returned ``unit`` (up to rounding of utilisations to basis points and of weights to
+hundredths). ``cost`` evaluates an answer for LNS, the benchmarks and the property tests.
 """
 
 from __future__ import annotations
 
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
 import numpy as np
 from ortools.sat.python import cp_model
 
-from placer.engine.model import SCALE, Model
-from placer.engine.objectives.utilisation import node_utilisations
+from placer.engine.objectives.loads import SCALE, LoadModel, NodeUtil
+from placer.models import StrategyName
 
-__all__ = ["UNIT", "build"]
+if TYPE_CHECKING:
+    from placer.engine.scoring import FloatArray, IntArray, Scorer
 
-_LCM = 12  # lcm(1, 2, 3, 4): the number of balance resources a node can have
-_W = 100  # float weights are kept to two decimals
-UNIT = SCALE * _LCM * _W
+__all__ = ["WEIGHT_SCALE", "StrategyObjective", "Term"]
+
+WEIGHT_SCALE = 100  # float weights are kept to hundredths in the integer form
+_MAX_LCM = 840  # lcm(1..8): beyond, per-node factors are rounded (documented scaling error)
 
 
-def _abs_var(model: Model, expr: cp_model.LinearExprT, bound: int, name: str) -> cp_model.IntVar:
+@dataclass(frozen=True)
+class Term:
+    """An integer objective and the factor from its float meaning: float value = value / unit."""
+
+    name: str
+    expr: cp_model.LinearExprT
+    maximize: bool
+    unit: float = 1.0
+
+
+class StrategyObjective(ABC):
+    name: ClassVar[StrategyName]
+    descends: ClassVar[bool] = True  # single-pod descent improves it (not for pack's step costs)
+
+    # -- the definition ----------------------------------------------------------------------------
+    @abstractmethod
+    def node_cost(self, s: Scorer, rows: IntArray, nodes: IntArray) -> FloatArray: ...
+
+    def pod_cost(self, s: Scorer, vec: IntArray, nodes: IntArray) -> FloatArray:
+        return np.zeros(len(nodes))
+
+    @abstractmethod
+    def term(self, model: LoadModel) -> Term: ...
+
+    def preselect(self, s: Scorer, nodes: IntArray) -> FloatArray:
+        """A cheap per-node key, lower first, to pre-select candidates on huge clusters."""
+        return s.load[nodes]  # type: ignore[no-any-return]
+
+    # -- derived forms -------------------------------------------------------------------------------
+    def delta(self, s: Scorer, vec: IntArray, nodes: IntArray, used: IntArray) -> FloatArray:
+        if len(nodes) == 0:
+            return np.zeros(0)
+        rows = used[nodes]
+        return self.node_cost(s, rows + vec, nodes) - self.node_cost(s, rows, nodes) + self.pod_cost(s, vec, nodes)
+
+    def removal(self, s: Scorer, vec: IntArray, node: int, used: IntArray) -> float:
+        at = np.array([node], dtype=np.int64)
+        rows = used[at]
+        change = self.node_cost(s, rows - vec, at) - self.node_cost(s, rows, at) - self.pod_cost(s, vec, at)
+        return float(change[0])
+
+    def cost(self, s: Scorer, used: IntArray, nodes: IntArray, placed: Iterable[tuple[IntArray, int, int]]) -> float:
+        """Cost of a state restricted to ``nodes``: node costs plus the pods placed on them."""
+        total = float(self.node_cost(s, used[nodes], nodes).sum())
+        inside = set(nodes.tolist())
+        for vec, n, count in placed:
+            if count and n in inside:
+                total += count * float(self.pod_cost(s, vec, np.array([n], dtype=np.int64))[0])
+        return total
+
+
+def abs_var(model: LoadModel, expr: cp_model.LinearExprT, bound: int, name: str) -> cp_model.IntVar:
     var = model.cp.new_int_var(0, max(bound, 0), name)
     model.cp.add(var >= expr)
     model.cp.add(var >= -expr)
     return var
 
 
-def _node_terms(model: Model, *, intra: bool) -> list[cp_model.LinearExprT]:
-    scorer = model.scorer
-    w_intra = round(scorer.w_intra * _W)
-    w_inter = round(scorer.w_inter * _W) if intra else _W
-    target = round(SCALE * scorer.target)
+def resource_factor(nodes: list[NodeUtil]) -> int:
+    """A common multiple of the nodes' resource counts k, so that deviations divided by k stay integral."""
+    ks = {len(nu.exprs) for nu in nodes if nu.exprs}
+    return min(math.lcm(*ks), _MAX_LCM) if ks else 1
+
+
+def node_deviation_terms(
+    model: LoadModel, nodes: list[NodeUtil], factor: int, *, w_intra: int, w_inter: int
+) -> list[cp_model.LinearExprT]:
+    """Integer intra-node L1 skew and distance from the target, each times ``factor * SCALE``.
+
+    For a node with k resources, sum_j |k u_j - total| / k is the float skew and
+    |total - k target| / k the distance; the division by k is the per-node ``factor // k``.
+    """
+    target = round(SCALE * model.scorer.target)
     terms: list[cp_model.LinearExprT] = []
-    for nu in node_utilisations(model):
+    for nu in nodes:
         k = len(nu.exprs)
         if k == 0:
             continue
         total = cp_model.LinearExpr.sum(nu.exprs)
-        top = sum(nu.highs)
-        factor = _LCM // k
-        if intra and w_intra:
+        top = sum(max(abs(lo), abs(hi)) for lo, hi in zip(nu.lows, nu.highs, strict=True))
+        per_node = max(round(factor / k), 1)
+        if w_intra:
             for j, u in enumerate(nu.exprs):
-                dev = _abs_var(
-                    model,
-                    cp_model.LinearExpr.weighted_sum([u, total], [k, -1]),
-                    k * max(nu.highs[j], top),
-                    f"dev{nu.node}_{j}",
-                )
-                terms.append(w_intra * factor * dev)
+                bound = k * max(abs(nu.lows[j]), abs(nu.highs[j])) + top
+                dev = abs_var(model, cp_model.LinearExpr.weighted_sum([u, total], [k, -1]), bound, f"dev{nu.node}_{j}")
+                terms.append(w_intra * per_node * dev)
         if w_inter:
-            d = _abs_var(model, total - k * target, max(top, k * target), f"spread{nu.node}")
-            terms.append(w_inter * factor * d)
+            d = abs_var(model, total - k * target, top + k * abs(target), f"spread{nu.node}")
+            terms.append(w_inter * per_node * d)
     return terms
-
-
-def _class_terms(model: Model) -> list[cp_model.LinearExprT]:
-    scorer = model.scorer
-    w = round(scorer.w_class * _W)
-    if not w:
-        return []
-    used = model.batch.snapshot.used
-    terms: list[cp_model.LinearExprT] = []
-    for gi, row in enumerate(model.by_group):
-        if not row:
-            continue
-        nodes = np.array([n for n, _ in row], dtype=np.int64)
-        cost = scorer.class_cost(model.batch.groups[gi].vec, nodes, used)
-        for (_, var), c in zip(row, cost.tolist(), strict=True):
-            coef = round(c * SCALE * _LCM) * w
-            if coef:
-                terms.append(coef * var)
-    return terms
-
-
-def _pack(model: Model) -> cp_model.LinearExprT:
-    snap = model.batch.snapshot
-    scorer = model.scorer
-    terms: list[cp_model.LinearExprT] = []
-    fullness_terms: list[cp_model.LinearExprT] = []
-    for n in model.touched.tolist():
-        entries = model.by_node[n]
-        if snap.used[n].sum() == 0:
-            active = model.cp.new_bool_var(f"active{n}")
-            for _, var in entries:
-                model.cp.add(var <= model.ub(var) * active)
-            terms.append(active)
-        k = max(int(scorer.valid[n].sum()), 1)
-        fullness = float((snap.used[n, scorer.cols] * scorer.inv_alloc[n]).sum()) / k
-        emptiness = SCALE - min(SCALE, round(SCALE * fullness))
-        fullness_terms.extend(emptiness * var for _, var in entries)
-    big = SCALE * sum(g.size for g in model.batch.groups) + 1
-    return big * cp_model.LinearExpr.sum(terms) + cp_model.LinearExpr.sum(fullness_terms)
-
-
-def build(model: Model, strategy: str) -> cp_model.LinearExprT:
-    if strategy == "pack":
-        return _pack(model)
-    if strategy == "spread":
-        return cp_model.LinearExpr.sum(_node_terms(model, intra=False))
-    return cp_model.LinearExpr.sum(_node_terms(model, intra=True) + _class_terms(model))

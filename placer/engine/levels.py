@@ -1,0 +1,145 @@
+"""The solver loop: hierarchical CP-SAT levels on one model, each optimum fixed before the next.
+
+Used by the batch engine and the global plan alike. One budget rule: the decision has one time
+limit counted from when it started (wall clock), or, with ``solver.deterministic``, one
+deterministic budget; each level gets what is left of it. Every level is hinted with the best
+solution so far, which satisfies every fixed level, so a level that finds nothing in time keeps
+the previous answer (never worse than the hint).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model, cp_model_helper
+
+from placer.engine.objectives.strategy import Term
+from placer.models import Config
+
+__all__ = ["SHORT_BUDGET", "LevelReport", "LevelSolver", "evaluate", "workers"]
+
+# Below this many seconds left, a level solves without presolve and probing.
+SHORT_BUDGET = 1.0
+_MIN_SECONDS = 0.01
+
+
+@dataclass
+class LevelReport:
+    name: str
+    status: str
+    value: float  # in the level's float units (integer objective / Term.unit)
+    bound: float
+    seconds: float
+
+    @property
+    def solved(self) -> bool:
+        return self.status in ("optimal", "feasible")
+
+
+def workers(config: Config) -> int:
+    """CP-SAT workers: as configured, else one per core (at most 8)."""
+    return config.solver.workers or min(8, os.cpu_count() or 1)
+
+
+def evaluate(expr: cp_model.LinearExprT, values: dict[int, int]) -> int | None:
+    """Value of a linear expression under ``values`` (None if a variable has no value there)."""
+    if not isinstance(expr, cp_model.LinearExpr):
+        return int(expr)
+    flat = cp_model_helper.FlatIntExpr(expr)
+    total = int(flat.offset)
+    for var, coef in zip(flat.vars, flat.coeffs, strict=True):
+        if var.index not in values:
+            return None
+        total += int(coef) * values[var.index]
+    return total
+
+
+class LevelSolver:
+    """Runs levels on ``cp`` over ``variables``; ``values`` (variable index -> value) is the best
+    solution so far and must start as a solution of the model (the hint)."""
+
+    def __init__(
+        self,
+        cp: cp_model.CpModel,
+        variables: list[cp_model.IntVar],
+        values: dict[int, int],
+        config: Config,
+        *,
+        started: float,
+    ) -> None:
+        self.cp = cp
+        self.variables = variables
+        self.values = values
+        self.config = config
+        self.deadline = started + config.solver.time_limit
+        self.det_left = config.solver.time_limit
+        self.proven = True
+        self.reports: list[LevelReport] = []
+        self.last_gap = 0.0
+
+    def left(self) -> float:
+        """Budget left: deterministic units, or seconds of wall time."""
+        if self.config.solver.deterministic:
+            return self.det_left
+        return self.deadline - time.monotonic()
+
+    def run(self, term: Term) -> LevelReport:
+        cp = self.cp
+        solver = cp_model.CpSolver()
+        params = solver.parameters
+        params.random_seed = self.config.solver.seed
+        if self.config.solver.deterministic:
+            params.num_workers = 1
+            params.max_deterministic_time = max(self.det_left, _MIN_SECONDS)
+        else:
+            params.num_workers = workers(self.config)
+            left = max(self.left(), _MIN_SECONDS)
+            params.max_time_in_seconds = left
+            if left < SHORT_BUDGET:
+                # Presolve and probing alone can take a short budget; the complete hint then gives
+                # CP-SAT a first solution at once and search improves it.
+                params.cp_model_presolve = False
+                params.cp_model_probing_level = 0
+        cp.clear_hints()  # type: ignore[no-untyped-call]
+        for var in self.variables:
+            cp.add_hint(var, self.values.get(var.index, 0))
+        if term.maximize:
+            cp.maximize(term.expr)
+        else:
+            cp.minimize(term.expr)
+        started = time.monotonic()
+        status = solver.solve(cp)
+        self.det_left -= solver.response_proto.deterministic_time
+        seconds = time.monotonic() - started
+        name = solver.status_name(status).lower()
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            self.proven = False
+            self.last_gap = float("nan")
+            held = evaluate(term.expr, self.values)
+            if held is not None:  # later levels must not undo what the current answer achieves here
+                self.hold(term, held)
+            report = LevelReport(term.name, name, float("nan"), float("nan"), seconds)
+            self.reports.append(report)
+            return report
+        value = float(solver.objective_value)
+        bound = float(solver.best_objective_bound)
+        for var in self.variables:
+            self.values[var.index] = int(solver.value(var))
+        value_int = round(value)
+        cp.add(term.expr >= value_int if term.maximize else term.expr <= value_int)
+        self.last_gap = abs(value - bound) / max(abs(value), 1.0)
+        self.proven &= status == cp_model.OPTIMAL
+        report = LevelReport(term.name, name, value / term.unit, bound / term.unit, seconds)
+        self.reports.append(report)
+        return report
+
+    def hold(self, term: Term, value: int) -> None:
+        """Keep a level at least as good as ``value`` without solving it."""
+        self.cp.add(term.expr >= value if term.maximize else term.expr <= value)
+
+    @property
+    def gap(self) -> float:
+        """Relative gap of the last level; 1.0 (unknown) when it found nothing in time."""
+        return self.last_gap if self.last_gap == self.last_gap else 1.0
