@@ -13,19 +13,44 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BALANCE_RESOURCES", "balance_metrics", "utilisation"]
+__all__ = ["BALANCE_RESOURCES", "balance_metrics", "load_terms", "utilisation"]
 
 BALANCE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "placer.io/bandwidth")
 
 
 def utilisation(
-    alloc: Sequence[Mapping[str, int]], used: Sequence[Mapping[str, int]]
+    alloc: Sequence[Mapping[str, int]],
+    used: Sequence[Mapping[str, int]],
+    resources: Sequence[str] = BALANCE_RESOURCES,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
-    """Utilisation matrix (nodes x BALANCE_RESOURCES) and which entries the node has."""
-    a = np.array([[float(n.get(r, 0)) for r in BALANCE_RESOURCES] for n in alloc]).reshape(-1, len(BALANCE_RESOURCES))
-    u = np.array([[float(n.get(r, 0)) for r in BALANCE_RESOURCES] for n in used]).reshape(-1, len(BALANCE_RESOURCES))
+    """Utilisation matrix (nodes x resources) and which entries the node has."""
+    a = np.array([[float(n.get(r, 0)) for r in resources] for n in alloc]).reshape(-1, len(resources))
+    u = np.array([[float(n.get(r, 0)) for r in resources] for n in used]).reshape(-1, len(resources))
     has = a > 0
     return np.where(has, u / np.where(has, a, 1.0), 0.0), has
+
+
+def load_terms(
+    alloc: Sequence[Mapping[str, int]],
+    used: Sequence[Mapping[str, int]],
+    resources: Sequence[str],
+    target: float,
+) -> tuple[list[float], list[float]]:
+    """Per node: the L1 skew of its utilisations around their mean (sum_j |A(i,j) - mean_i|), and
+    the distance of that mean from ``target`` (|mean_i - target|); 0, 0 for a node with none of
+    ``resources``. The two load terms of the ``balance`` strategy, computed from plain maps."""
+    skews: list[float] = []
+    distances: list[float] = []
+    for a, u in zip(alloc, used, strict=True):
+        shares = [u.get(r, 0) / a[r] for r in resources if a.get(r, 0) > 0]
+        if not shares:
+            skews.append(0.0)
+            distances.append(0.0)
+            continue
+        mean = sum(shares) / len(shares)
+        skews.append(sum(abs(x - mean) for x in shares))
+        distances.append(abs(mean - target))
+    return skews, distances
 
 
 def balance_metrics(alloc: Sequence[Mapping[str, int]], used: Sequence[Mapping[str, int]]) -> tuple[float, float]:

@@ -48,8 +48,9 @@ class Model:
         groups = self.batch.groups
         return {n: [LoadEntry(groups[gi].vec, var, 1) for gi, var in row] for n, row in self.by_node.items()}
 
-    def placements(self) -> list[tuple[IntArray, int, cp_model.IntVar]]:
-        return [(self.batch.groups[gi].vec, n, var) for (gi, n), var in self.y.items()]
+    def placements(self) -> list[tuple[IntArray, int, LoadEntry]]:
+        groups = self.batch.groups
+        return [(groups[gi].vec, n, LoadEntry(groups[gi].vec, var, 1)) for (gi, n), var in self.y.items()]
 
     def pod_count(self) -> int:
         return sum(g.size for g in self.batch.groups)

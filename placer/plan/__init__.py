@@ -1,5 +1,5 @@
 """Global plan for infeasible batches: evictions, moves, ordered steps."""
 
-from placer.plan.planner import Plan, PlannedEviction, plan_batch
+from placer.plan.planner import Plan, PlannedEviction, plan_batch, plan_rebalance
 
-__all__ = ["Plan", "PlannedEviction", "plan_batch"]
+__all__ = ["Plan", "PlannedEviction", "plan_batch", "plan_rebalance"]

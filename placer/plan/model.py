@@ -91,9 +91,14 @@ class PlanModel:
             out.setdefault(m.home, []).append(LoadEntry(m.vec, var, -1))
         return out
 
-    def placements(self) -> list[tuple[IntArray, int, cp_model.IntVar]]:
-        pending = [(self.batch.groups[gi].vec, n, var) for (gi, n), var in self.y.items()]
-        return pending + [(self.movers[ri].vec, n, var) for (ri, n), var in self.z.items()]
+    def placements(self) -> list[tuple[IntArray, int, LoadEntry]]:
+        """Pending pods placed; a moved pod counts on its new node instead of its old one."""
+        groups = self.batch.groups
+        out = [(groups[gi].vec, n, LoadEntry(groups[gi].vec, var, 1)) for (gi, n), var in self.y.items()]
+        for (ri, n), var in self.z.items():
+            m = self.movers[ri]
+            out += [(m.vec, n, LoadEntry(m.vec, var, 1)), (m.vec, m.home, LoadEntry(m.vec, var, -1))]
+        return out
 
     def pod_count(self) -> int:
         return sum(g.size for g in self.batch.groups) + len(self.movers)

@@ -21,12 +21,12 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from placer.engine.batch import Batch, rebased
+from placer.engine.batch import Batch, build_batch, rebased
 from placer.engine.candidates import select_candidates
 from placer.engine.keys import pod_key
 from placer.engine.levels import LevelSolver, evaluate
 from placer.engine.objectives import priority
-from placer.engine.objectives.registry import LEVELS
+from placer.engine.objectives.registry import LEVELS, REBALANCE_LEVELS
 from placer.engine.objectives.strategy import Term
 from placer.engine.prefilter import Prefilter, fits
 from placer.engine.scoring import Scorer
@@ -38,7 +38,7 @@ from placer.plan.eligibility import classify
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
 
-__all__ = ["Plan", "PlannedEviction", "plan_batch"]
+__all__ = ["Plan", "PlannedEviction", "plan_batch", "plan_rebalance"]
 
 WHOLE_CLUSTER = 300  # up to this many nodes the neighbourhood is the whole cluster
 NEIGHBOURS = 16
@@ -176,33 +176,11 @@ def plan_batch(
     movers: list[Mover] = []
     for pod, n in chosen:
         e = elig[pod.key]
-        vec = pod_vector(pod, base.resources)
         targets = np.zeros(0, dtype=np.int64)
         if e.movable and _may_move(pod, repelling, state.namespaces):
-            masks = batch.prefilter.masks(pod.model_copy(update={"annotations": {}}))
-            if len(state.nodes) <= WHOLE_CLUSTER:
-                # Small clusters: any node, including ones that other moves free (chains).
-                ok = masks.allowed & fits(base, vec)
-            else:
-                # Large clusters: only destinations with room for it now, the best few.
-                ok = np.zeros(len(state.nodes), dtype=np.bool_)
-                ok[destinations] = True
-                ok &= masks.allowed & fits(state, vec)
-            ok[n] = False
-            limit = MOVE_TARGETS if len(state.nodes) <= WHOLE_CLUSTER else MOVE_TARGETS_LARGE
-            targets = np.flatnonzero(ok).astype(np.int64)[:limit]
+            targets = _move_targets(pod, n, batch, state, destinations)
         preemptible = top_key is not None and pod_key(pod, restart_tiers=tiers) < top_key
-        movers.append(
-            Mover(
-                pod=pod,
-                home=n,
-                vec=vec,
-                rank=batch.key_rank[pod_key(pod, restart_tiers=tiers)],
-                pdbs=e.pdbs,
-                targets=targets,
-                preemptible=preemptible,
-            )
-        )
+        movers.append(_mover(pod, n, batch, e.pdbs, targets, preemptible=preemptible, tiers=tiers))
     model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer)
     model.build(
         pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs],
@@ -217,6 +195,105 @@ def plan_batch(
             if at is not None and (gi, at) in model.y:
                 hint[gi, at] = hint.get((gi, at), 0) + 1
     return _solve(model, batch, config, hint, started, len(hood))
+
+
+def _move_targets(
+    pod: Pod, home: int, batch: Batch, state: Snapshot, destinations: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Nodes a moved pod's replacement may be bound to (``batch.snapshot``: the room once every
+    evictable pod is gone; ``state``: the room now)."""
+    vec = pod_vector(pod, state.resources)
+    masks = batch.prefilter.masks(pod.model_copy(update={"annotations": {}}))
+    if len(state.nodes) <= WHOLE_CLUSTER:
+        # Small clusters: any node, including ones that other moves free (chains).
+        ok = masks.allowed & fits(batch.snapshot, vec)
+    else:
+        # Large clusters: only destinations with room for it now, the best few.
+        ok = np.zeros(len(state.nodes), dtype=np.bool_)
+        ok[destinations] = True
+        ok &= masks.allowed & fits(state, vec)
+    ok[home] = False
+    limit = MOVE_TARGETS if len(state.nodes) <= WHOLE_CLUSTER else MOVE_TARGETS_LARGE
+    return np.flatnonzero(ok).astype(np.int64)[:limit]
+
+
+def _mover(
+    pod: Pod,
+    home: int,
+    batch: Batch,
+    pdbs: tuple[int, ...],
+    targets: npt.NDArray[np.int64],
+    *,
+    preemptible: bool,
+    tiers: bool,
+) -> Mover:
+    return Mover(
+        pod=pod,
+        home=home,
+        vec=pod_vector(pod, batch.snapshot.resources),
+        rank=batch.key_rank[pod_key(pod, restart_tiers=tiers)],
+        pdbs=pdbs,
+        targets=targets,
+        preemptible=preemptible,
+    )
+
+
+def plan_rebalance(
+    cluster: Cluster,
+    state: Snapshot,
+    config: Config,
+    *,
+    max_moves: int,
+    frozen: frozenset[str] = frozenset(),
+    margin: float = 0.0,
+) -> Plan | None:
+    """A plan of moves only, with no pending pod: lower the strategy cost with at most
+    ``max_moves`` moves (fewest moves for the best cost found), or None unless the cost drops by
+    more than ``margin``. Same movers, model, levels loop and steps as ``plan_batch``."""
+    started = time.monotonic()
+    if max_moves <= 0:
+        return None
+    tiers = config.priority.restart_tiers
+    empty = build_batch(state, [], config)
+    repelling = running_anti_terms(state)
+    chosen: list[tuple[Pod, int, tuple[int, ...]]] = []
+    base = state.copy()
+    for n, pods in enumerate(state.running):
+        for pod in pods:
+            e = classify(cluster, pod, config.scheduler_name)
+            if not (e.movable and pod.key not in frozen and _may_move(pod, repelling, state.namespaces)):
+                continue
+            chosen.append((pod, n, e.pdbs))
+            base.remove(pod, n)
+    if not chosen:
+        return None
+    batch = rebased(empty, base, [pod_key(p, restart_tiers=tiers) for p, _, _ in chosen])
+    scorer = Scorer(state, config, batch_demand(batch))
+    everywhere = np.arange(len(state.nodes), dtype=np.int64)
+    movers = [
+        _mover(pod, n, batch, pdbs, _move_targets(pod, n, batch, state, everywhere), preemptible=False, tiers=tiers)
+        for pod, n, pdbs in chosen
+    ]
+    model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer)
+    model.build(pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs], max_evictions=max_moves)
+    variables = [*model.z.values(), *model.p.values()]
+    levels = LevelSolver(model.cp, variables, {v.index: 0 for v in variables}, config, started=started)
+    for level in REBALANCE_LEVELS:
+        for term in level.build(model):
+            levels.run(term)
+    placed = [(m.vec, m.home, 1) for m in movers]
+    before = scorer.strategy.cost(scorer, state.used, everywhere, placed)
+    after_used = state.used.copy()
+    after_placed = []
+    for ri, m in enumerate(movers):
+        to = next((n for (r, n), var in model.z.items() if r == ri and levels.values.get(var.index)), m.home)
+        after_used[m.home] -= m.vec
+        after_used[to] += m.vec
+        after_placed.append((m.vec, to, 1))
+    after = scorer.strategy.cost(scorer, after_used, everywhere, after_placed)
+    if not after < before - margin:
+        return None
+    return _extract(model, batch, levels.values, levels.proven, started, len(state.nodes))
 
 
 def _may_move(pod: Pod, repelling: list[PodAffinityTerm], namespaces: dict[str, dict[str, str]]) -> bool:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from placer.engine.objectives.loads import SCALE, LoadModel, node_utilisations
+from placer.engine.objectives.loads import SCALE, LoadEntry, LoadModel, node_utilisations
 from placer.engine.objectives.strategy import (
     WEIGHT_SCALE,
     StrategyObjective,
@@ -55,14 +55,14 @@ class Balance(StrategyObjective):
         )
         w_class = round(s.w_class * WEIGHT_SCALE)
         if w_class:
-            by_vec: dict[bytes, tuple[IntArray, list[tuple[int, cp_model.IntVar]]]] = {}
-            for vec, n, var in model.placements():
-                by_vec.setdefault(vec.tobytes(), (vec, []))[1].append((n, var))
+            by_vec: dict[bytes, tuple[IntArray, list[tuple[int, LoadEntry]]]] = {}
+            for vec, n, entry in model.placements():
+                by_vec.setdefault(vec.tobytes(), (vec, []))[1].append((n, entry))
             for vec, entries in by_vec.values():
                 at = np.array([n for n, _ in entries], dtype=np.int64)
                 cost = s.class_cost(vec, at)
-                for (_, var), c in zip(entries, cost.tolist(), strict=True):
+                for (_, entry), c in zip(entries, cost.tolist(), strict=True):
                     coef = round(c * SCALE * factor) * w_class
                     if coef:
-                        terms.append(coef * var)
+                        terms.append(entry.sign * coef * entry.var)
         return Term(f"strategy-{self.name}", cp_model.LinearExpr.sum(terms), False, SCALE * factor * WEIGHT_SCALE)

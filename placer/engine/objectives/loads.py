@@ -44,8 +44,9 @@ class LoadModel(Protocol):
         """Per node, the variables that change its use."""
         ...
 
-    def placements(self) -> list[tuple[IntArray, int, cp_model.IntVar]]:
-        """(pod vector, node, count variable) of every pod this decision places."""
+    def placements(self) -> list[tuple[IntArray, int, LoadEntry]]:
+        """(pod vector, node, entry) for every pod this decision places on a node (sign +1) or
+        takes off the node it runs on (sign -1): the pods the per-pod strategy cost counts."""
         ...
 
     def pod_count(self) -> int:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from placer.engine.objectives.loads import SCALE, LoadModel
+from placer.engine.objectives.loads import SCALE, LoadEntry, LoadModel
 from placer.engine.objectives.strategy import StrategyObjective, Term
 from placer.models import StrategyName
 
@@ -58,13 +58,13 @@ class Pack(StrategyObjective):
             for var in arriving:
                 model.cp.add(var <= model.ub(var) * active)
             terms.append(round(OPEN * SCALE) * active)
-        by_node: dict[int, list[cp_model.IntVar]] = {}
-        for _, n, var in model.placements():
-            by_node.setdefault(n, []).append(var)
+        by_node: dict[int, list[LoadEntry]] = {}
+        for _, n, entry in model.placements():
+            by_node.setdefault(n, []).append(entry)
         if by_node:
             at = np.array(sorted(by_node), dtype=np.int64)
             for n, e in zip(at.tolist(), _emptiness(s, at).tolist(), strict=True):
                 coef = round(SCALE * e)
                 if coef:
-                    terms.extend(coef * var for var in by_node[n])
+                    terms.extend(entry.sign * coef * entry.var for entry in by_node[n])
         return Term(f"strategy-{self.name}", cp_model.LinearExpr.sum(terms), False, SCALE)

@@ -1,8 +1,9 @@
 """The objective registry: the strategies by name, and the levels in the order they are solved.
 
-Levels (DESIGN.md objective order), each optimum fixed before the next: placed-and-running pods
-per key; relaxed-affinity pods kept on matching nodes; fewest disruptions (plans only);
-preferences; the strategy. A level whose builder returns nothing for a model is skipped.
+Levels, each optimum fixed before the next: placed-and-running pods per key; relaxed-affinity
+pods kept on matching nodes; fewest disruptions (plans only); preferences; the strategy. A level
+whose builder returns nothing for a model is skipped. A rebalancing plan (no pending pods) solves
+the strategy first and then the fewest moves that keep it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from placer.engine.objectives.spread import Spread
 from placer.engine.objectives.strategy import StrategyObjective, Term
 from placer.models import StrategyName
 
-__all__ = ["LEVELS", "STRATEGIES", "STRATEGY_LEVEL", "Level", "strategy_objective"]
+__all__ = ["LEVELS", "REBALANCE_LEVELS", "STRATEGIES", "STRATEGY_LEVEL", "Level", "strategy_objective"]
 
 STRATEGIES: dict[StrategyName, StrategyObjective] = {s.name: s for s in (Balance(), Spread(), Pack())}
 
@@ -38,10 +39,13 @@ def _strategy(model: Decisions) -> list[Term]:
 
 
 STRATEGY_LEVEL = "strategy"
-LEVELS: tuple[Level, ...] = (
-    Level(priority.LEVEL, priority.build),
-    Level(affinity.KEPT, affinity.kept),
-    Level(disruption.LEVEL, disruption.build),
-    Level(affinity.PREFERENCES, affinity.preferences),
-    Level(STRATEGY_LEVEL, _strategy),
-)
+_PLACED = Level(priority.LEVEL, priority.build)
+_KEPT = Level(affinity.KEPT, affinity.kept)
+_DISRUPTIONS = Level(disruption.LEVEL, disruption.build)
+_PREFERENCES = Level(affinity.PREFERENCES, affinity.preferences)
+_STRATEGY = Level(STRATEGY_LEVEL, _strategy)
+
+# Placing pods (a batch, or a global plan for it).
+LEVELS: tuple[Level, ...] = (_PLACED, _KEPT, _DISRUPTIONS, _PREFERENCES, _STRATEGY)
+# Rebalancing running pods: the best strategy cost, then the fewest moves that reach it.
+REBALANCE_LEVELS: tuple[Level, ...] = (_STRATEGY, _DISRUPTIONS)
