@@ -8,18 +8,20 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from placer.baseline import simulate
+from placer.engine.levels import Budget
 from placer.engine.prefilter import Prefilter
 from placer.engine.snapshot import Snapshot, build_snapshot
 from placer.engine.solve import solve_batch
 from placer.engine.spread_defaults import with_default_spread
 from placer.metrics import balance_metrics
 from placer.models import Cluster, Config, Eviction, Metrics, Placement, Pod, Result, Step, Unplaced
-from placer.plan import Plan, plan_batch
+from placer.plan import Plan, could_evict, plan_batch
 
 __all__ = ["Decision", "Outcome", "SolveOptions", "decide", "pending_batch", "solve_cluster"]
 
 Policy = Literal["placer", "default", "most-requested"]
 _STATUS_ORDER = {"optimal": 0, "feasible": 1, "fallback": 2}
+PLAN_SHARE = 0.5  # of a decision's time limit kept for the global plan when a batch is tight
 
 
 @dataclass(frozen=True)
@@ -84,12 +86,22 @@ def decide(
 ) -> Decision:
     """Solve a batch on ``state`` (not modified); plan evictions when it leaves pods unplaced."""
     batch = with_default_spread(batch, cluster.replicasets, config.default_spread)
-    res = solve_batch(state, batch, config)
+    budget = Budget.of(config)  # one time limit for the whole decision: solve and plan
+    may_plan = evict and max_evictions != 0 and could_evict(state)
+    res = solve_batch(state, batch, config, budget=budget, reserve=PLAN_SHARE if may_plan else 0.0)
     left = [(pod, str(code), reason) for pod, code, reason in res.unplaced]
     plan = None
-    if evict and left:
+    if may_plan and left:
         plan = plan_batch(
-            cluster, state, batch, res, config, max_evictions=max_evictions, max_per_node=max_per_node, frozen=frozen
+            cluster,
+            state,
+            batch,
+            res,
+            config,
+            max_evictions=max_evictions,
+            max_per_node=max_per_node,
+            frozen=frozen,
+            budget=budget,
         )
     if plan is None:
         return Decision(res.placements, left, None, res.status, res.gap)

@@ -20,7 +20,6 @@ from support import cluster, node, pod, solve, where
 
 from placer.engine.batch import build_batch
 from placer.engine.candidates import select_candidates
-from placer.engine.constraints.symmetry import order_hint
 from placer.engine.encoder import encode
 from placer.engine.objectives.loads import SCALE
 from placer.engine.objectives.registry import STRATEGIES
@@ -112,8 +111,8 @@ def test_the_float_cost_of_balance_and_spread_is_what_metrics_reports(inst: Any,
 
 def _integer_value(batch: Any, scorer: Scorer, counts: dict[tuple[int, int], int]) -> tuple[float, float, Any]:
     """(integer strategy term / unit, float cost, touched nodes) of one answer of the engine model."""
-    model, classes = encode(batch, scorer)
-    counts = order_hint(classes, counts)  # identical nodes are ordered by the model
+    model, symmetry = encode(batch, scorer)
+    counts = symmetry.order(counts)  # identical nodes are ordered by the model
     for key, var in model.y.items():
         model.cp.add(var == counts.get(key, 0))
     term = scorer.strategy.term(model)

@@ -19,11 +19,11 @@ CONSTRAINTS: dict[str, Callable[[Model], object]] = {
 }
 
 
-def encode(batch: Batch, scorer: Scorer) -> tuple[Model, list[list[int]]]:
-    """The model with all hard constraints, and the identical-node classes it ordered."""
+def encode(batch: Batch, scorer: Scorer, *, packing: bool = False) -> tuple[Model, symmetry.Symmetry]:
+    """The model with all hard constraints, and how it ordered identical nodes (by first pod held
+    when ``packing``: tight batches)."""
     model = Model(batch=batch, scorer=scorer)
     model.build_variables()
     for build in CONSTRAINTS.values():
         build(model)
-    classes = symmetry.build(model)
-    return model, classes
+    return model, symmetry.build(model, packing=packing)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model, cp_model_helper
@@ -18,11 +19,45 @@ from ortools.sat.python import cp_model, cp_model_helper
 from placer.engine.objectives.strategy import Term
 from placer.models import Config
 
-__all__ = ["SHORT_BUDGET", "LevelReport", "LevelSolver", "evaluate", "workers"]
+__all__ = ["SHORT_BUDGET", "Budget", "LevelReport", "LevelSolver", "evaluate", "workers"]
 
 # Below this many seconds left, a level solves without presolve and probing.
 SHORT_BUDGET = 1.0
 _MIN_SECONDS = 0.01
+
+
+class Budget:
+    """One decision's time limit (``solver.timeLimit``): wall seconds counted from when the
+    decision started, or deterministic units with ``solver.deterministic``. Everything the decision
+    does (prefilter, greedy, every level, the plan, extraction) spends the same budget; a part may
+    get a capped share of it (``capped``), which still spends the whole."""
+
+    def __init__(self, limit: float, *, deterministic: bool, parent: Budget | None = None) -> None:
+        self.limit = limit
+        self.deterministic = deterministic
+        self.parent = parent
+        self.started = time.monotonic()
+        self.det_used = 0.0
+
+    @classmethod
+    def of(cls, config: Config) -> Budget:
+        return cls(config.solver.time_limit, deterministic=config.solver.deterministic)
+
+    def left(self) -> float:
+        own = self.limit - self.used()
+        return min(own, self.parent.left()) if self.parent is not None else own
+
+    def used(self) -> float:
+        return self.det_used if self.deterministic else time.monotonic() - self.started
+
+    def charge(self, deterministic_time: float) -> None:
+        self.det_used += deterministic_time
+        if self.parent is not None:
+            self.parent.charge(deterministic_time)
+
+    def capped(self, share: float) -> Budget:
+        """A part of this budget that may use at most ``share`` of what is left now."""
+        return Budget(max(self.left(), 0.0) * share, deterministic=self.deterministic, parent=self)
 
 
 @dataclass
@@ -67,51 +102,74 @@ class LevelSolver:
         values: dict[int, int],
         config: Config,
         *,
-        started: float,
+        budget: Budget,
     ) -> None:
         self.cp = cp
         self.variables = variables
         self.values = values
         self.config = config
-        self.deadline = started + config.solver.time_limit
-        self.det_left = config.solver.time_limit
+        self.budget = budget
         self.proven = True
         self.reports: list[LevelReport] = []
         self.last_gap = 0.0
 
-    def left(self) -> float:
-        """Budget left: deterministic units, or seconds of wall time."""
-        if self.config.solver.deterministic:
-            return self.det_left
-        return self.deadline - time.monotonic()
-
-    def run(self, term: Term) -> LevelReport:
-        cp = self.cp
+    def _solver(self, share: float = 1.0) -> cp_model.CpSolver:
+        """A solver limited to ``share`` of the budget left."""
         solver = cp_model.CpSolver()
         params = solver.parameters
         params.random_seed = self.config.solver.seed
+        left = max(self.budget.left() * share, _MIN_SECONDS)
         if self.config.solver.deterministic:
             params.num_workers = 1
-            params.max_deterministic_time = max(self.det_left, _MIN_SECONDS)
+            params.max_deterministic_time = left
         else:
             params.num_workers = workers(self.config)
-            left = max(self.left(), _MIN_SECONDS)
             params.max_time_in_seconds = left
             if left < SHORT_BUDGET:
                 # Presolve and probing alone can take a short budget; the complete hint then gives
                 # CP-SAT a first solution at once and search improves it.
                 params.cp_model_presolve = False
                 params.cp_model_probing_level = 0
+        return solver
+
+    def _hint(self, cp: cp_model.CpModel) -> None:
         cp.clear_hints()  # type: ignore[no-untyped-call]
         for var in self.variables:
             cp.add_hint(var, self.values.get(var.index, 0))
+
+    def feasible(self, name: str, restrict: Callable[[cp_model.CpModel], None], *, share: float) -> bool:
+        """Look for a solution of the model under extra constraints (``restrict`` adds them to a
+        copy), within ``share`` of the budget left, with no objective: a feasibility search is
+        often far faster than the optimisation it settles (a tight packing). On success the
+        solution becomes the current answer; the model itself is unchanged."""
+        cp = self.cp.clone()
+        restrict(cp)
+        cp.clear_objective()  # type: ignore[no-untyped-call]
+        self._hint(cp)
+        solver = self._solver(share)
+        started = time.monotonic()
+        status = solver.solve(cp)
+        self.budget.charge(solver.response_proto.deterministic_time)
+        seconds = time.monotonic() - started
+        found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+        if found:
+            for var in self.variables:
+                self.values[var.index] = int(solver.value(var))
+        status_name = "optimal" if found else solver.status_name(status).lower()
+        self.reports.append(LevelReport(name, status_name, float("nan"), float("nan"), seconds))
+        return found
+
+    def run(self, term: Term) -> LevelReport:
+        cp = self.cp
+        solver = self._solver()
+        self._hint(cp)
         if term.maximize:
             cp.maximize(term.expr)
         else:
             cp.minimize(term.expr)
         started = time.monotonic()
         status = solver.solve(cp)
-        self.det_left -= solver.response_proto.deterministic_time
+        self.budget.charge(solver.response_proto.deterministic_time)
         seconds = time.monotonic() - started
         name = solver.status_name(status).lower()
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

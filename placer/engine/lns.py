@@ -19,7 +19,6 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from placer.engine.batch import Batch, Group
-from placer.engine.constraints.symmetry import order_hint
 from placer.engine.descent import descend
 from placer.engine.encoder import encode
 from placer.engine.model import Model
@@ -140,8 +139,8 @@ def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget
 def _resolve(sub: Batch, config: Config, hint: Counts, limit: float) -> tuple[Counts | None, float]:
     demand = sum((g.vec * g.size for g in sub.groups), np.zeros(len(sub.snapshot.resources), dtype=np.int64))
     scorer = Scorer(sub.snapshot, config, demand)
-    model, classes = encode(sub, scorer)
-    hint = order_hint(classes, hint)
+    model, sym = encode(sub, scorer)
+    hint = sym.order(hint)
     for gi in range(len(model.by_group)):
         model.cp.add(model.placed(gi) == sub.groups[gi].size)
     kept, preference = _earlier_levels(sub, hint)

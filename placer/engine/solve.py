@@ -16,14 +16,13 @@ from typing import Literal
 
 import numpy as np
 
-from placer.engine import lns
+from placer.engine import lns, packing
 from placer.engine.batch import Batch, build_batch, incomplete_gangs
 from placer.engine.candidates import select_candidates
-from placer.engine.constraints.symmetry import order_hint
 from placer.engine.descent import descend
 from placer.engine.encoder import encode
 from placer.engine.greedy import Assignment, greedy
-from placer.engine.levels import LevelReport, LevelSolver
+from placer.engine.levels import Budget, LevelReport, LevelSolver
 from placer.engine.model import Model
 from placer.engine.objectives import priority
 from placer.engine.objectives.registry import LEVELS, STRATEGY_LEVEL
@@ -61,13 +60,11 @@ def _lns_report(report: lns.LnsReport) -> LevelReport:
     return LevelReport("strategy-lns", status, report.cost_after, float("nan"), report.seconds)
 
 
-def _descend(batch: Batch, scorer: Scorer, counts: Counts, config: Config, started: float) -> Counts:
-    """Improve the hint of the strategy level by single-pod moves, within a quarter of the limit."""
-    if config.solver.deterministic:
-        budget = float("inf")  # converges; wall time must not decide the answer
-    else:
-        budget = max(0.0, 0.25 * config.solver.time_limit - (time.monotonic() - started) * 0.25)
-    improved, _ = descend(batch, scorer, counts, seconds=budget, seed=config.solver.seed)
+def _descend(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget: Budget) -> Counts:
+    """Improve the hint of the strategy level by single-pod moves, within a quarter of what is left."""
+    # Deterministic runs converge: wall time must not decide the answer.
+    seconds = float("inf") if config.solver.deterministic else max(0.0, 0.25 * budget.left())
+    improved, _ = descend(batch, scorer, counts, seconds=seconds, seed=config.solver.seed)
     return improved
 
 
@@ -92,8 +89,14 @@ def batch_demand(batch: Batch) -> IntArray:
     return sum((g.vec * g.size for g in batch.groups), np.zeros(len(batch.snapshot.resources), dtype=np.int64))
 
 
-def solve_batch(snapshot: Snapshot, pending: list[Pod], config: Config) -> BatchResult:
+def solve_batch(
+    snapshot: Snapshot, pending: list[Pod], config: Config, *, budget: Budget | None = None, reserve: float = 0.0
+) -> BatchResult:
+    """Place a batch on ``snapshot``. ``budget`` is the decision's time limit (a fresh one from the
+    config by default); when pods stay unplaced after the greedy pass, ``reserve`` of it is kept
+    for a global plan."""
     started = time.monotonic()
+    budget = budget or Budget.of(config)
     batch = build_batch(snapshot, pending, config)
     scorer = Scorer(snapshot, config, batch_demand(batch))
     select_candidates(batch, scorer, config.solver.candidates)
@@ -119,18 +122,22 @@ def solve_batch(snapshot: Snapshot, pending: list[Pod], config: Config) -> Batch
 
     if large and all_placed:
         # Level 1 is optimal already; improve the strategy by neighbourhood re-solves.
-        counts, report = lns.improve(
-            batch, scorer, counts, config, config.solver.time_limit - (time.monotonic() - started)
-        )
+        counts, report = lns.improve(batch, scorer, counts, config, budget.left())
         return result(counts, "feasible", 0.0, [_lns_report(report)])
-    model, classes = encode(batch, scorer)
-    counts = order_hint(classes, counts)
+    model, sym = encode(batch, scorer, packing=not all_placed)
+    counts = sym.order(counts)
     values = {var.index: counts.get(key, 0) for key, var in model.y.items()}
-    levels = LevelSolver(model.cp, list(model.y.values()), values, config, started=started)
+    own = budget.capped(1.0 - reserve) if reserve and not all_placed else budget
+    levels = LevelSolver(model.cp, list(model.y.values()), values, config, budget=own)
 
     def current() -> Counts:
         return {key: values[var.index] for key, var in model.y.items() if values[var.index]}
 
+    if model.y and not all_placed and packing.volume_allows_all(model):
+        # A tight batch: a feasibility search for "all placed" settles the placed level fast.
+        all_placed = levels.feasible(packing.PLACE_ALL, packing.place_all(model, sym), share=packing.PLACE_ALL_SHARE)
+        if all_placed:
+            counts = current()
     if model.y:
         for level in LEVELS:
             if level.name == priority.LEVEL and all_placed:
@@ -142,14 +149,12 @@ def solve_batch(snapshot: Snapshot, pending: list[Pod], config: Config) -> Batch
             terms = level.build(model)
             if level.name == STRATEGY_LEVEL:
                 if large:
-                    improved, report = lns.improve(
-                        batch, scorer, current(), config, config.solver.time_limit - (time.monotonic() - started)
-                    )
+                    improved, report = lns.improve(batch, scorer, current(), config, own.left())
                     _set(values, model, improved)
                     levels.proven = False
                     levels.reports.append(_lns_report(report))
                     continue
-                _set(values, model, order_hint(classes, _descend(batch, scorer, current(), config, started)))
+                _set(values, model, sym.order(_descend(batch, scorer, current(), config, own)))
             for term in terms:
                 levels.run(term)
     final = current()

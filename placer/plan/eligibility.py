@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from placer.engine.selectors import selector_matches
+from placer.engine.snapshot import Snapshot
 from placer.models import Cluster, Pod, PodDisruptionBudget
 
-__all__ = ["Eligibility", "classify"]
+__all__ = ["Eligibility", "classify", "could_evict"]
 
 OPT_OUT = (("placer.io/evictable", "false"), ("cluster-autoscaler.kubernetes.io/safe-to-evict", "false"))
 
@@ -59,3 +60,16 @@ def classify(cluster: Cluster, pod: Pod, scheduler_name: str) -> Eligibility:
             for rs in cluster.replicasets
         )
     return Eligibility(pod=pod, evictable=True, movable=movable, pdbs=pdbs)
+
+
+def could_evict(state: Snapshot) -> bool:
+    """Whether any running pod could be evicted at all (a cheap test before keeping time for a
+    global plan): something not a DaemonSet, mirror, opted-out or host-port pod runs somewhere."""
+    return any(
+        not (p.owner is not None and p.owner.kind == "DaemonSet")
+        and not p.mirror
+        and not p.host_ports
+        and not any(p.annotations.get(k) == v for k, v in OPT_OUT)
+        for pods in state.running
+        for p in pods
+    )

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from placer.engine.batch import Batch, build_batch, rebased
 from placer.engine.candidates import select_candidates
 from placer.engine.keys import pod_key
-from placer.engine.levels import LevelSolver, evaluate
+from placer.engine.levels import Budget, LevelSolver, evaluate
 from placer.engine.objectives import priority
 from placer.engine.objectives.registry import LEVELS, REBALANCE_LEVELS
 from placer.engine.objectives.strategy import Term
@@ -128,8 +128,10 @@ def plan_batch(
     max_evictions: int | None = None,
     max_per_node: int | None = None,
     frozen: frozenset[str] = frozenset(),
+    budget: Budget | None = None,
 ) -> Plan | None:
-    """A plan that places more (higher-key) pods than ``first``, or None.
+    """A plan that places more (higher-key) pods than ``first``, or None. ``budget``: what is left
+    of the decision's time limit (a fresh one from the config by default).
 
     ``max_evictions`` caps moves + preemptions, ``max_per_node`` the evictions on any one node;
     pods in ``frozen`` (for example moved too recently) are never evicted.
@@ -194,7 +196,7 @@ def plan_batch(
             at = hint_nodes.get(pod.key)
             if at is not None and (gi, at) in model.y:
                 hint[gi, at] = hint.get((gi, at), 0) + 1
-    return _solve(model, batch, config, hint, started, len(hood))
+    return _solve(model, batch, config, hint, started, len(hood), budget or Budget.of(config))
 
 
 def _move_targets(
@@ -246,6 +248,7 @@ def plan_rebalance(
     max_moves: int,
     frozen: frozenset[str] = frozenset(),
     margin: float = 0.0,
+    budget: Budget | None = None,
 ) -> Plan | None:
     """A plan of moves only, with no pending pod: lower the strategy cost with at most
     ``max_moves`` moves (fewest moves for the best cost found), or None unless the cost drops by
@@ -277,7 +280,8 @@ def plan_rebalance(
     model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer)
     model.build(pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs], max_evictions=max_moves)
     variables = [*model.z.values(), *model.p.values()]
-    levels = LevelSolver(model.cp, variables, {v.index: 0 for v in variables}, config, started=started)
+    values = {v.index: 0 for v in variables}
+    levels = LevelSolver(model.cp, variables, values, config, budget=budget or Budget.of(config))
     for level in REBALANCE_LEVELS:
         for term in level.build(model):
             levels.run(term)
@@ -388,6 +392,7 @@ def _solve(
     hint: dict[tuple[int, int], int],
     started: float,
     hood_size: int,
+    budget: Budget,
 ) -> Plan | None:
     """The objective levels through the engine's solver loop; None unless level (1) improves."""
     values: dict[int, int] = {var.index: hint.get(key, 0) for key, var in model.y.items()}
@@ -396,7 +401,7 @@ def _solve(
     first = dict(values)  # the first solve's answer: no eviction
     _greedy_plan(model, batch, values)
     variables = [*model.y.values(), *model.z.values(), *model.p.values()]
-    levels = LevelSolver(model.cp, variables, values, config, started=started)
+    levels = LevelSolver(model.cp, variables, values, config, budget=budget)
     for level in LEVELS:
         terms = level.build(model)
         for term in terms:

@@ -2,20 +2,26 @@
 
 Nodes with the same allocatable, usage, taints, cordon state, values of every label the batch
 refers to, and the same candidate memberships are interchangeable: any solution stays valid and
-equally good when their contents are swapped. Ordering them by the number of batch pods they
-receive removes that symmetric blow-up. The greedy hint is permuted to respect the order.
+equally good when their contents are swapped. Ordering them removes that symmetric blow-up: by
+the number of batch pods they receive (loose batches), or, for tight batches that are a packing
+problem, by the first (largest) pod they hold. The greedy hint is permuted to respect the order.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from placer.engine.model import Model
 
-__all__ = ["build", "node_classes", "order_hint"]
+__all__ = ["Symmetry", "build", "node_classes", "order_hint"]
+
+Counts = dict[tuple[int, int], int]
 
 
 def _referenced_keys(model: Model) -> tuple[set[str], bool]:
@@ -62,28 +68,74 @@ def node_classes(model: Model) -> list[list[int]]:
     return [members for members in classes.values() if len(members) > 1]
 
 
-def build(model: Model) -> list[list[int]]:
+@dataclass
+class Symmetry:
+    """The identical-node classes a model ordered, and how: ``packing`` orders each class by the
+    first pod it holds (strong for tight packing), otherwise by how many batch pods it holds."""
+
+    classes: list[list[int]]
+    packing: bool = False
+    group_order: list[int] = field(default_factory=list)  # groups, largest first (packing)
+
+    def order(self, counts: Counts) -> Counts:
+        """A solution permuted inside each class so that it satisfies the ordering constraints."""
+        if not self.packing:
+            return order_hint(self.classes, counts)
+        rank = {g: i for i, g in enumerate(self.group_order)}
+        return _permute(self.classes, counts, lambda row: min((rank[g] for g in row), default=len(rank)))
+
+
+def build(model: Model, *, packing: bool = False) -> Symmetry:
     classes = node_classes(model)
+    if packing:
+        return _by_first_pod(model, classes)
     for members in classes:
         for a, b in itertools.pairwise(members):
             load_a = cp_model.LinearExpr.sum([v for _, v in model.by_node[a]])
             load_b = cp_model.LinearExpr.sum([v for _, v in model.by_node[b]])
             model.cp.add(load_a >= load_b)
-    return classes
+    return Symmetry(classes)
 
 
-def order_hint(classes: list[list[int]], counts: dict[tuple[int, int], int]) -> dict[tuple[int, int], int]:
+def _by_first_pod(model: Model, classes: list[list[int]]) -> Symmetry:
+    """Bin-packing symmetry breaking: pods are numbered largest group first; inside a class, the
+    nodes are ordered by the lowest-numbered pod they hold (empty nodes last). So a node holds pods
+    of group g only if the node before it holds a pod of group g or of a larger one. Any solution
+    can be permuted into this order (``Symmetry.order``), so nothing feasible is lost."""
+    snap = model.batch.snapshot
+    groups = model.batch.groups
+    inv = np.where(snap.alloc > 0, 1.0 / np.maximum(snap.alloc, 1), 0.0).max(axis=0)
+    size = {gi: float((g.vec * inv).sum()) for gi, g in enumerate(groups)}
+    group_order = sorted(range(len(groups)), key=lambda gi: (-size[gi], gi))
+    rank = {g: i for i, g in enumerate(group_order)}
+    for members in classes:
+        for a, b in itertools.pairwise(members):
+            before = sorted(model.by_node[a], key=lambda e: rank[e[0]])
+            for gi, var in model.by_node[b]:
+                upto = [v for g, v in before if rank[g] <= rank[gi]]
+                if upto:
+                    model.cp.add(var <= model.ub(var) * cp_model.LinearExpr.sum(upto))
+                else:
+                    model.cp.add(var == 0)
+    return Symmetry(classes, packing=True, group_order=group_order)
+
+
+def order_hint(classes: list[list[int]], counts: Counts) -> Counts:
     """Permute a hint's node contents inside each class so that loads are non-increasing."""
+    return _permute(classes, counts, lambda row: -sum(row.values()))
+
+
+def _permute(classes: list[list[int]], counts: Counts, key: Callable[[dict[int, int]], float]) -> Counts:
     out = dict(counts)
     for members in classes:
         contents = []
         for n in members:
             row = {gi: c for (gi, m), c in counts.items() if m == n and c}
             contents.append(row)
-        contents.sort(key=lambda row: -sum(row.values()))
+        contents.sort(key=key)
         for n in members:
-            for key in [k for k in out if k[1] == n]:
-                del out[key]
+            for k in [k for k in out if k[1] == n]:
+                del out[k]
         for n, row in zip(members, contents, strict=True):
             for gi, c in row.items():
                 out[gi, n] = c
