@@ -652,7 +652,7 @@ def _spread_violations(world: _World) -> list[Violation]:
         for index, _ in hard:
             problem = _skew_problem(world, p, index)
             if problem:
-                out.append(Violation(("spread", p.key, p.node.name, index), f"{p.where()}: {problem}"))
+                out.append(Violation(("topology-spread", p.key, p.node.name, index), f"{p.where()}: {problem}"))
     return out
 
 

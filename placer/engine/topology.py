@@ -582,7 +582,7 @@ class _Compiler:
         size = len(used)
         classes = self.index.matching(
             lambda ns, labels, term: not term and _spread_matches(c, pod.namespace, ns, labels),
-            ("spread", pod.namespace, _selector_key(c.selector)),
+            ("topology-spread", pod.namespace, _selector_key(c.selector)),
         )
         base = np.zeros(size, dtype=np.int64)
         for ci in classes:

@@ -122,6 +122,6 @@ def node_deviation_terms(
                 dev = abs_var(model, cp_model.LinearExpr.weighted_sum([u, total], [k, -1]), bound, f"dev{nu.node}_{j}")
                 terms.append(w_intra * per_node * dev)
         if w_inter:
-            d = abs_var(model, total - k * target, top + k * abs(target), f"spread{nu.node}")
+            d = abs_var(model, total - k * target, top + k * abs(target), f"distance{nu.node}")
             terms.append(w_inter * per_node * d)
     return terms

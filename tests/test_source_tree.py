@@ -1,0 +1,56 @@
+"""The source tree keeps one definition per concept.
+
+Aspects: strategy names are string literals only in their registry (``placer.models.config``);
+everything else refers to ``StrategyName``. Found with ``ast`` (string constants), so words in
+docstrings, comments and log messages do not count; only a constant equal to a name does.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from placer.models import StrategyName
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ("placer", "models", "cli")
+
+
+def _constants(path: Path) -> Iterator[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    # Keys of dict displays name fields (``update={"spread": ...}`` is the pod's topology spread).
+    keys = {id(k) for node in ast.walk(tree) if isinstance(node, ast.Dict) for k in node.keys if k is not None}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings | keys:
+            yield node.lineno, node.value
+
+
+def literals_outside(names: set[str], registries: set[str]) -> list[str]:
+    """Where a string constant equal to one of ``names`` appears outside the ``registries`` files."""
+    found = []
+    for top in SOURCES:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel in registries:
+                continue
+            found += [f"{rel}:{line}: {value!r}" for line, value in _constants(path) if value in names]
+    return found
+
+
+def test_strategy_names_are_literals_only_in_their_registry() -> None:
+    names = {s.value for s in StrategyName}
+    assert literals_outside(names, {"models/config.py"}) == []
+
+
+def test_the_search_finds_a_literal_where_one_is() -> None:
+    # The check above is only worth something if the search sees string constants at all.
+    assert literals_outside({"placer.io/when-no-node-fits"}, set())
