@@ -72,7 +72,7 @@ def render_outcome(console: Console, outcome: Outcome) -> None:
         for col in ("id", "op", "pod", "node", "after"):
             steps.add_column(col)
         for st in result.steps:
-            steps.add_row(str(st.id), st.op, st.pod, st.node, ", ".join(map(str, st.after)) or "-")
+            steps.add_row(str(st.id), st.op, st.subject, st.node, ", ".join(map(str, st.after)) or "-")
         console.print(steps)
     console.print(_node_table(outcome))
     m = result.metrics

@@ -36,9 +36,23 @@ from placer.models.config import (
 )
 from placer.models.plan import Eviction, Metrics, Placement, Result, Step, Unplaced
 from placer.models.quantities import CPU, QuantityError, format_quantity, parse_quantity, to_units
+from placer.models.steps import (
+    AWAIT_GONE,
+    BIND,
+    EVICT,
+    Effect,
+    StepKind,
+    register_step_kind,
+    step_kind,
+    step_kinds,
+    unregister_step_kind,
+)
 
 __all__ = [
+    "AWAIT_GONE",
+    "BIND",
     "CPU",
+    "EVICT",
     "POD_COUNT",
     "BalanceWeights",
     "ClaimRef",
@@ -46,6 +60,7 @@ __all__ = [
     "Config",
     "ControllerConfig",
     "DefaultSpreadConstraint",
+    "Effect",
     "Eviction",
     "EvictionLimits",
     "HostPort",
@@ -71,6 +86,7 @@ __all__ = [
     "SpreadConstraint",
     "SpreadDefaults",
     "Step",
+    "StepKind",
     "StrategyName",
     "Taint",
     "Toleration",
@@ -78,5 +94,9 @@ __all__ = [
     "WeightedPodAffinityTerm",
     "format_quantity",
     "parse_quantity",
+    "register_step_kind",
+    "step_kind",
+    "step_kinds",
     "to_units",
+    "unregister_step_kind",
 ]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from placer.models.steps import StepKind, step_kind
 
 __all__ = ["Eviction", "Metrics", "Placement", "Result", "Step", "Unplaced"]
 
@@ -38,11 +40,36 @@ class Eviction(_Out):
 
 
 class Step(_Out):
+    """One step of a plan. ``pod`` names the pod it acts on; a replacement's bind has no pod yet
+    (its owner creates it) and names the pod it ``replaces`` instead."""
+
     id: int
-    op: Literal["evict", "await-gone", "bind"]
-    pod: str
+    op: str  # a registered step kind (placer.models.steps)
+    pod: str | None
     node: str
     after: list[int] = Field(default_factory=list)
+    replaces: str | None = None
+
+    @field_validator("op")
+    @classmethod
+    def _known(cls, op: str) -> str:
+        step_kind(op)
+        return op
+
+    @model_validator(mode="after")
+    def _names_one_pod(self) -> Step:
+        if (self.pod is None) == (self.replaces is None):
+            raise ValueError("a step names either a pod or the pod it replaces")
+        return self
+
+    @property
+    def kind(self) -> StepKind:
+        return step_kind(self.op)
+
+    @property
+    def subject(self) -> str:
+        """The pod in words: its key, or 'replacement of KEY'."""
+        return self.pod if self.pod is not None else f"replacement of {self.replaces}"
 
 
 class Metrics(_Out):
@@ -76,6 +103,7 @@ class Result(_Out):
         ]
         data["unplaced"] = sorted(data["unplaced"], key=lambda u: u["pod"])
         data["evictions"] = sorted(data["evictions"], key=lambda e: e["pod"])
+        data["steps"] = [{k: v for k, v in st.items() if v is not None or k == "pod"} for st in data["steps"]]
         return data
 
 

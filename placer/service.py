@@ -4,6 +4,7 @@ simulate the controller's batching when asked. Pure: no I/O beyond the models it
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -14,10 +15,24 @@ from placer.engine.snapshot import Snapshot, build_snapshot
 from placer.engine.solve import solve_batch
 from placer.engine.spread_defaults import with_default_spread
 from placer.metrics import balance_metrics
-from placer.models import Cluster, Config, Eviction, Metrics, Placement, Pod, Result, Step, Unplaced
+from placer.models import (
+    BIND,
+    Cluster,
+    Config,
+    Effect,
+    Eviction,
+    Metrics,
+    Placement,
+    Pod,
+    Result,
+    Step,
+    Unplaced,
+    step_kind,
+)
 from placer.plan import Plan, could_evict, plan_batch
+from placer.plan.steps import StepSpec
 
-__all__ = ["Decision", "Outcome", "SolveOptions", "decide", "pending_batch", "solve_cluster"]
+__all__ = ["Decision", "Outcome", "SolveOptions", "decide", "pending_batch", "plan_steps", "solve_cluster"]
 
 Policy = Literal["placer", "default", "most-requested"]
 _STATUS_ORDER = {"optimal": 0, "feasible": 1, "fallback": 2}
@@ -237,20 +252,30 @@ def _apply_plan(
                 )
             )
             replaced += 1
-    offset = len(steps)
-    earlier = _gone_by_node(steps)
-    for st in plan.steps:
-        after = [a + offset for a in st.after]
-        if st.op == "bind":
-            after = sorted(set(after) | set(earlier.get(names[st.node], [])))
-        steps.append(Step(id=st.id + offset, op=st.op, pod=st.pod, node=names[st.node], after=after))
+    steps += plan_steps(plan.steps, names, earlier=steps)
     return replaced
 
 
-def _gone_by_node(steps: list[Step]) -> dict[str, list[int]]:
+def plan_steps(specs: Sequence[StepSpec], names: Sequence[str], *, earlier: Sequence[Step] = ()) -> list[Step]:
+    """A plan's steps as output models, numbered after ``earlier`` steps of the same run; a bind
+    into a node where an earlier plan frees room also waits until that room is free."""
+    offset = len(earlier)
+    gone = _gone_by_node(earlier)
+    out = []
+    for st in specs:
+        after = [a + offset for a in st.after]
+        if step_kind(st.op).effect == Effect.BIND:
+            after = sorted(set(after) | set(gone.get(names[st.node], [])))
+        out.append(
+            Step(id=st.id + offset, op=st.op, pod=st.pod, replaces=st.replaces, node=names[st.node], after=after)
+        )
+    return out
+
+
+def _gone_by_node(steps: Sequence[Step]) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for st in steps:
-        if st.op == "await-gone":
+        if step_kind(st.op).effect == Effect.AWAIT_GONE:
             out.setdefault(st.node, []).append(st.id)
     return out
 
@@ -261,7 +286,7 @@ def _bind_after_earlier_plans(steps: list[Step], done: list[tuple[Pod, int]], na
     earlier = _gone_by_node(steps)
     for pod, node in done:
         steps.append(
-            Step(id=len(steps) + 1, op="bind", pod=pod.key, node=names[node], after=earlier.get(names[node], []))
+            Step(id=len(steps) + 1, op=BIND.op, pod=pod.key, node=names[node], after=earlier.get(names[node], []))
         )
 
 
@@ -269,7 +294,7 @@ def _bind_earlier(steps: list[Step], placements: list[Placement]) -> None:
     """Binds of batches before the first plan, as steps that wait for nothing."""
     for p in placements:
         if p.pod is not None and p.kind == "pending":
-            steps.append(Step(id=len(steps) + 1, op="bind", pod=p.pod, node=p.node))
+            steps.append(Step(id=len(steps) + 1, op=BIND.op, pod=p.pod, node=p.node))
 
 
 def _still_unplaced(

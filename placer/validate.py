@@ -78,6 +78,7 @@ from typing import Literal
 from placer.models import (
     POD_COUNT,
     Cluster,
+    Effect,
     Eviction,
     HostPort,
     Node,
@@ -654,7 +655,6 @@ def validate_placements(
 # --- plans: who may be evicted, and for whom -------------------------------------------------
 
 EVICTION_OPT_OUT = ("placer.io/evictable", "cluster-autoscaler.kubernetes.io/safe-to-evict")
-REPLACES = "replaces:"
 Key = tuple[int, int]
 
 
@@ -756,10 +756,10 @@ class _Plan:
 
     def bind_spec(self, step: Step) -> tuple[Pod, Pod] | None:
         """(the pod whose spec the bind places, the pod carrying that spec) or None if unknown."""
-        if step.pod.startswith(REPLACES):
-            entry = self.replacements.get(step.pod.removeprefix(REPLACES))
+        if step.replaces is not None:
+            entry = self.replacements.get(step.replaces)
             return (entry[1], entry[0]) if entry else None
-        placed = self.pending.get(step.pod)
+        placed = self.pending.get(step.pod or "")
         return (placed[0], placed[0]) if placed else None
 
 
@@ -927,6 +927,10 @@ class _Room:
         return out
 
 
+# Worst order the dependencies allow: binds as early as possible, room freed as late as possible.
+_EAGER = {Effect.BIND: 0, Effect.MARK: 1, Effect.EVICT: 2, Effect.AWAIT_GONE: 3}
+
+
 def _order(steps: Sequence[Step], edges: Mapping[int, Sequence[int]], rank: Mapping[int, tuple[int, int]]) -> list[int]:
     """A topological order of the step ids (Kahn), taking the lowest ``rank`` among ready steps;
     shorter than ``steps`` when the dependencies have a cycle."""
@@ -960,13 +964,14 @@ def _simulate(plan: _Plan, cluster: Cluster, steps: Mapping[int, Step], order: S
         st = steps[sid]
         if st.node not in rooms:
             continue
-        if st.op == "evict":
+        effect = st.kind.effect
+        if effect == Effect.EVICT and st.pod is not None:
             evicted.add(st.pod)
-        elif st.op == "await-gone":
+        elif effect == Effect.AWAIT_GONE and st.pod is not None:
             entry = plan.victims.get(st.pod)
             if st.pod in evicted and entry is not None and entry[0].node_name == st.node:
                 rooms[st.node].drop(st.pod)
-        else:
+        elif effect == Effect.BIND:
             spec = plan.bind_spec(st)
             if spec is None:
                 continue
@@ -1004,9 +1009,9 @@ def _step_violations(plan: _Plan, cluster: Cluster, steps: Sequence[Step]) -> li
         edges[st.id] = []
         for a in st.after:
             if a not in by_id:
-                out.append(f"step {st.id} ({st.op} {st.pod}) waits on step {a}, which does not exist")
+                out.append(f"step {st.id} ({st.op} {st.subject}) waits on step {a}, which does not exist")
             elif position[a] >= position[st.id]:
-                out.append(f"step {st.id} ({st.op} {st.pod}) waits on step {a}, which comes later in the list")
+                out.append(f"step {st.id} ({st.op} {st.subject}) waits on step {a}, which comes later in the list")
                 edges[st.id].append(a)
             else:
                 edges[st.id].append(a)
@@ -1018,19 +1023,20 @@ def _step_violations(plan: _Plan, cluster: Cluster, steps: Sequence[Step]) -> li
     out += _reference_violations(plan, unique, edges, listed)
     # Capacity and host ports at each bind: in the listed order, then in the order that binds as
     # early and frees room as late as ``after`` allows (any order ``after`` allows must work).
-    op_rank = {"bind": 0, "evict": 1, "await-gone": 2}
-    eager = _order(unique, edges, {st.id: (op_rank[st.op], position[st.id]) for st in unique})
+    eager = _order(unique, edges, {st.id: (_EAGER[st.kind.effect], position[st.id]) for st in unique})
     found = _simulate(plan, cluster, by_id, listed)
     for sid, problems in sorted(found.items()):
         st = by_id[sid]
-        out.append(f"step {sid} (bind {st.pod} on {st.node}): the node lacks room at that step: {'; '.join(problems)}")
+        out.append(
+            f"step {sid} (bind {st.subject} on {st.node}): the node lacks room at that step: {'; '.join(problems)}"
+        )
     for sid, problems in sorted(_simulate(plan, cluster, by_id, eager).items()):
         if sid in found:
             continue
         st = by_id[sid]
         earlier = ", ".join(map(str, eager[: eager.index(sid)])) or "none"
         out.append(
-            f"step {sid} (bind {st.pod} on {st.node}) does not wait for the room it needs: run as early as its "
+            f"step {sid} (bind {st.subject} on {st.node}) does not wait for the room it needs: run as early as its "
             f"'after' allows (after steps: {earlier}), the node lacks room: {'; '.join(problems)}"
         )
     return out
@@ -1043,47 +1049,48 @@ def _reference_violations(
     nodes; await-gone after its evict; a replacement's bind after its victim's await-gone."""
     out: list[str] = []
     ancestors = _ancestors(edges, order)
-    seen: dict[tuple[str, str], list[Step]] = {}
+    seen: dict[tuple[Effect, str | None, str | None], list[Step]] = {}
     for st in steps:
-        seen.setdefault((st.op, st.pod), []).append(st)
-        if st.op in ("evict", "await-gone"):
-            entry = plan.victims.get(st.pod)
-            if entry is None:
-                out.append(f"step {st.id} ({st.op} {st.pod}): the plan has no valid eviction of {st.pod}")
+        effect = st.kind.effect
+        seen.setdefault((effect, st.pod, st.replaces), []).append(st)
+        if effect in (Effect.EVICT, Effect.AWAIT_GONE):
+            entry = plan.victims.get(st.pod or "")
+            if entry is None or st.pod is None:
+                out.append(f"step {st.id} ({st.op} {st.subject}): the plan has no valid eviction of {st.subject}")
             elif st.node != entry[1].node:
                 out.append(f"step {st.id} ({st.op} {st.pod}) on {st.node}, but {st.pod} runs on {entry[1].node}")
             continue
-        if st.pod.startswith(REPLACES):
-            victim_key = st.pod.removeprefix(REPLACES)
-            target = plan.replacements.get(victim_key)
+        if effect != Effect.BIND:
+            continue
+        if st.replaces is not None:
+            target = plan.replacements.get(st.replaces)
             where = target[2] if target else None
         else:
-            placed = plan.pending.get(st.pod)
+            placed = plan.pending.get(st.pod or "")
             where = placed[1] if placed else None
         if where is None:
-            out.append(f"step {st.id} binds {st.pod}, which the plan does not place")
+            out.append(f"step {st.id} binds {st.subject}, which the plan does not place")
         elif where != st.node:
-            out.append(f"step {st.id} binds {st.pod} on {st.node}, but the plan places it on {where}")
+            out.append(f"step {st.id} binds {st.subject} on {st.node}, but the plan places it on {where}")
     for victim_key in sorted(plan.victims):
-        evicts = seen.get(("evict", victim_key), [])
-        awaits = seen.get(("await-gone", victim_key), [])
+        evicts = seen.get((Effect.EVICT, victim_key, None), [])
+        awaits = seen.get((Effect.AWAIT_GONE, victim_key, None), [])
         if len(evicts) != 1 or len(awaits) != 1:
             out.append(f"eviction of {victim_key}: {len(evicts)} evict and {len(awaits)} await-gone steps, not 1 and 1")
         for aw in awaits:
             if not any(ev.id in ancestors[aw.id] for ev in evicts):
                 out.append(f"step {aw.id} (await-gone {victim_key}) does not wait for the eviction of {victim_key}")
-    binds = [("pending", k, k) for k in plan.pending] + [("replacement", REPLACES + k, k) for k in plan.replacements]
-    for kind, name, victim_key in sorted(binds):
-        found = seen.get(("bind", name), [])
+    binds: list[tuple[str, str | None, str | None, str]] = [("pending", k, None, k) for k in plan.pending]
+    binds += [("replacement", None, k, f"replacement of {k}") for k in plan.replacements]
+    for kind, pod, replaces, name in sorted(binds, key=lambda b: (b[0], b[3])):
+        found = seen.get((Effect.BIND, pod, replaces), [])
         if len(found) != 1:
             out.append(f"{kind} placement {name}: {len(found)} bind steps, not 1")
-        if kind == "replacement":
-            gone = {aw.id for aw in seen.get(("await-gone", victim_key), [])}
+        if replaces is not None:
+            gone = {aw.id for aw in seen.get((Effect.AWAIT_GONE, replaces, None), [])}
             for b in found:
                 if not gone & ancestors[b.id]:
-                    out.append(
-                        f"step {b.id} binds {name} before {victim_key} is gone (no await-gone among its 'after')"
-                    )
+                    out.append(f"step {b.id} binds {name} before {replaces} is gone (no await-gone among its 'after')")
     return out
 
 
@@ -1091,13 +1098,13 @@ def _bind_eligibility(plan: _Plan, steps: Sequence[Step]) -> list[str]:
     """Cordon, taints and labels of every bind (a replacement carries its victim's spec)."""
     out: list[str] = []
     for st in steps:
-        if st.op != "bind" or st.node not in plan.ctx.nodes:
+        if st.kind.effect != Effect.BIND or st.node not in plan.ctx.nodes:
             continue
         spec = plan.bind_spec(st)
         if spec is None:
             continue
         for problem in eligibility_problems(spec[1], plan.ctx.nodes[st.node], plan.ctx.binding(spec[1])):
-            out.append(f"step {st.id} (bind {st.pod} on {st.node}): {problem}")
+            out.append(f"step {st.id} (bind {st.subject} on {st.node}): {problem}")
     return out
 
 

@@ -60,7 +60,7 @@ def _move_plan(started: float = 100.0) -> tuple[PlanRun, PodView]:
         Step(id=1, op="evict", pod="ns/backend-0", node="a"),
         Step(id=2, op="await-gone", pod="ns/backend-0", node="a", after=[1]),
         Step(id=3, op="bind", pod="ns/proxy-1", node="a", after=[2]),
-        Step(id=4, op="bind", pod="replaces:ns/backend-0", node="b", after=[2]),
+        Step(id=4, op="bind", pod=None, replaces="ns/backend-0", node="b", after=[2]),
     ]
     run = PlanRun(steps, {victim.key: victim}, started=started, await_gone=60, await_replacement=60, await_room=60)
     return run, victim

@@ -50,10 +50,11 @@ def test_a_fragmented_batch_is_fixed_by_one_move_and_ordered_steps() -> None:
     assert out.metrics.placed == 3 and out.metrics.moved == 1 and out.metrics.replacements == 1
     (evict,) = out.evictions
     assert (evict.kind, evict.node, evict.to) == ("move", "a", "b")
-    ops = {(s.op, s.pod): s for s in out.steps}
+    ops = {(s.op, s.pod or s.replaces): s for s in out.steps}
     gone = ops["await-gone", evict.pod]
     assert ops["evict", evict.pod].id in gone.after
-    assert gone.id in ops["bind", f"replaces:{evict.pod}"].after
+    assert ops["bind", evict.pod].replaces == evict.pod  # the replacement's bind, keyed by its victim
+    assert gone.id in ops["bind", evict.pod].after
     # Whatever binds into node a (where room is freed) waits until the victim is gone.
     for s in out.steps:
         if s.op == "bind" and s.node == "a":
@@ -127,12 +128,12 @@ def test_steps_of_a_swap_evict_both_before_binding_either() -> None:
     free = np.array([[0], [0]], dtype=np.int64)
     steps = order_steps(
         [EvictSpec("ns/x", 0, vec), EvictSpec("ns/y", 1, vec)],
-        [BindSpec("replaces:ns/x", 1, vec, replaces="ns/x"), BindSpec("replaces:ns/y", 0, vec, replaces="ns/y")],
+        [BindSpec(None, 1, vec, replaces="ns/x"), BindSpec(None, 0, vec, replaces="ns/y")],
         free,
     )
-    by = {(s.op, s.pod): s for s in steps}
-    assert by["bind", "replaces:ns/x"].after == (by["await-gone", "ns/x"].id, by["await-gone", "ns/y"].id)
-    assert by["bind", "replaces:ns/y"].after == (by["await-gone", "ns/x"].id, by["await-gone", "ns/y"].id)
+    by = {(s.op, s.pod or s.replaces): s for s in steps}
+    assert by["bind", "ns/x"].after == (by["await-gone", "ns/x"].id, by["await-gone", "ns/y"].id)
+    assert by["bind", "ns/y"].after == (by["await-gone", "ns/x"].id, by["await-gone", "ns/y"].id)
     position = {s.id: i for i, s in enumerate(steps)}
     for s in steps:
         assert all(position[a] < position[s.id] for a in s.after)

@@ -1,20 +1,26 @@
 """The source tree keeps one definition per concept.
 
-Aspects: strategy names are string literals only in their registry (``placer.models.config``);
-everything else refers to ``StrategyName``. Found with ``ast`` (string constants), so words in
+Aspects: strategy names are string literals only in their registry (``placer.models.config``),
+plan step names only in theirs (``placer.models.steps``); everything else refers to the
+registries. No replacement is named by a string prefix (``replaces`` and a colon inside a string)
+anywhere, tests included. Found with ``ast`` (string constants), so words in
 docstrings, comments and log messages do not count; only a constant equal to a name does.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from placer.models import StrategyName
+from placer.models import StrategyName, step_kinds
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("placer", "models", "cli")
+# A string that starts with the prefix, in either quote or an f-string (spelled in parts so that
+# this file does not match).
+PREFIX = re.compile("[\"']" + "replaces" + ":")
 
 
 def _constants(path: Path) -> Iterator[tuple[int, str]]:
@@ -49,6 +55,22 @@ def literals_outside(names: set[str], registries: set[str]) -> list[str]:
 def test_strategy_names_are_literals_only_in_their_registry() -> None:
     names = {s.value for s in StrategyName}
     assert literals_outside(names, {"models/config.py"}) == []
+
+
+def test_step_names_are_literals_only_in_their_registry() -> None:
+    names = {k.op for k in step_kinds()}
+    assert names >= {"evict", "await-gone", "bind"}
+    assert literals_outside(names, {"models/steps.py"}) == []
+
+
+def test_no_replacement_is_named_by_a_string_prefix() -> None:
+    found = [
+        path.relative_to(ROOT).as_posix()
+        for top in (*SOURCES, "tests", "benchmarks")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if PREFIX.search(path.read_text(encoding="utf-8"))
+    ]
+    assert found == []
 
 
 def test_the_search_finds_a_literal_where_one_is() -> None:

@@ -52,13 +52,12 @@ def move(victim: str, at: str, to: str, *waiting: str) -> Eviction:
 
 
 def steps(*specs: tuple[str, str, str, Sequence[int]]) -> list[Step]:
-    """(op, pod name or "replaces:name", node, after) in order; ids count from 1."""
+    """(op, pod name or "~name" for the replacement of name, node, after) in order; ids count from 1."""
     out = []
     for i, (op, name, where, after) in enumerate(specs, start=1):
-        ref = (
-            f"replaces:default/{name.removeprefix('replaces:')}" if name.startswith("replaces:") else f"default/{name}"
-        )
-        out.append(Step(id=i, op=op, pod=ref, node=where, after=list(after)))  # type: ignore[arg-type]
+        replacement = name.startswith("~")
+        ref = {"pod": None, "replaces": f"default/{name[1:]}"} if replacement else {"pod": f"default/{name}"}
+        out.append(Step(id=i, op=op, node=where, after=list(after), **ref))
     return out
 
 
@@ -116,7 +115,7 @@ MOVE_STEPS = steps(
     ("evict", "x", "a", []),
     ("await-gone", "x", "a", [1]),
     ("bind", "big", "a", [2]),
-    ("bind", "replaces:x", "b", [2]),
+    ("bind", "~x", "b", [2]),
 )
 MOVE_PLAN = result([placed("big", "a"), replacement("x", "b")], [move("x", "a", "b", "big")], MOVE_STEPS)
 
@@ -229,11 +228,11 @@ VIOLATIONS = [
                 ("evict", "x", "a", []),
                 ("await-gone", "x", "a", [1]),
                 ("bind", "big", "a", [2]),
-                ("bind", "replaces:x", "b", [1]),
+                ("bind", "~x", "b", [1]),
             ),
         ),
         {},
-        "binds replaces:default/x before default/x is gone",
+        "binds replacement of default/x before default/x is gone",
         id="replacement bound before its victim is gone",
     ),
     pytest.param(
@@ -298,14 +297,14 @@ VIOLATIONS = [
         moving(b={"unschedulable": True}),
         MOVE_PLAN,
         {},
-        "step 4 (bind replaces:default/x on b): node is cordoned",
+        "step 4 (bind replacement of default/x on b): node is cordoned",
         id="replacement bound to a cordoned node",
     ),
     pytest.param(
         moving(x={"nodeSelector": ZONE_A}),
         MOVE_PLAN,
         {},
-        "step 4 (bind replaces:default/x on b): node does not match",
+        "step 4 (bind replacement of default/x on b): node does not match",
         id="replacement bound where its victim's selector does not match",
     ),
     # who may be evicted
@@ -618,6 +617,6 @@ def test_batched_plans_never_evict_a_replacement_stand_in() -> None:
         batch_size=1,
     )
     assert [(e.pod, e.kind) for e in answer.evictions] == [("default/r", "move")]
-    assert all("~" not in st.pod for st in answer.steps)
+    assert all("~" not in (st.pod or st.replaces or "") for st in answer.steps)
     # p2 stays Pending: batch 1 took n1's room for r's replacement, which a later batch never evicts.
     assert [u.pod for u in answer.unplaced] == ["default/p2"]

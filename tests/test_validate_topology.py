@@ -660,7 +660,7 @@ MOVE_PLAN = Result(
         Step(id=1, op="evict", pod="default/x", node="a"),
         Step(id=2, op="await-gone", pod="default/x", node="a", after=[1]),
         Step(id=3, op="bind", pod="default/big", node="a", after=[2]),
-        Step(id=4, op="bind", pod="replaces:default/x", node="b", after=[2]),
+        Step(id=4, op="bind", pod=None, replaces="default/x", node="b", after=[2]),
     ],
 )
 

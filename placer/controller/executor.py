@@ -8,23 +8,26 @@ it carried out; the executor answers with the next actions. Rules:
   404 (already gone) counts as done.
 - ``await-gone`` is done when the victim (same UID) is no longer seen; the room it held counts as
   free only then. It times out after ``await_gone`` seconds.
-- ``bind`` of a pending pod, or of ``replaces:ns/old`` (the replacement: any new pod of the
-  victim's owner created after the eviction, unbound, not yet claimed; replacements are
+- ``bind`` of a pending pod, or of the replacement of an evicted pod (``Step.replaces``: any new
+  pod of the victim's owner created after the eviction, unbound, not yet claimed; replacements are
   interchangeable), is issued once predecessors are done and the node really has room for it
   (``World.free``, which counts terminating pods and binds not yet observed). Waiting for room or
   for the replacement times out; a bind refused with a conflict is abandoned (the pod is re-queued
   by the next batch).
+- A step kind without effect on the cluster (``Effect.MARK``) is done once its predecessors are.
 - When a pod or node the plan relies on disappears, the steps that need it are abandoned.
+
+Steps are dispatched on their kind's effect (``placer.models.steps``) through ``_HANDLERS``.
 Abandoned pods simply stay Pending and join a later batch, which re-plans on the real state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from placer.models import Step
+from placer.models import Effect, Step
 
 __all__ = ["Abandon", "Bind", "Evict", "PlanRun", "PodView", "World"]
 
@@ -66,8 +69,13 @@ class Bind:
 @dataclass(frozen=True)
 class Abandon:
     step: int
-    pod: str
+    pod: str | None  # the pod the step was for (None: a replacement that never appeared)
     reason: str
+    replaces: str | None = None
+
+    @property
+    def subject(self) -> str:
+        return self.pod if self.pod is not None else f"replacement of {self.replaces}"
 
 
 Action = Evict | Bind | Abandon
@@ -106,17 +114,17 @@ class PlanRun:
         s = self.steps[step]
         if ok:
             s.state = "done"
-            self.evicted_at[s.spec.pod] = now
+            self.evicted_at[_key(s.spec)] = now
             return []
         s.state = "failed"
-        return self._abandon_dependents(step, f"eviction of {s.spec.pod} refused: {reason}")
+        return self._abandon_dependents(step, f"eviction of {s.spec.subject} refused: {reason}")
 
     def bound(self, step: int, *, ok: bool, reason: str = "") -> list[Action]:
         s = self.steps[step]
         s.state = "done" if ok else "failed"
         if not ok and s.target:
             self.claimed.discard(s.target)
-        return [] if ok else [Abandon(step, s.target or s.spec.pod, f"bind refused: {reason}")]
+        return [] if ok else [self._abandoned(s, step, f"bind refused: {reason}")]
 
     # -- progress -------------------------------------------------------------------------------
     @property
@@ -140,37 +148,47 @@ class PlanRun:
         return actions
 
     def _try(self, sid: int, s: _Step, world: World, free: dict[str, dict[str, int]]) -> list[Action]:
-        op, pod, node = s.spec.op, s.spec.pod, s.spec.node
-        if op == "evict":
-            victim = self.victims.get(pod)
-            seen = world.pods.get(pod)
-            if victim is None or seen is None or seen.uid != victim.uid:
-                s.state = "done"  # already gone: nothing to evict
-                self.evicted_at[pod] = world.now
-                return []
-            s.state = "running"
-            return [Evict(sid, pod)]
-        if op == "await-gone":
-            victim = self.victims.get(pod)
-            seen = world.pods.get(pod)
-            if seen is None or victim is None or seen.uid != victim.uid:
-                s.state = "done"
-                return []
-            if world.now - self._ready_since(s) > self.await_gone:
-                return self._abandon(sid, f"{pod} still not gone after {self.await_gone:.0f}s")
+        return _HANDLERS[s.spec.kind.effect](self, sid, s, world, free)
+
+    def _evict(self, sid: int, s: _Step, world: World, free: dict[str, dict[str, int]]) -> list[Action]:
+        pod = _key(s.spec)
+        victim = self.victims.get(pod)
+        seen = world.pods.get(pod)
+        if victim is None or seen is None or seen.uid != victim.uid:
+            s.state = "done"  # already gone: nothing to evict
+            self.evicted_at[pod] = world.now
             return []
-        # bind
+        s.state = "running"
+        return [Evict(sid, pod)]
+
+    def _await_gone(self, sid: int, s: _Step, world: World, free: dict[str, dict[str, int]]) -> list[Action]:
+        pod = _key(s.spec)
+        victim = self.victims.get(pod)
+        seen = world.pods.get(pod)
+        if seen is None or victim is None or seen.uid != victim.uid:
+            s.state = "done"
+            return []
+        if world.now - self._ready_since(s) > self.await_gone:
+            return self._abandon(sid, f"{pod} still not gone after {self.await_gone:.0f}s")
+        return []
+
+    def _mark(self, sid: int, s: _Step, world: World, free: dict[str, dict[str, int]]) -> list[Action]:
+        s.state = "done"
+        return []
+
+    def _bind(self, sid: int, s: _Step, world: World, free: dict[str, dict[str, int]]) -> list[Action]:
+        node = s.spec.node
         if node not in world.free:
             return self._abandon(sid, f"node {node} disappeared")
-        if pod.startswith("replaces:"):
-            target = s.target or self._capture(pod.removeprefix("replaces:"), world)
+        if s.spec.replaces is not None:
+            target = s.target or self._capture(s.spec.replaces, world)
             if target is None:
                 if world.now - self._ready_since(s) > self.await_replacement:
-                    return self._abandon(sid, f"no replacement for {pod.removeprefix('replaces:')} appeared")
+                    return self._abandon(sid, f"no replacement for {s.spec.replaces} appeared")
                 return []
             s.target = target
         else:
-            target = pod
+            target = _key(s.spec)
         view = world.pods.get(target)
         if view is None or view.node is not None or view.deleting:
             return self._abandon(sid, f"{target} is gone or was bound by someone else")
@@ -189,7 +207,7 @@ class PlanRun:
 
     def _ready_since(self, s: _Step) -> float:
         done = [self.steps[a] for a in s.spec.after]
-        stamps = [self.evicted_at.get(p.spec.pod, s.since) for p in done if p.spec.op == "evict"]
+        stamps = [self.evicted_at.get(_key(p.spec), s.since) for p in done if p.spec.kind.effect == Effect.EVICT]
         return max([s.since, *stamps])
 
     def _capture(self, victim_key: str, world: World) -> str | None:
@@ -210,10 +228,13 @@ class PlanRun:
                 return view.key
         return None
 
+    def _abandoned(self, s: _Step, sid: int, reason: str) -> Abandon:
+        return Abandon(sid, s.target or s.spec.pod, reason, replaces=s.spec.replaces)
+
     def _abandon(self, sid: int, reason: str) -> list[Action]:
         s = self.steps[sid]
         s.state = "abandoned"
-        out: list[Action] = [Abandon(sid, s.target or s.spec.pod, reason)]
+        out: list[Action] = [self._abandoned(s, sid, reason)]
         return out + self._abandon_dependents(sid, reason)
 
     def _abandon_dependents(self, sid: int, reason: str) -> list[Action]:
@@ -222,3 +243,18 @@ class PlanRun:
             if sid in other.spec.after and other.state == "waiting":
                 out += self._abandon(other_id, reason)
         return out
+
+
+def _key(spec: Step) -> str:
+    """The pod an evict, await-gone or pending bind step names."""
+    assert spec.pod is not None, f"step {spec.id} ({spec.op}) names no pod"
+    return spec.pod
+
+
+Handler = Callable[[PlanRun, int, _Step, World, dict[str, dict[str, int]]], list[Action]]
+_HANDLERS: dict[Effect, Handler] = {
+    Effect.EVICT: PlanRun._evict,
+    Effect.AWAIT_GONE: PlanRun._await_gone,
+    Effect.BIND: PlanRun._bind,
+    Effect.MARK: PlanRun._mark,
+}

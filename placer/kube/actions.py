@@ -133,7 +133,7 @@ class Actions:
         ns, name = _split(key)
         body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ns))
         return self._write(
-            "evict",
+            "evict (Eviction API)",
             key,
             lambda: self.core.create_namespaced_pod_eviction(
                 name=name, namespace=ns, body=body, _preload_content=False

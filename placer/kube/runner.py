@@ -54,8 +54,8 @@ from placer.kube.actions import Actions, Outcome
 from placer.kube.informers import Informer, informers
 from placer.kube.leader import Leadership
 from placer.kube.serving import Metrics, serve
-from placer.models import Cluster, ControllerConfig, Node, Pod, Step
-from placer.service import decide
+from placer.models import Cluster, ControllerConfig, Node, Pod
+from placer.service import decide, plan_steps
 
 __all__ = ["MOVED_AT", "Runner"]
 
@@ -99,7 +99,7 @@ class Runner:
         self.assumed: dict[str, tuple[str, float]] = {}
         self.plan: PlanRun | None = None
         self.reserved: set[str] = set()  # pending pods a running plan will bind
-        self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="bind")
+        self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="binder")
         self._parsed: dict[str, tuple[str, Pod]] = {}
         self._parsed_nodes: dict[str, tuple[str, Node]] = {}
         self._parsed_volumes: dict[str, tuple[str, PersistentVolume]] = {}
@@ -339,7 +339,7 @@ class Runner:
             return
         plan = decision.plan
         log.info("global plan: %d evictions, %d steps", len(plan.evictions), len(plan.steps))
-        steps = [Step(id=s.id, op=s.op, pod=s.pod, node=names[s.node], after=list(s.after)) for s in plan.steps]
+        steps = plan_steps(plan.steps, names)
         victims = {e.pod.key: self._view(e.pod, raws.get(e.pod.key, {})) for e in plan.evictions}
         self.plan = PlanRun(
             steps,
@@ -414,8 +414,8 @@ class Runner:
                 queue += self.plan.bound(action.step, ok=out.ok, reason=out.reason)
             elif isinstance(action, Abandon):
                 self.metrics.plan_aborts.inc()
-                log.warning("plan step %d abandoned (%s): %s", action.step, action.pod, action.reason)
-                if not action.pod.startswith("replaces:"):
+                log.warning("plan step %d abandoned (%s): %s", action.step, action.subject, action.reason)
+                if action.pod is not None and action.pod in self.reserved:  # a pending pod: drop its nomination
                     self.actions.nominate(action.pod, None)
         if self.plan.finished:
             log.info("global plan finished")

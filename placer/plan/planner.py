@@ -33,7 +33,7 @@ from placer.engine.scoring import Scorer
 from placer.engine.snapshot import Snapshot, pod_vector
 from placer.engine.solve import BatchResult, batch_demand
 from placer.engine.topology import running_anti_terms, term_matches, uses_topology
-from placer.models import Cluster, Config, Pod, PodAffinityTerm
+from placer.models import Cluster, Config, Effect, Pod, PodAffinityTerm, step_kind
 from placer.plan.eligibility import classify
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
@@ -448,7 +448,7 @@ def _extract(
     evict_specs = [EvictSpec(pod=e.pod.key, node=e.node, vec=pod_vector(e.pod, snap.resources)) for e in evictions]
     binds = [BindSpec(pod=pod.key, node=n, vec=pod_vector(pod, snap.resources)) for pod, n in placements]
     binds += [
-        BindSpec(pod=f"replaces:{e.pod.key}", node=e.to, vec=pod_vector(e.pod, snap.resources), replaces=e.pod.key)
+        BindSpec(pod=None, node=e.to, vec=pod_vector(e.pod, snap.resources), replaces=e.pod.key)
         for e in evictions
         if e.kind == "move" and e.to is not None
     ]
@@ -456,10 +456,11 @@ def _extract(
     by_id = {st.id: st for st in steps}
     waiting: dict[str, set[str]] = {}
     for st in steps:
-        if st.op == "bind" and not st.pod.startswith("replaces:"):
+        if st.pod is not None and step_kind(st.op).effect == Effect.BIND:
             for a in st.after:
-                if by_id[a].op == "await-gone":
-                    waiting.setdefault(by_id[a].pod, set()).add(st.pod)
+                before = by_id[a]
+                if before.pod is not None and step_kind(before.op).effect == Effect.AWAIT_GONE:
+                    waiting.setdefault(before.pod, set()).add(st.pod)
     for e in evictions:
         e.for_ = sorted(waiting.get(e.pod.key, set()) | set(e.for_))
     return Plan(
