@@ -189,6 +189,8 @@ class Pod(_Frozen):
     wffc_claims: tuple[ClaimRef, ...] = ()
     # PersistentVolumeClaim names the pod mounts (spec.volumes, generic ephemeral volumes included).
     claims: tuple[str, ...] = ()
+    # Those of ``claims`` that come from generic ephemeral volumes (upstream words their absence apart).
+    ephemeral_claims: tuple[str, ...] = ()
     # Why no node can take the pod's volumes (kube-scheduler's VolumeBinding message), if so.
     volume_problem: str | None = None
     # Being deleted (metadata.deletionTimestamp): kube-scheduler does not count it for spreading.
@@ -208,6 +210,21 @@ class Pod(_Frozen):
     @property
     def pending(self) -> bool:
         return self.node_name is None and self.phase == "Pending"
+
+    @property
+    def gang_key(self) -> str | None:
+        """The gang the pod belongs to, namespace-qualified (None: not in a gang)."""
+        return f"{self.namespace}/{self.gang}" if self.gang else None
+
+    def awaits(self, scheduler_name: str) -> bool:
+        """Pending for ``scheduler_name`` ('*': any) and schedulable now: not being deleted (a
+        terminating pod is never placed) and not held by scheduling gates."""
+        return (
+            self.pending
+            and scheduler_name in ("*", self.scheduler_name)
+            and not self.terminating
+            and not self.scheduling_gates
+        )
 
 
 class PodDisruptionBudget(_Frozen):

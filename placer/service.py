@@ -57,15 +57,14 @@ class Outcome:
 
 
 def pending_batch(cluster: Cluster, scheduler_name: str) -> tuple[list[Pod], list[str]]:
-    """Pending pods addressed to the scheduler, in creation order; gated pods wait."""
+    """Pending pods addressed to the scheduler, in creation order (``Pod.awaits``: the rule the
+    controller uses too); gated pods wait, terminating ones are never placed."""
     batch, warnings = [], []
     for pod in cluster.pods:
-        if not pod.pending or (scheduler_name not in ("*", pod.scheduler_name)):
-            continue
-        if pod.scheduling_gates:
+        if pod.awaits(scheduler_name):
+            batch.append(pod)
+        elif pod.pending and scheduler_name in ("*", pod.scheduler_name) and pod.scheduling_gates:
             warnings.append(f"pod {pod.key} waits on scheduling gates {', '.join(pod.scheduling_gates)}")
-            continue
-        batch.append(pod)
     batch.sort(key=lambda p: (p.creation, p.namespace, p.name))
     return batch, warnings
 

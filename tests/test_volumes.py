@@ -189,8 +189,8 @@ def _resolve(
     ephemeral: tuple[str, ...] = (),
     uid: str = "uid-p",
 ) -> Pod:
-    p = Pod(name="p", uid=uid, claims=claims)
-    return resolve_pod(p, Storage.of(volumes, pvcs, classes), node_count=3, ephemeral=ephemeral)
+    p = Pod(name="p", uid=uid, claims=claims, ephemeral_claims=ephemeral)
+    return resolve_pod(p, Storage.of(volumes, pvcs, classes), node_count=3)
 
 
 WFFC = StorageClass(name="wffc", provisioner="example.com/disk", binding_mode="WaitForFirstConsumer")
@@ -485,12 +485,12 @@ def test_the_controllers_model_resolves_volumes_and_namespace_labels_from_its_ca
     _feed(r, "PersistentVolumeClaim", _bound(), _pvc("scratch", storage_class="local-wffc"))
     _feed(r, "StorageClass", _class())
     _feed(r, "Namespace", {"kind": "Namespace", "metadata": {"name": "default", "labels": {"team": "x"}}})
-    cluster, _ = r.cluster()
+    cluster = r.cluster()
     pods = {p.name: p for p in cluster.pods}
     assert pods["bound"].volume_terms == ((_term(HOST, "b"),),)
     assert pods["waits"].wffc_claims == (ClaimRef(name="scratch"),)
     assert cluster.namespaces == {"default": {"kubernetes.io/metadata.name": "default", "team": "x"}}
     # The provisioner's answer arrives: the claim gets bound, the model follows.
     _feed(r, "PersistentVolumeClaim", _bound(), _bound("scratch", volume="pv-1"))
-    cluster, _ = r.cluster()
+    cluster = r.cluster()
     assert {p.name: p for p in cluster.pods}["waits"].volume_terms == ((_term(HOST, "b"),),)

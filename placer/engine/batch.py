@@ -20,7 +20,7 @@ from placer.engine.topology import (
 )
 from placer.models import Config, Pod
 
-__all__ = ["Batch", "Group", "build_batch", "gang_groups", "gang_key", "incomplete_gangs", "rebased"]
+__all__ = ["Batch", "Group", "build_batch", "gang_groups", "incomplete_gangs", "rebased"]
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Group:
 
     @property
     def gang(self) -> str | None:
-        return gang_key(self.pods[0])
+        return self.pods[0].gang_key
 
     @property
     def has_ports(self) -> bool:
@@ -75,12 +75,8 @@ def _signature(pod: Pod, topology: bool) -> tuple[object, ...]:
         pod.preemption_policy,
         tuple(sorted(pod.annotations.items())),
         pod.unsupported,
-        gang_key(pod),
+        pod.gang_key,
     )
-
-
-def gang_key(pod: Pod) -> str | None:
-    return f"{pod.namespace}/{pod.gang}" if pod.gang else None
 
 
 def gang_groups(groups: Sequence[Group]) -> dict[str, list[int]]:
@@ -96,7 +92,7 @@ def incomplete_gangs(pending: Sequence[Pod]) -> dict[str, str]:
     """Gangs of the batch that lack members (gang -> why they wait)."""
     members: dict[str, list[Pod]] = {}
     for pod in pending:
-        key = gang_key(pod)
+        key = pod.gang_key
         if key is not None:
             members.setdefault(key, []).append(pod)
     out = {}
@@ -126,7 +122,7 @@ def build_batch(snapshot: Snapshot, pending: Sequence[Pod], config: Config) -> B
         vec = pod_vector(first, snapshot.resources)
         masks = prefilter.masks(first)
         feasible = np.flatnonzero(masks.allowed & fits(snapshot, vec, free)).astype(np.int64)
-        if gang_key(first) in waiting:
+        if first.gang_key in waiting:
             feasible = feasible[:0]  # an incomplete gang is never placed in part
         groups.append(
             Group(

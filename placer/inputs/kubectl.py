@@ -51,8 +51,6 @@ class KubeObjects:
         self.volumes: list[PersistentVolume] = []
         self.claims: list[PersistentVolumeClaim] = []
         self.classes: list[StorageClass] = []
-        # Pod key -> the names of its generic ephemeral claims (upstream words their absence apart).
-        self.ephemeral: dict[str, frozenset[str]] = {}
         self.warnings: list[str] = []
 
 
@@ -67,11 +65,7 @@ def read_list(doc: Field) -> KubeObjects:
         if item_kind == "Node":
             out.nodes.append(_node(item))
         elif item_kind == "Pod":
-            pod = _pod(item)
-            out.pods.append(pod)
-            ephemeral = pod_volume_claims(item.get("spec"), pod.name)[1] if pod.claims else frozenset()
-            if ephemeral:
-                out.ephemeral[pod.key] = ephemeral
+            out.pods.append(_pod(item))
         elif item_kind == "PodDisruptionBudget":
             out.pdbs.append(_pdb(item))
         elif item_kind == "ReplicaSet":
@@ -183,6 +177,7 @@ def _pod(item: Field) -> Pod:
     annotations = meta.get("annotations").str_map()
     labels = meta.get("labels").str_map()
     node_name = spec.get("nodeName").text() or None
+    claims, ephemeral = pod_volume_claims(spec, name)
     return Pod(
         namespace=namespace,
         name=name,
@@ -211,7 +206,8 @@ def _pod(item: Field) -> Pod:
         **gang_of(meta, labels, annotations),
         **parse_pod_affinity(spec.get("affinity"), namespace, labels),
         spread=parse_spread(spec.get("topologySpreadConstraints"), labels),
-        claims=pod_volume_claims(spec, name)[0],
+        claims=claims,
+        ephemeral_claims=tuple(sorted(ephemeral)),
         terminating=meta.get("deletionTimestamp").present(),
     )
 

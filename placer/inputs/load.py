@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from placer.errors import InputError
+from placer.inputs.assemble import assemble_cluster
 from placer.inputs.fields import Field
-from placer.inputs.kubectl import KubeObjects, is_list, read_list
+from placer.inputs.kubectl import is_list, read_list
 from placer.inputs.native import is_native, read_native
-from placer.inputs.volumes import Storage, resolve_volumes
 from placer.models import Cluster
 
 __all__ = ["load_cluster", "parse_cluster"]
@@ -58,41 +57,4 @@ def parse_cluster(source: str, text: str) -> Cluster:
         raise InputError(
             source, "", "expected a Kubernetes List (kind: List, items) or placer's native schema (nodes, pods)"
         )
-    return _assemble(source, objs)
-
-
-def _duplicates(source: str, what: str, names: Sequence[str]) -> None:
-    seen: set[str] = set()
-    for i, name in enumerate(names):
-        if name in seen:
-            raise InputError(source, f"{what}[{i}]", f"duplicate name {name!r}")
-        seen.add(name)
-
-
-def _assemble(source: str, objs: KubeObjects) -> Cluster:
-    nodes, pods, warnings = objs.nodes, objs.pods, objs.warnings
-    if not nodes:
-        raise InputError(source, "nodes", "the cluster has no nodes")
-    _duplicates(source, "nodes", [n.name for n in nodes])
-    _duplicates(source, "pods", [p.key for p in pods])
-    _duplicates(source, "persistentVolumes", [v.name for v in objs.volumes])
-    _duplicates(source, "persistentVolumeClaims", [c.key for c in objs.claims])
-    _duplicates(source, "storageClasses", [c.name for c in objs.classes])
-    known = {n.name for n in nodes}
-    kept = []
-    for pod in pods:
-        if pod.node_name is not None and pod.node_name not in known:
-            warnings.append(
-                f"pod {pod.key} is bound to node {pod.node_name!r}, which is not in the dump; it is ignored"
-            )
-            continue
-        kept.append(pod)
-    storage = Storage.of(objs.volumes, objs.claims, objs.classes)
-    return Cluster(
-        nodes=tuple(nodes),
-        pods=tuple(resolve_volumes(kept, storage, len(nodes), objs.ephemeral)),
-        pdbs=tuple(objs.pdbs),
-        replicasets=tuple(objs.replicasets),
-        namespaces=objs.namespaces,
-        warnings=tuple(warnings),
-    )
+    return assemble_cluster(objs, source=source)

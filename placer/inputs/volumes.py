@@ -43,7 +43,6 @@ __all__ = [
     "StorageClass",
     "parse_claim",
     "parse_persistent_volume",
-    "parse_pod_claims",
     "parse_storage_class",
     "pod_volume_claims",
     "read_claim",
@@ -216,12 +215,6 @@ def parse_storage_class(raw: Any, source: str = "api") -> StorageClass:
     return read_storage_class(api_object(raw, "StorageClass", source))
 
 
-def parse_pod_claims(raw: Any, source: str = "api") -> tuple[tuple[str, ...], frozenset[str]]:
-    """``pod_volume_claims`` of one Pod object as the API returns it."""
-    pod = api_object(raw, "Pod", source)
-    return pod_volume_claims(pod.get("spec"), pod.get("metadata").get("name").text())
-
-
 # -- resolution -----------------------------------------------------------------------------------
 
 
@@ -247,12 +240,12 @@ def _claim_problem(pod: Pod, storage: Storage, ephemeral: Collection[str]) -> st
     return None
 
 
-def resolve_pod(pod: Pod, storage: Storage, node_count: int, ephemeral: Collection[str] = ()) -> Pod:
+def resolve_pod(pod: Pod, storage: Storage, node_count: int) -> Pod:
     """The pod with its volume fields computed from its claims (replaced, so resolving twice is
     harmless). ``node_count`` words the message of a claim bound to a missing volume, which
-    kube-scheduler reports per node; ``ephemeral`` names the pod's generic ephemeral claims."""
+    kube-scheduler reports per node."""
     update: dict[str, Any] = {"volume_terms": (), "wffc_claims": (), "volume_problem": None}
-    problem = _claim_problem(pod, storage, ephemeral)
+    problem = _claim_problem(pod, storage, pod.ephemeral_claims)
     if problem is not None:
         return pod.model_copy(update={**update, "volume_problem": problem})
     terms: list[tuple[NodeSelectorTerm, ...]] = []
@@ -294,13 +287,6 @@ def resolve_pod(pod: Pod, storage: Storage, node_count: int, ephemeral: Collecti
     return pod.model_copy(update=update)
 
 
-def resolve_volumes(
-    pods: Sequence[Pod],
-    storage: Storage,
-    node_count: int,
-    ephemeral: Mapping[str, Collection[str]] | None = None,
-) -> list[Pod]:
-    """Every pod that mounts claims, resolved (``resolve_pod``); the others as they are.
-    ``ephemeral`` maps a pod's key to its generic ephemeral claim names."""
-    ephemeral = ephemeral or {}
-    return [resolve_pod(p, storage, node_count, ephemeral.get(p.key, ())) if p.claims else p for p in pods]
+def resolve_volumes(pods: Sequence[Pod], storage: Storage, node_count: int) -> list[Pod]:
+    """Every pod that mounts claims, resolved (``resolve_pod``); the others as they are."""
+    return [resolve_pod(p, storage, node_count) if p.claims else p for p in pods]

@@ -37,24 +37,29 @@ from placer.controller.batcher import Batcher
 from placer.controller.executor import Abandon, Bind, Evict, PlanRun, PodView, World
 from placer.engine.labels import NodeLabels
 from placer.engine.snapshot import build_snapshot
-from placer.inputs.kubectl import GANG, POD_GROUP, parse_namespace, parse_node, parse_pdb, parse_pod, parse_replicaset
+from placer.inputs.assemble import assemble_cluster
+from placer.inputs.kubectl import (
+    KubeObjects,
+    parse_namespace,
+    parse_node,
+    parse_pdb,
+    parse_pod,
+    parse_replicaset,
+)
 from placer.inputs.volumes import (
     SELECTED_NODE,
     PersistentVolume,
     PersistentVolumeClaim,
-    Storage,
     StorageClass,
     parse_claim,
     parse_persistent_volume,
-    parse_pod_claims,
     parse_storage_class,
-    resolve_pod,
 )
 from placer.kube.actions import Actions, Outcome
 from placer.kube.informers import Informer, informers
 from placer.kube.leader import Leadership
 from placer.kube.serving import Metrics, serve
-from placer.models import Cluster, ControllerConfig, Node, Pod
+from placer.models import Cluster, ControllerConfig, Node, Pod, PodDisruptionBudget, ReplicaSet
 from placer.service import decide, plan_steps
 
 __all__ = ["MOVED_AT", "Runner"]
@@ -64,13 +69,25 @@ T = TypeVar("T")
 MOVED_AT = "placer.io/moved-at"
 LABEL_POLICY = "placer.io/when-node-labels-change"
 TICK = 0.2
-VOLUME_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass")
 
 
 def _epoch(stamp: str) -> float:
     if not stamp:
         return 0.0
     return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _view(pod: Pod) -> PodView:
+    """What the plan executor needs to see of a pod."""
+    return PodView(
+        key=pod.key,
+        uid=pod.uid,
+        node=pod.node_name,
+        owner_uid=pod.owner.uid if pod.owner is not None and pod.owner.uid else None,
+        created=_epoch(pod.creation),
+        requests={**pod.requests, "pods": 1},
+        deleting=pod.terminating,
+    )
 
 
 class Runner:
@@ -105,8 +122,9 @@ class Runner:
         self._parsed_volumes: dict[str, tuple[str, PersistentVolume]] = {}
         self._parsed_claims: dict[str, tuple[str, PersistentVolumeClaim]] = {}
         self._parsed_classes: dict[str, tuple[str, StorageClass]] = {}
-        self._storage: tuple[tuple[int, ...], Storage] | None = None
-        self._resolved: dict[str, tuple[tuple[object, ...], Pod]] = {}  # pods with claims, resolved
+        self._parsed_pdbs: dict[str, tuple[str, PodDisruptionBudget]] = {}
+        self._parsed_replicasets: dict[str, tuple[str, ReplicaSet]] = {}
+        self._parsed_namespaces: dict[str, tuple[str, tuple[str, dict[str, str]]]] = {}
         self.inflight: list[tuple[Pod, str, Future[Outcome]]] = []
         self._gangs: dict[str, str] = {}  # pending pod -> its gang, to keep gangs in one batch
         self._last_tick = time.monotonic()
@@ -148,15 +166,9 @@ class Runner:
         return self.exit_code
 
     # -- the model of the cluster ---------------------------------------------------------------
-    def _pods(self) -> list[tuple[Pod, dict[str, Any]]]:
-        return self._parse_cached("Pod", parse_pod, self._parsed)
-
-    def _nodes(self) -> list[Node]:
-        return [node for node, _ in self._parse_cached("Node", parse_node, self._parsed_nodes)]
-
     def _parse_cached(
         self, kind: str, parse: Callable[[dict[str, Any]], T], cache: dict[str, tuple[str, T]]
-    ) -> list[tuple[T, dict[str, Any]]]:
+    ) -> list[T]:
         """Objects of an informer parsed once per resourceVersion; malformed ones are skipped."""
         out = []
         seen = set()
@@ -173,99 +185,57 @@ class Runner:
                     log.warning("skipping %s %s: %s", kind, key, exc)
                     continue
                 cache[key] = cached
-            out.append((cached[1], raw))
+            out.append(cached[1])
         for key in set(cache) - seen:
             del cache[key]
         return out
 
-    def _volumes(self) -> tuple[tuple[int, ...], Storage]:
-        """The volume caches parsed, rebuilt only when one of them changed (with its stamp)."""
-        stamp = tuple(self.informers[kind].changes for kind in VOLUME_KINDS)
-        if self._storage is None or self._storage[0] != stamp:
-            volumes = self._parse_cached("PersistentVolume", parse_persistent_volume, self._parsed_volumes)
-            claims = self._parse_cached("PersistentVolumeClaim", parse_claim, self._parsed_claims)
-            classes = self._parse_cached("StorageClass", parse_storage_class, self._parsed_classes)
-            storage = Storage.of((v for v, _ in volumes), (c for c, _ in claims), (c for c, _ in classes))
-            self._storage = (stamp, storage)
-        return self._storage
+    def _pods(self) -> list[Pod]:
+        return self._parse_cached("Pod", parse_pod, self._parsed)
 
-    def _resolve(self, pod: Pod, raw: dict[str, Any], volumes: tuple[tuple[int, ...], Storage], nodes: int) -> Pod:
-        """A pod with claims resolved against the volume caches, once per pod/volume version."""
-        version = (raw.get("metadata", {}).get("resourceVersion"), volumes[0], nodes)
-        cached = self._resolved.get(pod.key)
-        if cached is None or cached[0] != version:
-            try:
-                ephemeral = parse_pod_claims(raw)[1]
-            except Exception:  # parse_pod read the same volumes; keep going without the distinction
-                ephemeral = frozenset()
-            cached = (version, resolve_pod(pod, volumes[1], nodes, ephemeral))
-            self._resolved[pod.key] = cached
-        return cached[1]
-
-    def _namespaces(self) -> dict[str, dict[str, str]]:
-        out = {}
-        for raw in self.informers["Namespace"].items():
-            try:
-                name, labels = parse_namespace(raw)
-            except Exception as exc:
-                log.warning("skipping Namespace %s: %s", raw.get("metadata", {}).get("name"), exc)
-                continue
-            out[name] = labels
-        return out
-
-    def cluster(self) -> tuple[Cluster, dict[str, dict[str, Any]]]:
-        nodes = self._nodes()
-        known = {n.name for n in nodes}
-        volumes = self._volumes()
-        pods: list[Pod] = []
-        raws: dict[str, dict[str, Any]] = {}
-        for parsed, raw in self._pods():
-            raws[parsed.key] = raw
-            seen = self._resolve(parsed, raw, volumes, len(nodes)) if parsed.claims else parsed
-            pod = seen
-            assumed = self.assumed.get(seen.key)
-            if seen.node_name is None and assumed is not None:
-                pod = seen.model_copy(update={"node_name": assumed[0], "phase": "Running"})
-            elif assumed is not None:
-                del self.assumed[seen.key]  # the bind is observed
-            if pod.node_name is not None and pod.node_name not in known:
-                continue
-            pods.append(pod)
-        for key in [k for k in self.assumed if k not in raws]:
+    def objects(self) -> KubeObjects:
+        """The informer caches parsed, with the binds issued but not yet observed applied."""
+        objs = KubeObjects()
+        objs.nodes = self._parse_cached("Node", parse_node, self._parsed_nodes)
+        objs.pdbs = self._parse_cached("PodDisruptionBudget", parse_pdb, self._parsed_pdbs)
+        objs.replicasets = self._parse_cached("ReplicaSet", parse_replicaset, self._parsed_replicasets)
+        objs.namespaces = dict(self._parse_cached("Namespace", parse_namespace, self._parsed_namespaces))
+        objs.volumes = self._parse_cached("PersistentVolume", parse_persistent_volume, self._parsed_volumes)
+        objs.claims = self._parse_cached("PersistentVolumeClaim", parse_claim, self._parsed_claims)
+        objs.classes = self._parse_cached("StorageClass", parse_storage_class, self._parsed_classes)
+        pods = self._pods()
+        keys = {p.key for p in pods}
+        for key in [k for k in self.assumed if k not in keys]:
             del self.assumed[key]
-        for key in [k for k in self._resolved if k not in raws]:
-            del self._resolved[key]
-        cluster = Cluster(
-            nodes=tuple(nodes),
-            pods=tuple(pods),
-            pdbs=tuple(parse_pdb(r) for r in self.informers["PodDisruptionBudget"].items()),
-            replicasets=tuple(parse_replicaset(r) for r in self.informers["ReplicaSet"].items()),
-            namespaces=self._namespaces(),
-        )
-        return cluster, raws
+        for pod in pods:
+            assumed = self.assumed.get(pod.key)
+            if assumed is None:
+                objs.pods.append(pod)
+            elif pod.node_name is None:
+                objs.pods.append(pod.model_copy(update={"node_name": assumed[0], "phase": "Running"}))
+            else:
+                del self.assumed[pod.key]  # the bind is observed
+                objs.pods.append(pod)
+        return objs
+
+    def cluster(self) -> Cluster:
+        """The cluster the engine sees, assembled as ``placer solve`` assembles a file."""
+        return assemble_cluster(self.objects())
 
     def _pending_keys(self) -> list[str]:
-        """Pods waiting for this scheduler, read straight from the raw cache (cheap, every tick)."""
+        """Pods waiting for this scheduler (``Pod.awaits``) in the configured namespaces; also
+        records each one's gang, so that gangs are batched whole."""
         out = []
         self._gangs = {}
-        for raw in self.informers["Pod"].items():
-            meta, spec = raw.get("metadata", {}), raw.get("spec", {})
-            if spec.get("nodeName") or spec.get("schedulerName") != self.cfg.scheduler_name:
+        for pod in self._pods():
+            if not pod.awaits(self.cfg.scheduler_name):
                 continue
-            if meta.get("deletionTimestamp") or spec.get("schedulingGates"):
+            if self.cfg.namespaces and pod.namespace not in self.cfg.namespaces:
                 continue
-            if raw.get("status", {}).get("phase", "Pending") != "Pending":
-                continue
-            ns = meta.get("namespace", "default")
-            if self.cfg.namespaces and ns not in self.cfg.namespaces:
-                continue
-            key = f"{ns}/{meta.get('name')}"
-            if key not in self.reserved and key not in self.assumed:
-                out.append(key)
-                labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
-                gang = labels.get(GANG) or notes.get(GANG) or labels.get(POD_GROUP)
-                if gang:
-                    self._gangs[key] = f"{ns}/{gang}"
+            if pod.key not in self.reserved and pod.key not in self.assumed:
+                out.append(pod.key)
+                if pod.gang_key is not None:
+                    self._gangs[pod.key] = pod.gang_key
         return out
 
     # -- one cycle ------------------------------------------------------------------------------
@@ -282,11 +252,11 @@ class Runner:
         labels_due = time.monotonic() - self._label_checked >= self.cfg.label_check_period
         if self.plan is None and not self.batcher.due(time.monotonic()) and not labels_due:
             return
-        cluster, raws = self.cluster()
+        cluster = self.cluster()
         if self.plan is not None:
-            self._advance(cluster, raws)
+            self._advance(cluster)
         if self.plan is None and self.batcher.due(time.monotonic()):
-            self._solve(cluster, raws)
+            self._solve(cluster)
         if labels_due:
             self._label_checked = time.monotonic()
             self._check_labels(cluster)
@@ -300,7 +270,7 @@ class Runner:
             if MOVED_AT in p.annotations and now - _epoch(p.annotations[MOVED_AT]) < cooldown
         )
 
-    def _solve(self, cluster: Cluster, raws: dict[str, dict[str, Any]]) -> None:
+    def _solve(self, cluster: Cluster) -> None:
         keys = set(self.batcher.take(self._gangs))
         batch = [p for p in cluster.pods if p.key in keys and p.pending]
         if not batch:
@@ -340,7 +310,7 @@ class Runner:
         plan = decision.plan
         log.info("global plan: %d evictions, %d steps", len(plan.evictions), len(plan.steps))
         steps = plan_steps(plan.steps, names)
-        victims = {e.pod.key: self._view(e.pod, raws.get(e.pod.key, {})) for e in plan.evictions}
+        victims = {e.pod.key: _view(e.pod) for e in plan.evictions}
         self.plan = PlanRun(
             steps,
             victims,
@@ -350,35 +320,22 @@ class Runner:
             await_room=self.cfg.plan_timeouts.await_room,
         )
         self.reserved = {pod.key for pod, _ in plan.placements}
-        self._advance(cluster, raws)
+        self._advance(cluster)
 
-    def _view(self, pod: Pod, raw: dict[str, Any]) -> PodView:
-        meta = raw.get("metadata", {})
-        owner_uid = next((r.get("uid") for r in meta.get("ownerReferences", []) if r.get("controller")), None)
-        return PodView(
-            key=pod.key,
-            uid=pod.uid,
-            node=pod.node_name,
-            owner_uid=owner_uid,
-            created=_epoch(pod.creation),
-            requests={**pod.requests, "pods": 1},
-            deleting=bool(meta.get("deletionTimestamp")),
-        )
-
-    def _world(self, cluster: Cluster, raws: dict[str, dict[str, Any]]) -> World:
+    def _world(self, cluster: Cluster) -> World:
         running = [p for p in cluster.pods if p.running]
         snap = build_snapshot(cluster.nodes, running, [])
         free = {
             node.name: dict(zip(snap.resources, snap.free[i].tolist(), strict=True))
             for i, node in enumerate(snap.nodes)
         }
-        views = {p.key: self._view(p, raws.get(p.key, {})) for p in cluster.pods}
+        views = {p.key: _view(p) for p in cluster.pods}
         return World(now=time.time(), pods=views, free=free)
 
-    def _advance(self, cluster: Cluster, raws: dict[str, dict[str, Any]]) -> None:
+    def _advance(self, cluster: Cluster) -> None:
         assert self.plan is not None
         pods = {p.key: p for p in cluster.pods}
-        queue = self.plan.advance(self._world(cluster, raws))
+        queue = self.plan.advance(self._world(cluster))
         while queue:
             action = queue.pop(0)
             if isinstance(action, Evict):
