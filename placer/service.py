@@ -14,6 +14,7 @@ from placer.engine.prefilter import Prefilter
 from placer.engine.snapshot import Snapshot, build_snapshot
 from placer.engine.solve import solve_batch
 from placer.engine.spread_defaults import with_default_spread
+from placer.engine.topology import running_anti_terms, uses_topology
 from placer.metrics import balance_metrics
 from placer.models import (
     BIND,
@@ -31,8 +32,18 @@ from placer.models import (
 )
 from placer.plan import Plan, could_evict, plan_batch
 from placer.plan.steps import StepSpec
+from placer.validate import hard_violations, validate_plan
 
-__all__ = ["Decision", "Outcome", "SolveOptions", "decide", "pending_batch", "plan_steps", "solve_cluster"]
+__all__ = [
+    "Decision",
+    "Outcome",
+    "SolveOptions",
+    "check_decision",
+    "decide",
+    "pending_batch",
+    "plan_steps",
+    "solve_cluster",
+]
 
 Policy = Literal["placer", "default", "most-requested"]
 _STATUS_ORDER = {"optimal": 0, "feasible": 1, "fallback": 2}
@@ -127,6 +138,42 @@ def decide(
     left = _still_unplaced(after, batch, plan.placements, left)
     status = max(res.status, plan.status, key=_STATUS_ORDER.__getitem__)
     return Decision(plan.placements, left, plan, status, res.gap)
+
+
+def check_decision(
+    cluster: Cluster, state: Snapshot, batch: Sequence[Pod], decision: Decision, config: Config
+) -> list[str]:
+    """What the independent validator (``placer.validate``, no code shared with the engine)
+    objects to in a decision, before anything is written: the hard rules of the placements, or the
+    whole plan (evictions, steps, final state, improvement). Checked against the running pods and
+    this batch's pods only (other pending pods were not part of the decision)."""
+    keys = {p.key for p in batch}
+    names = [n.name for n in state.nodes]
+    touched = {names[n] for _, n in decision.placements}
+    if decision.plan is not None:
+        touched |= {names[e.node] for e in decision.plan.evictions}
+        touched |= {names[e.to] for e in decision.plan.evictions if e.to is not None}
+    # Only the nodes the answer changes need checking, unless inter-pod rules or spreading look
+    # across nodes: then the whole cluster.
+    local = not any(uses_topology(p) for p in batch) and not running_anti_terms(state)
+    view = cluster.model_copy(
+        update={
+            "nodes": tuple(n for n in cluster.nodes if not local or n.name in touched),
+            "pods": tuple(
+                p for p in cluster.pods if p.key in keys or (p.running and (not local or p.node_name in touched))
+            ),
+        }
+    )
+    placements = [Placement(pod=pod.key, node=names[n]) for pod, n in decision.placements]
+    if decision.plan is None:
+        placed = {p.pod: p.node for p in placements if p.pod is not None}
+        return hard_violations(view, placed, scheduler_name=config.scheduler_name)
+    evictions: list[Eviction] = []
+    steps: list[Step] = []
+    _apply_plan(state.copy(), decision.plan, evictions, steps, placements)
+    result = Result(placements=placements, evictions=evictions, steps=steps)
+    tiers = config.priority.restart_tiers
+    return validate_plan(view, result, restart_tiers=tiers, scheduler_name=config.scheduler_name)
 
 
 def _stand_in(pod: Pod, node: str) -> Pod:

@@ -8,12 +8,11 @@ Bad PV/PVC/StorageClass fields are one line on stderr naming the file and the fi
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
+from runner_support import FakeActions, feed, make_runner
 from support import node, pod
 from typer.testing import CliRunner
 
@@ -28,9 +27,7 @@ from placer.inputs.volumes import (
     StorageClass,
     resolve_pod,
 )
-from placer.kube.actions import Outcome
-from placer.kube.runner import Runner
-from placer.models import ClaimRef, ControllerConfig, NodeSelectorRequirement, NodeSelectorTerm, Pod
+from placer.models import ClaimRef, NodeSelectorRequirement, NodeSelectorTerm, Pod
 
 runner = CliRunner()
 HOST = "kubernetes.io/hostname"
@@ -395,57 +392,12 @@ def test_bad_volume_input_is_one_line_naming_file_and_field_exit_2(
 # -- the controller -------------------------------------------------------------------------------
 
 
-class FakeActions:
-    """Records the controller's writes; ``refuse`` makes the claim patch answer that status."""
-
-    def __init__(self, refuse: int = 0) -> None:
-        self.refuse = refuse
-        self.calls: list[tuple[str, ...]] = []
-        self.lock = threading.Lock()
-
-    def select_node(self, claim: str, node: str) -> Outcome:
-        with self.lock:
-            self.calls.append(("select_node", claim, node))
-        return Outcome(ok=False, status=self.refuse, reason="Forbidden") if self.refuse else Outcome(ok=True)
-
-    def bind(self, key: str, node: str, uid: str | None = None) -> Outcome:
-        with self.lock:
-            self.calls.append(("bind", key, node))
-        return Outcome(ok=True)
-
-    def event(self, key: str, uid: str, *, reason: str, note: str, kind: str = "Normal", **_: Any) -> None:
-        with self.lock:
-            self.calls.append(("event", key, reason, note))
-
-
-def _runner(actions: FakeActions | None = None, **cfg: Any) -> Runner:
-    r = Runner(client.ApiClient(client.Configuration()), ControllerConfig.model_validate(cfg), "test")
-    if actions is not None:
-        r.actions = actions  # type: ignore[assignment]
-    return r
-
-
-VERSIONS = iter(range(1, 1_000_000))
-
-
-def _feed(r: Runner, kind: str, *items: dict[str, Any]) -> None:
-    """Replace an informer's cache, as a relist would (every object with a new resourceVersion)."""
-    inf = r.informers[kind]
-    for item in items:
-        item.setdefault("metadata", {})["resourceVersion"] = str(next(VERSIONS))
-    inf._items = {  # a unit test stands in for the watch
-        (f"{i['metadata']['namespace']}/" if i["metadata"].get("namespace") else "") + i["metadata"]["name"]: i
-        for i in items
-    }
-    inf.changes += 1
-
-
 WFFC_POD = Pod(name="p", uid="uid-p", wffc_claims=(ClaimRef(name="data"), ClaimRef(name="logs")))
 
 
 def test_the_controller_sets_the_selected_node_on_each_claim_before_binding() -> None:
     actions = FakeActions()
-    out = _runner(actions)._bind_one(WFFC_POD, "b")
+    out = make_runner(actions)._bind_one(WFFC_POD, "b")
     assert out.ok
     assert actions.calls[:3] == [
         ("select_node", "default/data", "b"),
@@ -456,7 +408,7 @@ def test_the_controller_sets_the_selected_node_on_each_claim_before_binding() ->
 
 def test_a_refused_claim_patch_means_no_bind_an_event_and_a_back_off() -> None:
     actions = FakeActions(refuse=403)
-    r = _runner(actions)
+    r = make_runner(actions)
     out = r._bind_one(WFFC_POD, "b")
     assert not out.ok and out.prebind and out.status == 403
     assert not [c for c in actions.calls if c[0] == "bind"]
@@ -472,25 +424,25 @@ def test_a_refused_claim_patch_means_no_bind_an_event_and_a_back_off() -> None:
 
 
 def test_dry_run_never_patches_a_claim() -> None:
-    r = _runner(dryRun=True)
+    r = make_runner(dryRun=True)
     r.actions.core = None  # type: ignore[assignment]  # any API call would fail loudly
     assert r.actions.select_node("default/data", "b").ok
 
 
 def test_the_controllers_model_resolves_volumes_and_namespace_labels_from_its_caches() -> None:
-    r = _runner()
-    _feed(r, "Node", _node("a"), _node("b"))
-    _feed(r, "Pod", _pod("bound"), _pod("waits", [{"name": "v", "persistentVolumeClaim": {"claimName": "scratch"}}]))
-    _feed(r, "PersistentVolume", _pv(hosts=("b",)))
-    _feed(r, "PersistentVolumeClaim", _bound(), _pvc("scratch", storage_class="local-wffc"))
-    _feed(r, "StorageClass", _class())
-    _feed(r, "Namespace", {"kind": "Namespace", "metadata": {"name": "default", "labels": {"team": "x"}}})
+    r = make_runner()
+    feed(r, "Node", _node("a"), _node("b"))
+    feed(r, "Pod", _pod("bound"), _pod("waits", [{"name": "v", "persistentVolumeClaim": {"claimName": "scratch"}}]))
+    feed(r, "PersistentVolume", _pv(hosts=("b",)))
+    feed(r, "PersistentVolumeClaim", _bound(), _pvc("scratch", storage_class="local-wffc"))
+    feed(r, "StorageClass", _class())
+    feed(r, "Namespace", {"kind": "Namespace", "metadata": {"name": "default", "labels": {"team": "x"}}})
     cluster = r.cluster()
     pods = {p.name: p for p in cluster.pods}
     assert pods["bound"].volume_terms == ((_term(HOST, "b"),),)
     assert pods["waits"].wffc_claims == (ClaimRef(name="scratch"),)
     assert cluster.namespaces == {"default": {"kubernetes.io/metadata.name": "default", "team": "x"}}
     # The provisioner's answer arrives: the claim gets bound, the model follows.
-    _feed(r, "PersistentVolumeClaim", _bound(), _bound("scratch", volume="pv-1"))
+    feed(r, "PersistentVolumeClaim", _bound(), _bound("scratch", volume="pv-1"))
     cluster = r.cluster()
     assert {p.name: p for p in cluster.pods}["waits"].volume_terms == ((_term(HOST, "b"),),)

@@ -60,7 +60,7 @@ from placer.kube.informers import Informer, informers
 from placer.kube.leader import Leadership
 from placer.kube.serving import Metrics, serve
 from placer.models import Cluster, ControllerConfig, Node, Pod, PodDisruptionBudget, ReplicaSet
-from placer.service import decide, plan_steps
+from placer.service import check_decision, decide, plan_steps
 
 __all__ = ["MOVED_AT", "Runner"]
 
@@ -291,6 +291,10 @@ class Runner:
         )
         self.metrics.solve_seconds.observe(time.monotonic() - started)
         self.metrics.batch_size.observe(len(batch))
+        problems = check_decision(cluster, state, batch, decision, self.cfg.engine)
+        if problems:
+            self._refuse(batch, "plan" if decision.plan is not None else "placements", problems)
+            return
         names = [n.name for n in state.nodes]
         for pod, code, reason in decision.unplaced:
             self.metrics.unplaced.labels(code=code).inc()
@@ -378,6 +382,15 @@ class Runner:
             log.info("global plan finished")
             self.plan = None
             self.reserved = set()
+
+    def _refuse(self, batch: list[Pod], kind: str, problems: list[str]) -> None:
+        """The validator rejected the answer: write nothing, say so, try these pods again later."""
+        self.metrics.refused.labels(kind=kind).inc()
+        log.error("refusing a batch answer (%s): %d validator problems: %s", kind, len(problems), problems[:3])
+        note = f"placer refused its own answer for this batch (validator: {problems[0]}); retried later"
+        for pod in batch:
+            self.pool.submit(self.actions.event, pod.key, pod.uid, reason="FailedScheduling", note=note, kind="Warning")
+            self.batcher.defer(pod.key, time.monotonic())
 
     def _report_unschedulable(self, pod: Pod, reason: str) -> None:
         self.actions.unschedulable(pod.key, reason)

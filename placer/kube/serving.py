@@ -32,6 +32,12 @@ class Metrics:
         self.pending = Gauge("placer_pending_pods", "Pending pods addressed to placer", registry=r)
         self.leader = Gauge("placer_leader", "1 while this replica holds the lease", registry=r)
         self.unplaced = Counter("placer_unplaced_total", "Pods left unplaced by a batch", ["code"], registry=r)
+        self.refused = Counter(
+            "placer_validation_refusals_total",
+            "Batch answers the independent validator rejected before any write (nothing was written)",
+            ["kind"],
+            registry=r,
+        )
 
 
 def serve(port: int, metrics: Metrics, healthy: Callable[[], bool], ready: Callable[[], bool]) -> ThreadingHTTPServer:
