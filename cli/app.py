@@ -7,11 +7,11 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 import yaml
@@ -23,7 +23,7 @@ from placer.check import find_fixtures, run_fixture
 from placer.cli.render import render_compare, render_outcome
 from placer.errors import InputError
 from placer.inputs import cluster_schema, load_cluster
-from placer.models import Config, ControllerConfig, StrategyName
+from placer.models import BASELINES, POLICIES, Config, ControllerConfig, Policy, StrategyName
 from placer.service import SolveOptions, solve_cluster
 
 __all__ = ["app", "main"]
@@ -37,15 +37,19 @@ class Output(StrEnum):
     yaml = "yaml"
 
 
-class Policy(StrEnum):
-    placer = "placer"
-    default = "default"
-    most_requested = "most-requested"
+def _or(names: tuple[str, ...]) -> str:
+    return " | ".join(names)
 
 
-class Baseline(StrEnum):
-    default = "default"
-    most_requested = "most-requested"
+def _choice(names: tuple[str, ...]) -> Callable[[str], str]:
+    """A typer parser accepting one of ``names`` (the registry of models.plan; one list, no enum copy)."""
+
+    def parse(value: str) -> str:
+        if value not in names:
+            raise typer.BadParameter(f"{value!r} is not one of {_or(names)}")
+        return value
+
+    return parse
 
 
 def _fail(message: str) -> typer.Exit:
@@ -104,8 +108,13 @@ def load_config(path: Path | None) -> Config:
 def solve(
     file: Annotated[Path, typer.Argument(help="kubectl List dump or native-schema cluster (JSON or YAML)")],
     output: Annotated[Output, typer.Option("--output", "-o", help="text, json or yaml")] = Output.text,
-    policy: Annotated[Policy, typer.Option(help="placer, or a kube-scheduler simulation")] = Policy.placer,
-    compare: Annotated[Baseline | None, typer.Option(help="also run this simulation and show both")] = None,
+    policy: Annotated[
+        str, typer.Option(parser=_choice(POLICIES), help=f"placer, or a kube-scheduler simulation: {_or(POLICIES)}")
+    ] = "placer",
+    compare: Annotated[
+        str | None,
+        typer.Option(parser=_choice(BASELINES), help=f"also run this simulation and show both: {_or(BASELINES)}"),
+    ] = None,
     strategy: Annotated[StrategyName | None, typer.Option(help="placement strategy (default: balance)")] = None,
     batch_size: Annotated[int | None, typer.Option(min=1, help="simulate the controller's batches of N pods")] = None,
     time_limit: Annotated[float | None, typer.Option(min=0.01, help="solver time limit in seconds")] = None,
@@ -139,12 +148,12 @@ def solve(
         solver.update(workers=1, deterministic=True)
     cfg = cfg.model_copy(update={**updates, "solver": cfg.solver.model_copy(update=solver)})
     options = SolveOptions(
-        policy=policy.value, batch_size=batch_size, config=cfg, evict=not no_evict, max_evictions=max_evictions
+        policy=cast(Policy, policy), batch_size=batch_size, config=cfg, evict=not no_evict, max_evictions=max_evictions
     )
     outcome = solve_cluster(cluster, options)
     other = None
     if compare is not None:
-        other = solve_cluster(cluster, replace(options, policy=compare.value))
+        other = solve_cluster(cluster, replace(options, policy=cast(Policy, compare)))
     if output is Output.text:
         console = Console(width=max(Console().width, 120))
         render_outcome(console, outcome)

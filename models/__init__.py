@@ -34,8 +34,22 @@ from placer.models.config import (
     SpreadDefaults,
     StrategyName,
 )
-from placer.models.plan import Eviction, Metrics, Placement, Result, Step, Unplaced
+from placer.models.plan import (
+    BASELINES,
+    POLICIES,
+    Eviction,
+    Metrics,
+    Placement,
+    Policy,
+    Result,
+    SolveStatus,
+    Step,
+    Unplaced,
+    UnplacedCode,
+    worst_status,
+)
 from placer.models.quantities import CPU, QuantityError, format_quantity, parse_quantity, to_units
+from placer.models.reasons import FilterCount, GangWait, Reason, Shortfall, describe
 from placer.models.steps import (
     AWAIT_GONE,
     BIND,
@@ -50,10 +64,12 @@ from placer.models.steps import (
 
 __all__ = [
     "AWAIT_GONE",
+    "BASELINES",
     "BIND",
     "CPU",
     "EVICT",
     "POD_COUNT",
+    "POLICIES",
     "BalanceWeights",
     "ClaimRef",
     "Cluster",
@@ -63,6 +79,8 @@ __all__ = [
     "Effect",
     "Eviction",
     "EvictionLimits",
+    "FilterCount",
+    "GangWait",
     "HostPort",
     "LabelSelector",
     "LabelSelectorRequirement",
@@ -77,11 +95,15 @@ __all__ = [
     "Pod",
     "PodAffinityTerm",
     "PodDisruptionBudget",
+    "Policy",
     "PreferredTerm",
     "PriorityConfig",
     "QuantityError",
+    "Reason",
     "ReplicaSet",
     "Result",
+    "Shortfall",
+    "SolveStatus",
     "SolverConfig",
     "SpreadConstraint",
     "SpreadDefaults",
@@ -91,7 +113,9 @@ __all__ = [
     "Taint",
     "Toleration",
     "Unplaced",
+    "UnplacedCode",
     "WeightedPodAffinityTerm",
+    "describe",
     "format_quantity",
     "parse_quantity",
     "register_step_kind",
@@ -99,4 +123,5 @@ __all__ = [
     "step_kinds",
     "to_units",
     "unregister_step_kind",
+    "worst_status",
 ]

@@ -2,15 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from placer.models.reasons import Reason
 from placer.models.steps import StepKind, step_kind
 
-__all__ = ["Eviction", "Metrics", "Placement", "Result", "Step", "Unplaced"]
+__all__ = [
+    "BASELINES",
+    "POLICIES",
+    "STATUS_ORDER",
+    "Baseline",
+    "Eviction",
+    "Metrics",
+    "Placement",
+    "Policy",
+    "Result",
+    "SolveStatus",
+    "Step",
+    "Unplaced",
+    "UnplacedCode",
+    "worst_status",
+]
 
 UnplacedCode = Literal["Unschedulable", "Outranked", "NotSolved", "Unsupported"]
+SolveStatus = Literal["optimal", "feasible", "fallback"]  # proven; time limit hit; greedy answer
+STATUS_ORDER: dict[str, int] = {s: i for i, s in enumerate(get_args(SolveStatus))}
+Baseline = Literal["default", "most-requested"]  # kube-scheduler simulations (default scoring, MostAllocated)
+Policy = Literal["placer", Baseline]
+POLICIES: tuple[str, ...] = get_args(Policy)
+BASELINES: tuple[str, ...] = get_args(Baseline)
+
+
+def worst_status(a: SolveStatus, b: SolveStatus) -> SolveStatus:
+    return a if STATUS_ORDER[a] >= STATUS_ORDER[b] else b
 
 
 class _Out(BaseModel):
@@ -28,7 +54,8 @@ class Placement(_Out):
 class Unplaced(_Out):
     pod: str
     code: UnplacedCode
-    reason: str
+    reason: str  # kube-scheduler's words (``describe(detail)`` for placer's answers)
+    detail: Reason | None = None  # the same as data (None for the kube-scheduler simulation)
 
 
 class Eviction(_Out):
@@ -86,8 +113,8 @@ class Metrics(_Out):
 
 class Result(_Out):
     schema_version: int = Field(1, alias="schemaVersion")
-    status: Literal["optimal", "feasible", "fallback"] = "optimal"
-    policy: Literal["placer", "default", "most-requested"] = "placer"
+    status: SolveStatus = "optimal"
+    policy: Policy = "placer"
     placements: list[Placement] = Field(default_factory=list)
     unplaced: list[Unplaced] = Field(default_factory=list)
     evictions: list[Eviction] = Field(default_factory=list)
@@ -101,7 +128,10 @@ class Result(_Out):
             {k: v for k, v in p.items() if v is not None or k == "pod"}
             for p in sorted(data["placements"], key=_placement_sort)
         ]
-        data["unplaced"] = sorted(data["unplaced"], key=lambda u: u["pod"])
+        data["unplaced"] = [
+            {k: v for k, v in u.items() if v is not None or k != "detail"}
+            for u in sorted(data["unplaced"], key=lambda u: u["pod"])
+        ]
         data["evictions"] = sorted(data["evictions"], key=lambda e: e["pod"])
         data["steps"] = [{k: v for k, v in st.items() if v is not None or k == "pod"} for st in data["steps"]]
         return data

@@ -6,15 +6,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from placer.baseline import simulate
 from placer.engine.levels import Budget
-from placer.engine.prefilter import Prefilter
 from placer.engine.snapshot import Snapshot, build_snapshot
 from placer.engine.solve import solve_batch
 from placer.engine.spread_defaults import with_default_spread
 from placer.engine.topology import running_anti_terms, uses_topology
+from placer.engine.unplaced import Unplaced as UnplacedPod
+from placer.engine.unplaced import after_plan
 from placer.metrics import balance_metrics
 from placer.models import (
     BIND,
@@ -25,10 +25,14 @@ from placer.models import (
     Metrics,
     Placement,
     Pod,
+    Policy,
     Result,
+    SolveStatus,
     Step,
     Unplaced,
+    describe,
     step_kind,
+    worst_status,
 )
 from placer.plan import Plan, could_evict, plan_batch
 from placer.plan.steps import StepSpec
@@ -45,8 +49,6 @@ __all__ = [
     "solve_cluster",
 ]
 
-Policy = Literal["placer", "default", "most-requested"]
-_STATUS_ORDER = {"optimal": 0, "feasible": 1, "fallback": 2}
 PLAN_SHARE = 0.5  # of a decision's time limit kept for the global plan when a batch is tight
 
 
@@ -92,9 +94,9 @@ class Decision:
     """What placer decides for one batch: placements, a plan (or None), and what stays unplaced."""
 
     placements: list[tuple[Pod, int]]
-    unplaced: list[tuple[Pod, str, str]]
+    unplaced: list[UnplacedPod]
     plan: Plan | None
-    status: str
+    status: SolveStatus
     gap: float
 
 
@@ -114,7 +116,7 @@ def decide(
     budget = Budget.of(config)  # one time limit for the whole decision: solve and plan
     may_plan = evict and max_evictions != 0 and could_evict(state)
     res = solve_batch(state, batch, config, budget=budget, reserve=PLAN_SHARE if may_plan else 0.0)
-    left = [(pod, str(code), reason) for pod, code, reason in res.unplaced]
+    left = res.unplaced
     plan = None
     if may_plan and left:
         plan = plan_batch(
@@ -135,8 +137,8 @@ def decide(
         after.remove(e.pod, e.node)
         if e.kind == "move" and e.to is not None:
             after.add(_stand_in(e.pod, after.nodes[e.to].name), e.to)
-    left = _still_unplaced(after, batch, plan.placements, left)
-    status = max(res.status, plan.status, key=_STATUS_ORDER.__getitem__)
+    left = after_plan(after, batch, plan.placements, left)
+    status = worst_status(res.status, plan.status)
     return Decision(plan.placements, left, plan, status, res.gap)
 
 
@@ -194,7 +196,8 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     carried: list[Pod] = []
     placements: list[Placement] = []
     unplaced: list[Unplaced] = []
-    status, gap = "optimal", 0.0
+    status: SolveStatus = "optimal"
+    gap = 0.0
     evictions: list[Eviction] = []
     steps: list[Step] = []
     replacements = 0
@@ -208,9 +211,12 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
             decision = decide(
                 cluster, state, batch, config, evict=options.evict, max_evictions=budget, frozen=frozenset(placed_here)
             )
-            status = max(status, decision.status, key=_STATUS_ORDER.__getitem__)
+            status = worst_status(status, decision.status)
             gap = max(gap, decision.gap)
-            done, left = decision.placements, decision.unplaced
+            done = decision.placements
+            left = [
+                (pod, Unplaced(pod=pod.key, code=c, reason=describe(r), detail=r)) for pod, c, r in decision.unplaced
+            ]
             names = [n.name for n in state.nodes]
             if decision.plan is not None:
                 if budget is not None:
@@ -236,14 +242,15 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
                 namespaces=cluster.namespaces,
                 replicasets=cluster.replicasets,
             )
-            done, left = sim.placements, [(p, c, r) for p, c, r in sim.unplaced]
+            done = sim.placements
+            left = [(p, Unplaced(pod=p.key, code=c, reason=r)) for p, c, r in sim.unplaced]
             for victim, node, by in sim.preemptions:
                 evictions.append(Eviction(pod=victim.key, node=state.nodes[node].name, kind="preempt", for_=[by.key]))
         for pod, node in done:
             placements.append(Placement(pod=pod.key, node=state.nodes[node].name))
-        carried = [pod for pod, _, _ in left]
+        carried = [pod for pod, _ in left]
         if not queue:
-            unplaced = [Unplaced(pod=pod.key, code=code, reason=reason) for pod, code, reason in left]
+            unplaced = [u for _, u in left]
             break
     imbalance, std = balance_metrics(*_node_dicts(state))
     result = Result(
@@ -341,25 +348,3 @@ def _bind_earlier(steps: list[Step], placements: list[Placement]) -> None:
     for p in placements:
         if p.pod is not None and p.kind == "pending":
             steps.append(Step(id=len(steps) + 1, op=BIND.op, pod=p.pod, node=p.node))
-
-
-def _still_unplaced(
-    state: Snapshot, batch: list[Pod], done: list[tuple[Pod, int]], first: list[tuple[Pod, str, str]]
-) -> list[tuple[Pod, str, str]]:
-    """Pods the plan leaves unplaced, with reasons against the state after the plan."""
-    after = state.copy()
-    for pod, node in done:
-        after.add(pod, node)
-    pre = Prefilter(after)
-    placed = {pod.key for pod, _ in done}
-    codes = {pod.key: code for pod, code, _ in first}
-    out = []
-    for pod in batch:
-        if pod.key in placed:
-            continue
-        code = codes.get(pod.key, "Unschedulable")
-        if code == "Unsupported":
-            out.append((pod, code, pod.unsupported or ""))
-            continue
-        out.append((pod, "Outranked" if code == "Outranked" else "Unschedulable", pre.diagnose(pod)))
-    return out

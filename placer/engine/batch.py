@@ -19,6 +19,7 @@ from placer.engine.topology import (
     uses_topology,
 )
 from placer.models import Config, Pod
+from placer.models.reasons import GangWait
 
 __all__ = ["Batch", "Group", "build_batch", "gang_groups", "incomplete_gangs", "rebased"]
 
@@ -88,8 +89,8 @@ def gang_groups(groups: Sequence[Group]) -> dict[str, list[int]]:
     return members
 
 
-def incomplete_gangs(pending: Sequence[Pod]) -> dict[str, str]:
-    """Gangs of the batch that lack members (gang -> why they wait)."""
+def incomplete_gangs(pending: Sequence[Pod]) -> dict[str, GangWait]:
+    """Gangs of the batch that lack members (gang -> how many it waits for)."""
     members: dict[str, list[Pod]] = {}
     for pod in pending:
         key = pod.gang_key
@@ -99,7 +100,7 @@ def incomplete_gangs(pending: Sequence[Pod]) -> dict[str, str]:
     for key, pods in members.items():
         want = max((p.gang_size or 0) for p in pods)
         if want > len(pods):
-            out[key] = f"gang {key} waits for all of its {want} pods ({len(pods)} pending)"
+            out[key] = GangWait(gang=key, size=want, pending=len(pods))
     return out
 
 

@@ -19,6 +19,7 @@ from placer.engine.labels import BoolArray
 from placer.engine.snapshot import Snapshot, pod_vector
 from placer.engine.taints import UNSCHEDULABLE_TAINT, first_untolerated, prefer_no_schedule_count
 from placer.models import POD_COUNT, HostPort, Pod
+from placer.models.reasons import FilterCount, Reason, Shortfall
 
 __all__ = [
     "NO_FIT",
@@ -154,15 +155,16 @@ class Prefilter:
         pod: Pod,
         free: npt.NDArray[np.int64] | None = None,
         later: Sequence[tuple[BoolArray, str]] = (),
-    ) -> str:
-        """kube-scheduler's FailedScheduling message for this pod against the snapshot.
+    ) -> Reason:
+        """Why this pod fits no node of the snapshot, as kube-scheduler's filters see it.
 
-        Per node, the first filter that fails (in kube-scheduler's order) gives the reason; the
-        resource filter names every insufficient resource. Vectorised over nodes.
+        Per node, the first filter that fails (in kube-scheduler's order) counts; the resource
+        filter counts every insufficient resource, and for each it records the most any node that
+        passes the other filters has free. Vectorised over nodes.
         """
         snap = self.snapshot
         if pod.volume_problem:
-            return f"0/{len(snap.nodes)} nodes are available: {pod.volume_problem}."
+            return Reason(nodes=len(snap.nodes), volumes=pod.volume_problem)
         free = snap.free if free is None else free
         counts: Counter[str] = Counter()
         vec = pod_vector(pod, snap.resources)
@@ -187,15 +189,20 @@ class Prefilter:
             take(~masks.matching, "node(s) didn't match Pod's node affinity/selector")
         if pod.host_ports:
             take(~self.ports_ok(pod), "node(s) didn't have free ports for the requested pod ports")
+        shortfalls = []
         for j, name in enumerate(snap.resources):
             if vec[j] > 0:
                 short = left & (free[:, j] < vec[j])
                 if short.any():
                     counts["Too many pods" if name == POD_COUNT else f"Insufficient {name}"] += int(short.sum())
+                    most = int(free[left, j].max())
+                    shortfalls.append(
+                        Shortfall(resource=name, requested=int(vec[j]), most_free=most, nodes=int(short.sum()))
+                    )
         left &= ~np.any(free[:, np.flatnonzero(vec)] < vec[np.flatnonzero(vec)], axis=1)
         if pod.volume_terms:
             take(~self.volumes_ok(pod), "node(s) had volume node affinity conflict")
         for ok, reason in later:  # the filters after these (topology spread, inter-pod affinity)
             take(~ok, reason)
-        reasons = sorted(f"{c} {r}" for r, c in counts.items())
-        return f"0/{len(snap.nodes)} nodes are available: {', '.join(reasons)}."
+        filters = tuple(FilterCount(filter=r, nodes=c) for r, c in sorted(counts.items()))
+        return Reason(nodes=len(snap.nodes), filters=filters, shortfalls=tuple(shortfalls))

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 
 from placer.engine import lns, packing
-from placer.engine.batch import Batch, build_batch, incomplete_gangs
+from placer.engine.batch import Batch, build_batch
 from placer.engine.candidates import select_candidates
 from placer.engine.descent import descend
 from placer.engine.encoder import encode
@@ -26,26 +25,23 @@ from placer.engine.levels import Budget, LevelReport, LevelSolver
 from placer.engine.model import Model
 from placer.engine.objectives import priority
 from placer.engine.objectives.registry import LEVELS, STRATEGY_LEVEL
-from placer.engine.prefilter import Prefilter, fits
 from placer.engine.scoring import IntArray, Scorer
 from placer.engine.snapshot import Snapshot
-from placer.engine.topology import TopologyState
-from placer.models import Config, Pod
+from placer.engine.unplaced import Counts, Unplaced, extract
+from placer.models import Config, Pod, SolveStatus
 
 __all__ = ["BatchResult", "Counts", "LevelReport", "solve_batch"]
 
 # Above this many (pod group, node) pairs, the strategy level runs as neighbourhood re-solves.
 LNS_VARIABLES = 6000
 
-Status = Literal["optimal", "feasible", "fallback"]
-Code = Literal["Unschedulable", "Outranked", "NotSolved", "Unsupported"]
-Counts = dict[tuple[int, int], int]  # (group, node) -> pods of the group placed there
+Status = SolveStatus
 
 
 @dataclass
 class BatchResult:
     placements: list[tuple[Pod, int]]
-    unplaced: list[tuple[Pod, Code, str]]
+    unplaced: list[Unplaced]
     status: Status
     gap: float
     seconds: float
@@ -107,7 +103,7 @@ def solve_batch(
     all_placed = _all_placeable_placed(batch, hint)
 
     def result(counts: Counts, status: Status, gap: float, levels: list[LevelReport]) -> BatchResult:
-        placements, unplaced = _extract(batch, counts, status)
+        placements, unplaced = extract(batch, counts, status)
         return BatchResult(
             placements=placements,
             unplaced=unplaced,
@@ -169,62 +165,3 @@ def solve_batch(
 def _set(values: dict[int, int], model: Model, counts: Counts) -> None:
     for key, var in model.y.items():
         values[var.index] = counts.get(key, 0)
-
-
-def _extract(
-    batch: Batch, counts: dict[tuple[int, int], int], status: Status
-) -> tuple[list[tuple[Pod, int]], list[tuple[Pod, Code, str]]]:
-    per_group: dict[int, list[int]] = {}
-    for (gi, n), c in sorted(counts.items()):
-        per_group.setdefault(gi, []).extend([n] * c)
-    final = batch.snapshot.copy()
-    placements: list[tuple[Pod, int]] = []
-    placed_nodes_by_rank: dict[int, set[int]] = {}
-    for gi, group in enumerate(batch.groups):
-        for pod, n in zip(group.pods, per_group.get(gi, []), strict=False):
-            placements.append((pod, n))
-            final.add(pod, n)
-            placed_nodes_by_rank.setdefault(batch.rank(group), set()).add(n)
-    unplaced: list[tuple[Pod, Code, str]] = []
-    after: Prefilter | None = None
-    waiting = incomplete_gangs([p for g in batch.groups for p in g.pods])
-    topo: TopologyState | None = None
-    if not batch.topology.empty:
-        topo = TopologyState(batch.topology, [g.size for g in batch.groups])
-        for (gi, n), c in counts.items():
-            if c:
-                topo.add(gi, n, c)
-    everywhere = np.arange(len(batch.snapshot.nodes), dtype=np.int64)
-    for gi, group in enumerate(batch.groups):
-        rest = group.pods[len(per_group.get(gi, [])) :]
-        if not rest:
-            continue
-        after = after or Prefilter(final)
-        rank = batch.rank(group)
-        higher = set().union(*(nodes for r, nodes in placed_nodes_by_rank.items() if r > rank))
-        for pod in rest:
-            if pod.unsupported:
-                unplaced.append((pod, "Unsupported", pod.unsupported))
-                continue
-            if group.gang in waiting:
-                unplaced.append((pod, "Unschedulable", waiting[group.gang]))
-                continue
-            checks = topo.checks(gi, everywhere) if topo is not None else []
-            reason = after.diagnose(pod, later=checks)
-            if group.gang is not None:
-                size = sum(g.size for g in batch.groups if g.gang == group.gang)
-                detail = reason if not reason.endswith(": .") else "each fits alone, not all together"
-                reason = f"gang {group.gang} of {size} pods cannot be placed whole: {detail}"
-            fits_now = group.masks.allowed & after.ports_ok(pod) & fits(final, group.vec)
-            for ok, _ in checks:
-                fits_now &= ok
-            code: Code
-            if fits_now.any() and group.gang is None:
-                code = "NotSolved"
-                reason = f"the solver stopped ({status}) before deciding this pod; {reason}"
-            elif higher & set(group.feasible.tolist()):
-                code = "Outranked"
-            else:
-                code = "Unschedulable"
-            unplaced.append((pod, code, reason))
-    return placements, unplaced

@@ -59,7 +59,7 @@ from placer.kube.actions import Actions, Outcome
 from placer.kube.informers import Informer, informers
 from placer.kube.leader import Leadership
 from placer.kube.serving import Metrics, serve
-from placer.models import Cluster, ControllerConfig, Node, Pod, PodDisruptionBudget, ReplicaSet
+from placer.models import Cluster, ControllerConfig, Node, Pod, PodDisruptionBudget, ReplicaSet, describe
 from placer.service import check_decision, decide, plan_steps
 
 __all__ = ["MOVED_AT", "Runner"]
@@ -298,7 +298,7 @@ class Runner:
         names = [n.name for n in state.nodes]
         for pod, code, reason in decision.unplaced:
             self.metrics.unplaced.labels(code=code).inc()
-            self.pool.submit(self._report_unschedulable, pod, reason)
+            self.pool.submit(self._report_unschedulable, pod, describe(reason))
             self.batcher.defer(pod.key, time.monotonic())
         solved = time.monotonic()
         if decision.plan is None:

@@ -1,0 +1,105 @@
+"""Why pods stay unplaced: one diagnosis, for a batch's answer and for the state after a plan.
+
+Codes: ``Unsupported`` (a constraint placer does not honour), ``NotSolved`` (a node could take the
+pod in the final state: the solver stopped before deciding it), ``Outranked`` (pods of a higher key
+took nodes it could use), ``Unschedulable`` (no node can take it). The reason is data
+(``placer.models.Reason``), rendered at the edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from placer.engine.batch import Batch, incomplete_gangs
+from placer.engine.prefilter import Prefilter, fits
+from placer.engine.snapshot import Snapshot
+from placer.engine.topology import TopologyState
+from placer.models import GangWait, Pod, Reason, SolveStatus, UnplacedCode
+
+__all__ = ["Counts", "Unplaced", "after_plan", "extract"]
+
+Counts = dict[tuple[int, int], int]  # (group, node) -> pods of the group placed there
+Unplaced = tuple[Pod, UnplacedCode, Reason]
+
+
+def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tuple[Pod, int]], list[Unplaced]]:
+    """The placements of an answer, and every pod it leaves unplaced with its code and reason."""
+    per_group: dict[int, list[int]] = {}
+    for (gi, n), c in sorted(counts.items()):
+        per_group.setdefault(gi, []).extend([n] * c)
+    final = batch.snapshot.copy()
+    placements: list[tuple[Pod, int]] = []
+    placed_nodes_by_rank: dict[int, set[int]] = {}
+    for gi, group in enumerate(batch.groups):
+        for pod, n in zip(group.pods, per_group.get(gi, []), strict=False):
+            placements.append((pod, n))
+            final.add(pod, n)
+            placed_nodes_by_rank.setdefault(batch.rank(group), set()).add(n)
+    unplaced: list[Unplaced] = []
+    after: Prefilter | None = None
+    waiting = incomplete_gangs([p for g in batch.groups for p in g.pods])
+    topo: TopologyState | None = None
+    if not batch.topology.empty:
+        topo = TopologyState(batch.topology, [g.size for g in batch.groups])
+        for (gi, n), c in counts.items():
+            if c:
+                topo.add(gi, n, c)
+    everywhere = np.arange(len(batch.snapshot.nodes), dtype=np.int64)
+    n_nodes = len(batch.snapshot.nodes)
+    for gi, group in enumerate(batch.groups):
+        rest = group.pods[len(per_group.get(gi, [])) :]
+        if not rest:
+            continue
+        after = after or Prefilter(final)
+        rank = batch.rank(group)
+        higher = set().union(*(nodes for r, nodes in placed_nodes_by_rank.items() if r > rank))
+        for pod in rest:
+            if pod.unsupported:
+                unplaced.append((pod, "Unsupported", Reason(nodes=n_nodes, unsupported=pod.unsupported)))
+                continue
+            if group.gang in waiting:
+                unplaced.append((pod, "Unschedulable", Reason(nodes=n_nodes, gang=waiting[group.gang])))
+                continue
+            checks = topo.checks(gi, everywhere) if topo is not None else []
+            reason = after.diagnose(pod, later=checks)
+            if group.gang is not None:
+                size = sum(g.size for g in batch.groups if g.gang == group.gang)
+                reason = reason.model_copy(update={"gang": GangWait(gang=group.gang, size=size, pending=size)})
+            fits_now = group.masks.allowed & after.ports_ok(pod) & fits(final, group.vec)
+            for ok, _ in checks:
+                fits_now &= ok
+            code: UnplacedCode
+            if fits_now.any() and group.gang is None:
+                code = "NotSolved"
+                reason = reason.model_copy(update={"solver": status})
+            elif higher & set(group.feasible.tolist()):
+                code = "Outranked"
+            else:
+                code = "Unschedulable"
+            unplaced.append((pod, code, reason))
+    return placements, unplaced
+
+
+def after_plan(
+    state: Snapshot, batch: Sequence[Pod], done: Sequence[tuple[Pod, int]], first: Sequence[Unplaced]
+) -> list[Unplaced]:
+    """Pods a plan leaves unplaced, diagnosed against the state after the plan (``state``, with
+    ``done`` placed); codes carry over from the batch's first answer."""
+    after = state.copy()
+    for pod, node in done:
+        after.add(pod, node)
+    pre = Prefilter(after)
+    placed = {pod.key for pod, _ in done}
+    codes = {pod.key: code for pod, code, _ in first}
+    out: list[Unplaced] = []
+    for pod in batch:
+        if pod.key in placed:
+            continue
+        code = codes.get(pod.key, "Unschedulable")
+        if code == "Unsupported":
+            out.append((pod, code, Reason(nodes=len(state.nodes), unsupported=pod.unsupported or "")))
+            continue
+        out.append((pod, "Outranked" if code == "Outranked" else "Unschedulable", pre.diagnose(pod)))
+    return out
