@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from placer.engine.snapshot import build_snapshot
+from placer.engine import build_snapshot
 from placer.models import Cluster, Config, Node, Owner, Pod, ReplicaSet
 from placer.service import decide
 

@@ -54,11 +54,8 @@ from benchmarks import tbesk
 from benchmarks.generate import cluster
 from benchmarks.machine import machine_info
 from placer.baseline.simulate import simulate
+from placer.engine import BatchResult, Scorer, Snapshot, build_batch, build_snapshot, pod_vector, solve_batch
 from placer.engine import solve as engine_solve
-from placer.engine.batch import build_batch
-from placer.engine.scoring import Scorer
-from placer.engine.snapshot import Snapshot, build_snapshot, pod_vector
-from placer.engine.solve import BatchResult, solve_batch
 from placer.models import Config, Pod
 from placer.service import pending_batch
 

@@ -40,7 +40,7 @@ from scipy import sparse
 from scipy.optimize import linprog, minimize
 
 from benchmarks.machine import machine_info
-from placer.engine.snapshot import Snapshot, pod_vector
+from placer.engine import Snapshot, pod_vector
 from placer.inputs import load_cluster
 from placer.metrics import BALANCE_RESOURCES
 from placer.models import Cluster, Config, Pod

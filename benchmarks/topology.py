@@ -67,7 +67,7 @@ from benchmarks.generate import cluster
 from benchmarks.machine import machine_info, source_revision
 from benchmarks.run import time_limit_for
 from placer.baseline.simulate import simulate
-from placer.engine.snapshot import Snapshot, build_snapshot
+from placer.engine import Snapshot, build_snapshot
 from placer.models import (
     Cluster,
     Config,

@@ -1,4 +1,4 @@
-"""What a solve returns: the JSON output contract of DESIGN.md, as models."""
+"""What a solve returns: the JSON output contract (README, "Output contract"), as models."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ class Result(_Out):
     metrics: Metrics = Field(default_factory=Metrics)
 
     def contract(self) -> dict[str, object]:
-        """The DESIGN.md JSON shape, arrays sorted by pod name."""
+        """The JSON output contract's shape, arrays sorted by pod name."""
         data = self.model_dump(by_alias=True, exclude_none=False)
         data["placements"] = [
             {k: v for k, v in p.items() if v is not None or k == "pod"}

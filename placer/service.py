@@ -8,13 +8,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from placer.baseline import simulate
-from placer.engine.levels import Budget
-from placer.engine.snapshot import Snapshot, build_snapshot
-from placer.engine.solve import solve_batch
-from placer.engine.spread_defaults import with_default_spread
-from placer.engine.topology import running_anti_terms, uses_topology
-from placer.engine.unplaced import Unplaced as UnplacedPod
-from placer.engine.unplaced import after_plan
+from placer.engine import (
+    Budget,
+    Snapshot,
+    after_plan,
+    build_snapshot,
+    running_anti_terms,
+    solve_batch,
+    uses_topology,
+    with_default_spread,
+)
+from placer.engine import Unplaced as UnplacedPod
 from placer.metrics import balance_metrics
 from placer.models import (
     BIND,
@@ -34,8 +38,7 @@ from placer.models import (
     step_kind,
     worst_status,
 )
-from placer.plan import Plan, could_evict, plan_batch
-from placer.plan.steps import StepSpec
+from placer.plan import Plan, StepSpec, could_evict, plan_batch
 from placer.validate import hard_violations, validate_plan
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Independent checker of placements: Kubernetes semantics re-implemented from the docs.
 
 This module shares no code with ``placer.engine`` (an import-linter contract enforces it): every
-rule below is written again from the Kubernetes documentation and DESIGN.md, in plain Python, one
+rule below is written again from the Kubernetes documentation and docs/architecture.md, in plain Python, one
 small function per rule, so that a bug in the engine is not silently repeated here.
 
 Rules:
@@ -38,7 +38,7 @@ the batch pods of strictly lower key placed on a node was outranked by a lower k
 the topology rules: the state with the pod added (and the lower-key pods removed) breaks none that
 the final state keeps.
 
-``validate_plan`` checks a whole answer with a global plan (DESIGN.md, "Global plan"):
+``validate_plan`` checks a whole answer with a global plan (README, "Global plan"):
 
 - evictions: never DaemonSet pods, mirror pods, pods opted out by annotation
   (``placer.io/evictable`` or ``cluster-autoscaler.kubernetes.io/safe-to-evict`` ``"false"``), pods

@@ -18,7 +18,7 @@ from builders import node
 
 from placer.baseline import SimResult, simulate
 from placer.baseline.spread import Paths
-from placer.engine.snapshot import build_snapshot
+from placer.engine import build_snapshot
 from placer.inputs import parse_cluster
 from placer.models import Cluster, NodeSelectorRequirement, NodeSelectorTerm, Pod
 

@@ -14,7 +14,7 @@ import pytest
 from runner_support import FakeActions, feed, make_runner
 from support import cluster, node, pod
 
-from placer.engine.snapshot import build_snapshot
+from placer.engine import build_snapshot
 from placer.kube import runner as runner_module
 from placer.models import Cluster, Config
 from placer.service import Decision, check_decision, decide, pending_batch

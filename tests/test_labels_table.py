@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from placer import validate
-from placer.engine.labels import NodeLabels
+from placer.engine import NodeLabels
 from placer.models import Node, NodeSelectorRequirement, NodeSelectorTerm
 
 Terms = tuple[NodeSelectorTerm, ...] | None

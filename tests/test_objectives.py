@@ -18,13 +18,7 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 from support import cluster, node, pod, solve, where
 
-from placer.engine.batch import build_batch
-from placer.engine.candidates import select_candidates
-from placer.engine.encoder import encode
-from placer.engine.objectives.loads import SCALE
-from placer.engine.objectives.registry import STRATEGIES
-from placer.engine.scoring import Scorer
-from placer.engine.snapshot import build_snapshot, pod_vector
+from placer.engine import SCALE, STRATEGIES, Scorer, build_batch, build_snapshot, encode, pod_vector, select_candidates
 from placer.metrics import load_terms
 from placer.models import Config, StrategyName
 

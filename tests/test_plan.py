@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from placer.cli.app import app
 from placer.models import Config
-from placer.plan.steps import BindSpec, EvictSpec, order_steps
+from placer.plan import BindSpec, EvictSpec, order_steps
 from placer.service import Outcome, SolveOptions, solve_cluster
 
 FIXTURES = Path(__file__).parent / "fixtures" / "infeasible"

@@ -13,7 +13,7 @@ The clusters mix pods the plan may move (owned by a ReplicaSet of placer), pods 
 preempt (bare, or of another scheduler's ReplicaSet), pods it may never evict (DaemonSet pods,
 opted-out pods, pods with host ports, pods under two budgets), random priorities and restart
 tiers, and sometimes a PodDisruptionBudget allowing 0 or 1 disruption. Examples are derandomised
-(DESIGN.md, Determinism); set ``PLACER_PROPERTY_RANDOM=1`` to explore new ones and
+(docs/architecture.md, Determinism); set ``PLACER_PROPERTY_RANDOM=1`` to explore new ones and
 ``PLACER_PLAN_EXAMPLES=N`` to run more.
 """
 

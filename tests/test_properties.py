@@ -5,8 +5,8 @@ b. placer's placed-per-key vector is lexicographically >= the kube-scheduler sim
 c. on instances small enough for brute force, it equals the optimum found by enumerating every
    assignment with the validator's own feasibility functions (not the engine's).
 
-Examples are derandomised by default so every run checks the same instances (DESIGN.md,
-Determinism); set ``PLACER_PROPERTY_RANDOM=1`` to explore new ones and
+Examples are derandomised by default so every run checks the same instances (the
+determinism rule of docs/architecture.md); set ``PLACER_PROPERTY_RANDOM=1`` to explore new ones and
 ``PLACER_PROPERTY_EXAMPLES=N`` to run more.
 """
 

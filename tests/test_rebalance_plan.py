@@ -12,7 +12,7 @@ from typing import Any
 
 from support import cluster, node, pod
 
-from placer.engine.snapshot import build_snapshot
+from placer.engine import build_snapshot
 from placer.models import Cluster, Config
 from placer.plan import plan_rebalance
 from placer.validate import hard_violations

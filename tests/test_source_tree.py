@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from placer.models import StrategyName, step_kinds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,6 +71,42 @@ def test_no_replacement_is_named_by_a_string_prefix() -> None:
         for top in (*SOURCES, "tests", "benchmarks")
         for path in sorted((ROOT / top).rglob("*.py"))
         if PREFIX.search(path.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+
+
+def _imports_of(path: Path) -> Iterator[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            yield node.lineno, node.module
+        elif isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+
+
+@pytest.mark.parametrize("package", ["placer.engine", "placer.plan"])
+def test_other_packages_use_only_the_public_surface(package: str) -> None:
+    """Outside ``package`` (tests and benchmarks included), imports name the package itself,
+    whose ``__init__`` re-exports its public surface, never one of its modules."""
+    inside = package.replace(".", "/") + "/"
+    found = [
+        f"{path.relative_to(ROOT).as_posix()}:{line}: {module}"
+        for top in (*SOURCES, "tests", "benchmarks")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if not path.relative_to(ROOT).as_posix().startswith(inside)
+        for line, module in _imports_of(path)
+        if module.startswith(package + ".")
+    ]
+    assert found == []
+
+
+def test_no_source_comment_points_outside_the_repository() -> None:
+    outside = re.compile(r"DESIGN\.md|SEEDS\.md|STYLE\.md|\.\./shared")
+    found = [
+        path.relative_to(ROOT).as_posix()
+        for top in (*SOURCES, "tests", "benchmarks")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if outside.search(path.read_text(encoding="utf-8")) and path.name != "test_source_tree.py"
     ]
     assert found == []
 

@@ -19,7 +19,7 @@ from support import cluster, node, pod
 from placer.cli.render import render_outcome
 from placer.controller.executor import Bind, Evict, PlanRun, PodView, World
 from placer.models import Config, Effect, Step, StepKind, register_step_kind, unregister_step_kind
-from placer.plan.steps import StepSpec
+from placer.plan import StepSpec
 from placer.service import Outcome, SolveOptions, plan_steps, solve_cluster
 from placer.validate import validate_plan
 

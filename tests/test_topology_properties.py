@@ -29,7 +29,7 @@ exact input, that turns red once the cause is fixed:
 - (c) counts only assignments an admission order allows as well (the validator's spread rule is
   stricter than an order needs where a counted pod lacks the constraint: docs/topology.md).
 
-Examples are derandomised (DESIGN.md, Determinism); ``PLACER_TOPOLOGY_EXAMPLES=N`` runs more,
+Examples are derandomised (docs/architecture.md, Determinism); ``PLACER_TOPOLOGY_EXAMPLES=N`` runs more,
 ``PLACER_PROPERTY_RANDOM=1`` explores new ones.
 """
 

@@ -20,10 +20,7 @@ import numpy as np
 from placer.baseline.interpod import InterPodFilter, InterPodTrial
 from placer.baseline.spread import SpreadFilter, SpreadTrial
 from placer.baseline.topology import IntArray, Topology
-from placer.engine.labels import BoolArray
-from placer.engine.prefilter import Prefilter, fits
-from placer.engine.snapshot import Snapshot, pod_vector
-from placer.engine.taints import UNSCHEDULABLE_TAINT, first_untolerated
+from placer.engine import UNSCHEDULABLE_TAINT, BoolArray, Prefilter, Snapshot, first_untolerated, fits, pod_vector
 from placer.models import POD_COUNT, Pod, Taint
 
 __all__ = ["NodeFacts", "PodFilters", "Trial"]

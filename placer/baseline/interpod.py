@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from placer.baseline.topology import Book, IntArray, Pair, Topology
-from placer.engine.labels import BoolArray
+from placer.engine import BoolArray
 from placer.models import Pod, PodAffinityTerm, WeightedPodAffinityTerm
 
 __all__ = ["AFFINITY", "ANTI_AFFINITY", "EXISTING_ANTI_AFFINITY", "InterPodFilter", "InterPodTrial", "interpod_scores"]

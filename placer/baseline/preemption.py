@@ -20,10 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from placer.baseline.filters import PodFilters, Trial
-from placer.engine.labels import BoolArray
-from placer.engine.prefilter import ports_conflict
-from placer.engine.selectors import selector_matches
-from placer.engine.snapshot import Snapshot, pod_vector
+from placer.engine import BoolArray, Snapshot, pod_vector, ports_conflict, selector_matches
 from placer.models import Pod, PodDisruptionBudget
 
 __all__ = ["Preemption", "preempt"]

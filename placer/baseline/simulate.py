@@ -30,8 +30,7 @@ from placer.baseline.interpod import interpod_scores
 from placer.baseline.preemption import preempt
 from placer.baseline.spread import spread_scores
 from placer.baseline.topology import Topology
-from placer.engine.prefilter import Prefilter
-from placer.engine.snapshot import Snapshot
+from placer.engine import Prefilter, Snapshot
 from placer.models import Pod, PodDisruptionBudget, ReplicaSet
 
 __all__ = ["SimResult", "simulate"]

@@ -26,8 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from placer.baseline.topology import ABSENT, IntArray, Topology
-from placer.engine.labels import BoolArray
-from placer.engine.selectors import selector_matches
+from placer.engine import BoolArray, selector_matches
 from placer.models import LabelSelector, Pod, SpreadConstraint
 
 __all__ = [

@@ -15,9 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from placer.engine.labels import BoolArray
-from placer.engine.selectors import selector_matches
-from placer.engine.snapshot import Snapshot
+from placer.engine import BoolArray, Snapshot, selector_matches
 from placer.models import LabelSelector, Node, Pod, PodAffinityTerm, ReplicaSet
 
 __all__ = [

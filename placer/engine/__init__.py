@@ -1,1 +1,76 @@
-"""placer.engine."""
+"""placer.engine: the pure, synchronous placement engine (no I/O).
+
+The public surface other packages use; the submodules are internal. See docs/architecture.md.
+"""
+
+from placer.engine import solve
+from placer.engine.batch import Batch, Group, build_batch, gang_groups, rebased
+from placer.engine.candidates import select_candidates
+from placer.engine.constraints.topology import build as build_topology_constraints
+from placer.engine.encoder import encode
+from placer.engine.keys import pod_key
+from placer.engine.labels import BoolArray, NodeLabels
+from placer.engine.levels import Budget, LevelReport, LevelSolver, evaluate
+from placer.engine.objectives.loads import SCALE, LoadEntry
+from placer.engine.objectives.priority import LEVEL as PLACED_LEVEL
+from placer.engine.objectives.registry import LEVELS, REBALANCE_LEVELS, STRATEGIES, Level, strategy_objective
+from placer.engine.objectives.strategy import StrategyObjective, Term
+from placer.engine.prefilter import Prefilter, fits, ports_conflict
+from placer.engine.scoring import FloatArray, IntArray, Scorer
+from placer.engine.selectors import selector_matches
+from placer.engine.snapshot import Snapshot, build_snapshot, pod_vector
+from placer.engine.solve import BatchResult, batch_demand, solve_batch
+from placer.engine.spread_defaults import with_default_spread
+from placer.engine.taints import UNSCHEDULABLE_TAINT, first_untolerated
+from placer.engine.topology import running_anti_terms, term_matches, uses_topology
+from placer.engine.unplaced import Unplaced, after_plan
+
+__all__ = [
+    "LEVELS",
+    "PLACED_LEVEL",
+    "REBALANCE_LEVELS",
+    "SCALE",
+    "STRATEGIES",
+    "UNSCHEDULABLE_TAINT",
+    "Batch",
+    "BatchResult",
+    "BoolArray",
+    "Budget",
+    "FloatArray",
+    "Group",
+    "IntArray",
+    "Level",
+    "LevelReport",
+    "LevelSolver",
+    "LoadEntry",
+    "NodeLabels",
+    "Prefilter",
+    "Scorer",
+    "Snapshot",
+    "StrategyObjective",
+    "Term",
+    "Unplaced",
+    "after_plan",
+    "batch_demand",
+    "build_batch",
+    "build_snapshot",
+    "build_topology_constraints",
+    "encode",
+    "evaluate",
+    "first_untolerated",
+    "fits",
+    "gang_groups",
+    "pod_key",
+    "pod_vector",
+    "ports_conflict",
+    "rebased",
+    "running_anti_terms",
+    "select_candidates",
+    "selector_matches",
+    "solve",
+    "solve_batch",
+    "strategy_objective",
+    "term_matches",
+    "uses_topology",
+    "with_default_spread",
+]

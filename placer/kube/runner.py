@@ -35,8 +35,7 @@ from kubernetes import client
 
 from placer.controller.batcher import Batcher
 from placer.controller.executor import Abandon, Bind, Evict, PlanRun, PodView, World
-from placer.engine.labels import NodeLabels
-from placer.engine.snapshot import build_snapshot
+from placer.engine import NodeLabels, build_snapshot
 from placer.inputs.assemble import assemble_cluster
 from placer.inputs.kubectl import (
     KubeObjects,

@@ -1,6 +1,20 @@
-"""Global plan for infeasible batches: evictions, moves, ordered steps."""
+"""placer.plan: the global plan for infeasible batches (evictions, moves, ordered steps), and the
+rebalancing entry. The public surface other packages use; see docs/architecture.md."""
 
-from placer.plan.eligibility import could_evict
+from placer.plan.eligibility import Eligibility, classify, could_evict
 from placer.plan.planner import Plan, PlannedEviction, plan_batch, plan_rebalance
+from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
 
-__all__ = ["Plan", "PlannedEviction", "could_evict", "plan_batch", "plan_rebalance"]
+__all__ = [
+    "BindSpec",
+    "Eligibility",
+    "EvictSpec",
+    "Plan",
+    "PlannedEviction",
+    "StepSpec",
+    "classify",
+    "could_evict",
+    "order_steps",
+    "plan_batch",
+    "plan_rebalance",
+]

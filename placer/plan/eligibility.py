@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from placer.engine.selectors import selector_matches
-from placer.engine.snapshot import Snapshot
+from placer.engine import Snapshot, selector_matches
 from placer.models import Cluster, Pod, PodDisruptionBudget
 
 __all__ = ["Eligibility", "classify", "could_evict"]

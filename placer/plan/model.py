@@ -20,12 +20,17 @@ import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
-from placer.engine.batch import Batch, Group, gang_groups
-from placer.engine.constraints import topology
-from placer.engine.objectives.loads import LoadEntry
-from placer.engine.prefilter import ports_conflict
-from placer.engine.scoring import IntArray, Scorer
-from placer.engine.snapshot import Snapshot
+from placer.engine import (
+    Batch,
+    Group,
+    IntArray,
+    LoadEntry,
+    Scorer,
+    Snapshot,
+    build_topology_constraints,
+    gang_groups,
+    ports_conflict,
+)
 from placer.models import Pod
 
 __all__ = ["Mover", "PlanModel"]
@@ -145,7 +150,7 @@ class PlanModel:
         self._gangs()
         # Inter-pod rules among the batch pods: the running pods they look at never leave
         # (see planner), so the engine's encoding of them holds unchanged.
-        topology.build(self)
+        build_topology_constraints(self)
         evicted = {ri: self.leaves(ri) for ri in range(len(self.movers))}
         for b, allowed in enumerate(pdb_allowed):
             members = [evicted[ri] for ri, m in enumerate(self.movers) if b in m.pdbs]

@@ -21,18 +21,30 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from placer.engine.batch import Batch, build_batch, rebased
-from placer.engine.candidates import select_candidates
-from placer.engine.keys import pod_key
-from placer.engine.levels import Budget, LevelSolver, evaluate
-from placer.engine.objectives import priority
-from placer.engine.objectives.registry import LEVELS, REBALANCE_LEVELS
-from placer.engine.objectives.strategy import Term
-from placer.engine.prefilter import Prefilter, fits
-from placer.engine.scoring import Scorer
-from placer.engine.snapshot import Snapshot, pod_vector
-from placer.engine.solve import BatchResult, batch_demand
-from placer.engine.topology import running_anti_terms, term_matches, uses_topology
+from placer.engine import (
+    LEVELS,
+    PLACED_LEVEL,
+    REBALANCE_LEVELS,
+    Batch,
+    BatchResult,
+    Budget,
+    LevelSolver,
+    Prefilter,
+    Scorer,
+    Snapshot,
+    Term,
+    batch_demand,
+    build_batch,
+    evaluate,
+    fits,
+    pod_key,
+    pod_vector,
+    rebased,
+    running_anti_terms,
+    select_candidates,
+    term_matches,
+    uses_topology,
+)
 from placer.models import Cluster, Config, Effect, Pod, PodAffinityTerm, step_kind
 from placer.plan.eligibility import classify
 from placer.plan.model import Mover, PlanModel
@@ -406,7 +418,7 @@ def _solve(
         terms = level.build(model)
         for term in terms:
             levels.run(term)
-        if level.name == priority.LEVEL and not _improves(terms, levels.values, first):
+        if level.name == PLACED_LEVEL and not _improves(terms, levels.values, first):
             return None
     return _extract(model, batch, levels.values, levels.proven, started, hood_size)
 
