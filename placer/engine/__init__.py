@@ -11,6 +11,7 @@ from placer.engine.encoder import encode
 from placer.engine.keys import pod_key
 from placer.engine.labels import BoolArray, NodeLabels
 from placer.engine.levels import Budget, LevelReport, LevelSolver, evaluate
+from placer.engine.objectives.decisions import KeptByRank, placed_by_rank
 from placer.engine.objectives.loads import SCALE, LoadEntry
 from placer.engine.objectives.priority import LEVEL as PLACED_LEVEL
 from placer.engine.objectives.registry import LEVELS, REBALANCE_LEVELS, STRATEGIES, Level, strategy_objective
@@ -39,6 +40,7 @@ __all__ = [
     "FloatArray",
     "Group",
     "IntArray",
+    "KeptByRank",
     "Level",
     "LevelReport",
     "LevelSolver",
@@ -60,6 +62,7 @@ __all__ = [
     "first_untolerated",
     "fits",
     "gang_groups",
+    "placed_by_rank",
     "pod_key",
     "pod_vector",
     "ports_conflict",

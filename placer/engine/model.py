@@ -14,7 +14,7 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from placer.engine.batch import Batch
-from placer.engine.objectives.decisions import Disruptions
+from placer.engine.objectives.decisions import Disruptions, KeptByRank, placed_by_rank
 from placer.engine.objectives.loads import LoadEntry
 from placer.engine.scoring import IntArray, Scorer
 
@@ -52,17 +52,8 @@ class Model:
         groups = self.batch.groups
         return [(groups[gi].vec, n, LoadEntry(groups[gi].vec, var, 1)) for (gi, n), var in self.y.items()]
 
-    def pod_count(self) -> int:
-        return sum(g.size for g in self.batch.groups)
-
-    def kept_by_rank(self) -> dict[int, tuple[list[cp_model.LinearExprT], int]]:
-        out: dict[int, tuple[list[cp_model.LinearExprT], int]] = {}
-        for gi, row in enumerate(self.by_group):
-            group = self.batch.groups[gi]
-            exprs, span = out.get(self.batch.rank(group), ([], 0))
-            exprs.extend(v for _, v in row)
-            out[self.batch.rank(group)] = (exprs, span + group.size)
-        return out
+    def kept_by_rank(self) -> KeptByRank:
+        return placed_by_rank(self.batch, self.by_group)
 
     def disruptions(self) -> Disruptions | None:
         return None

@@ -24,11 +24,13 @@ from placer.engine import (
     Batch,
     Group,
     IntArray,
+    KeptByRank,
     LoadEntry,
     Scorer,
     Snapshot,
     build_topology_constraints,
     gang_groups,
+    placed_by_rank,
     ports_conflict,
 )
 from placer.models import Pod
@@ -105,17 +107,9 @@ class PlanModel:
             out += [(m.vec, n, LoadEntry(m.vec, var, 1)), (m.vec, m.home, LoadEntry(m.vec, var, -1))]
         return out
 
-    def pod_count(self) -> int:
-        return sum(g.size for g in self.batch.groups) + len(self.movers)
-
-    def kept_by_rank(self) -> dict[int, tuple[list[cp_model.LinearExprT], int]]:
+    def kept_by_rank(self) -> KeptByRank:
         """Pending pods placed, minus running pods preempted (a moved pod keeps running)."""
-        out: dict[int, tuple[list[cp_model.LinearExprT], int]] = {}
-        for gi, row in enumerate(self.by_group):
-            group = self.batch.groups[gi]
-            exprs, span = out.get(self.batch.rank(group), ([], 0))
-            exprs.extend(v for _, v in row)
-            out[self.batch.rank(group)] = (exprs, span + group.size)
+        out = placed_by_rank(self.batch, self.by_group)
         for ri, var in self.p.items():
             rank = self.movers[ri].rank
             exprs, span = out.get(rank, ([], 0))

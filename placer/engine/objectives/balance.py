@@ -33,27 +33,28 @@ __all__ = ["Balance"]
 class Balance(StrategyObjective):
     name = StrategyName.BALANCE
 
+    def weights(self, s: Scorer) -> tuple[float, float, float]:
+        """(intra-node skew, inter-node distance, pod class) weights."""
+        return s.w_intra, s.w_inter, s.w_class
+
     def node_cost(self, s: Scorer, rows: IntArray, nodes: IntArray) -> FloatArray:
+        w_intra, w_inter, _ = self.weights(s)
         intra, inter = s.node_terms(s.util_rows(rows, nodes), nodes)
-        return s.w_intra * intra + s.w_inter * inter
+        return w_intra * intra + w_inter * inter
 
     def pod_cost(self, s: Scorer, vec: IntArray, nodes: IntArray) -> FloatArray:
-        if not s.w_class:
+        w_class = self.weights(s)[2]
+        if not w_class:
             return np.zeros(len(nodes))
-        return s.w_class * s.class_cost(vec, nodes)
+        return w_class * s.class_cost(vec, nodes)
 
     def term(self, model: LoadModel) -> Term:
         s = model.scorer
+        weights = [round(w * WEIGHT_SCALE) for w in self.weights(s)]
         nodes = node_utilisations(model)
         factor = resource_factor(nodes)
-        terms = node_deviation_terms(
-            model,
-            nodes,
-            factor,
-            w_intra=round(s.w_intra * WEIGHT_SCALE),
-            w_inter=round(s.w_inter * WEIGHT_SCALE),
-        )
-        w_class = round(s.w_class * WEIGHT_SCALE)
+        terms = node_deviation_terms(model, nodes, factor, w_intra=weights[0], w_inter=weights[1])
+        w_class = weights[2]
         if w_class:
             by_vec: dict[bytes, tuple[IntArray, list[tuple[int, LoadEntry]]]] = {}
             for vec, n, entry in model.placements():

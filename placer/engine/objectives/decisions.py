@@ -9,7 +9,9 @@ from ortools.sat.python import cp_model
 from placer.engine.batch import Batch
 from placer.engine.objectives.loads import LoadModel
 
-__all__ = ["Decisions", "Disruptions"]
+__all__ = ["Decisions", "Disruptions", "KeptByRank", "placed_by_rank"]
+
+KeptByRank = dict[int, tuple[list[cp_model.LinearExprT], int]]
 
 
 class Disruptions(Protocol):
@@ -23,7 +25,7 @@ class Decisions(LoadModel, Protocol):
     by_group: list[list[tuple[int, cp_model.IntVar]]]
     soft_penalty: list[tuple[int, cp_model.IntVar]]
 
-    def kept_by_rank(self) -> dict[int, tuple[list[cp_model.LinearExprT], int]]:
+    def kept_by_rank(self) -> KeptByRank:
         """Per key rank: expressions whose sum counts that rank's placed-and-running pods, and
         how far that count can move (its span, for exact lexicographic weights)."""
         ...
@@ -31,3 +33,14 @@ class Decisions(LoadModel, Protocol):
     def disruptions(self) -> Disruptions | None:
         """Evictions the model decides (None: it decides none)."""
         ...
+
+
+def placed_by_rank(batch: Batch, by_group: list[list[tuple[int, cp_model.IntVar]]]) -> KeptByRank:
+    """Per key rank, the variables placing the batch's pods of that rank and how many pods it has."""
+    out: KeptByRank = {}
+    for gi, row in enumerate(by_group):
+        group = batch.groups[gi]
+        exprs, span = out.get(batch.rank(group), ([], 0))
+        exprs.extend(v for _, v in row)
+        out[batch.rank(group)] = (exprs, span + group.size)
+    return out

@@ -49,10 +49,6 @@ class LoadModel(Protocol):
         takes off the node it runs on (sign -1): the pods the per-pod strategy cost counts."""
         ...
 
-    def pod_count(self) -> int:
-        """How many pods the decision can place at most (sizes the strategy's big constants)."""
-        ...
-
 
 @dataclass
 class NodeUtil:

@@ -5,33 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ortools.sat.python import cp_model
-
-from placer.engine.objectives.loads import SCALE, LoadModel, node_utilisations
-from placer.engine.objectives.strategy import (
-    WEIGHT_SCALE,
-    StrategyObjective,
-    Term,
-    node_deviation_terms,
-    resource_factor,
-)
+from placer.engine.objectives.balance import Balance
 from placer.models import StrategyName
 
 if TYPE_CHECKING:
-    from placer.engine.scoring import FloatArray, IntArray, Scorer
+    from placer.engine.scoring import Scorer
 
 __all__ = ["Spread"]
 
 
-class Spread(StrategyObjective):
+class Spread(Balance):
     name = StrategyName.SPREAD
 
-    def node_cost(self, s: Scorer, rows: IntArray, nodes: IntArray) -> FloatArray:
-        _, inter = s.node_terms(s.util_rows(rows, nodes), nodes)
-        return inter
-
-    def term(self, model: LoadModel) -> Term:
-        nodes = node_utilisations(model)
-        factor = resource_factor(nodes)
-        terms = node_deviation_terms(model, nodes, factor, w_intra=0, w_inter=WEIGHT_SCALE)
-        return Term(f"strategy-{self.name}", cp_model.LinearExpr.sum(terms), False, SCALE * factor * WEIGHT_SCALE)
+    def weights(self, s: Scorer) -> tuple[float, float, float]:
+        return 0.0, 1.0, 0.0
