@@ -26,12 +26,14 @@ test: $(STAMP)
 check-fixtures: $(STAMP)
 	$(PLACER) check tests/fixtures/infeasible
 
-# BENCH_TOPOLOGY_ARGS=--quick for a short smoke run of the topology workloads.
+# BENCH_TOPOLOGY_ARGS=--quick / BENCH_PACKING_ARGS=--quick for short smoke runs.
 BENCH_TOPOLOGY_ARGS ?=
+BENCH_PACKING_ARGS ?=
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.topology $(BENCH_TOPOLOGY_ARGS)
+	$(PY) -m benchmarks.packing $(BENCH_PACKING_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `benchmarks/` is not an installed package
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import generate, run, topology  # noqa: E402
+from benchmarks import generate, packing, run, topology  # noqa: E402
 from placer.inputs import load_cluster, parse_cluster  # noqa: E402
 from placer.models import Cluster  # noqa: E402
 from placer.service import SolveOptions, pending_batch, solve_cluster  # noqa: E402
@@ -163,3 +163,15 @@ def test_topology_benchmark_writes_the_report_without_violations(tmp_path: Path)
         assert len(r["records"]) == 2 and r["batch_size"] == 6
         assert r["violations"] == 0, [b["first_violation"] for b in r["records"]]
         assert all(b["placed"] == 6 for b in r["records"])
+
+
+@pytest.mark.parametrize("kind", packing.CLASSES)
+def test_perfect_packing_instances_fill_their_nodes_exactly(kind: str) -> None:
+    doc, nodes = packing.instance(kind, 30, 3, seed=1)
+    assert len(doc["pods"]) >= 30 and len(doc["nodes"]) == nodes
+    assert packing.check_perfect(doc, nodes)
+    c = parse_cluster("packing.json", json.dumps(doc))
+    for r in ("cpu", "memory", "ephemeral-storage"):
+        assert sum(p.requests[r] for p in c.pods) == sum(n.allocatable[r] for n in c.nodes)
+    broken = {**doc, "pods": doc["pods"][1:]}
+    assert not packing.check_perfect(broken, nodes)
