@@ -38,6 +38,8 @@ KEYS = [*LABELS, "gpu"]  # "gpu" is a key no node carries
 INT_BOUNDS = ["-1", "0", "1", "2", "5", "abc"]
 NODE_NAMES = [f"n{i}" for i in range(8)]
 GPU = "example.com/gpu"
+# Fractional devices: an extended resource in thousandths of a device (integers, as Kubernetes requires).
+MILLI_GPU = "example.com/gpu-milli"
 # Binary and decimal units mixed: the engine's integer scaling must stay exact (1G + 1G fit 2G).
 NODE_MEMORY = ["1Gi", "2Gi", "4Gi", "2G", "3G", "2500M"]
 POD_MEMORY = ["", "", "512Mi", "1Gi", "1G", "1500M", "2Gi"]
@@ -115,11 +117,13 @@ def affinities(draw: st.DrawFn, nodes: int) -> Json:
 
 
 @st.composite
-def node_docs(draw: st.DrawFn, index: int) -> Json:
+def node_docs(draw: st.DrawFn, index: int, fractional: bool = False) -> Json:
     labels = {k: v for k, vs in LABELS.items() if (v := draw(_sometimes(st.sampled_from(vs), 1))) is not None}
     allocatable: Json = {"cpu": draw(st.integers(0, 4)), "memory": draw(st.sampled_from(NODE_MEMORY))}
     if (gpus := draw(_sometimes(st.integers(1, 2)))) is not None:
         allocatable[GPU] = gpus
+    if fractional and draw(st.integers(0, 3)) > 0:
+        allocatable[MILLI_GPU] = 1000 * draw(st.integers(1, 2))
     if (pods := draw(_sometimes(st.integers(1, 3), 3))) is not None:
         allocatable["pods"] = pods
     doc: Json = {"name": NODE_NAMES[index], "labels": labels, "allocatable": allocatable}
@@ -131,8 +135,10 @@ def node_docs(draw: st.DrawFn, index: int) -> Json:
 
 
 @st.composite
-def requests(draw: st.DrawFn) -> Json:
+def requests(draw: st.DrawFn, fractional: bool = False) -> Json:
     out: Json = {}
+    if fractional and draw(st.integers(0, 2)) > 0:
+        out[MILLI_GPU] = 100 * draw(st.integers(1, 9))
     if (cpu := draw(st.integers(0, 2))) > 0:
         out["cpu"] = cpu
     if mem := draw(st.sampled_from(POD_MEMORY)):
@@ -143,11 +149,11 @@ def requests(draw: st.DrawFn) -> Json:
 
 
 @st.composite
-def pending_docs(draw: st.DrawFn, index: int, nodes: int) -> Json:
+def pending_docs(draw: st.DrawFn, index: int, nodes: int, fractional: bool = False) -> Json:
     doc: Json = {
         "name": f"p{index}",
         "creationTimestamp": f"2024-01-01T00:00:{index:02d}Z",
-        "requests": draw(requests()),
+        "requests": draw(requests(fractional)),
         "priority": draw(st.sampled_from([0, 0, 1, 2])),
         "restartPolicy": draw(st.sampled_from(["Always", "Always", "OnFailure", "Never"])),
     }
@@ -168,11 +174,11 @@ def pending_docs(draw: st.DrawFn, index: int, nodes: int) -> Json:
 
 
 @st.composite
-def running_docs(draw: st.DrawFn, index: int, nodes: int) -> Json:
+def running_docs(draw: st.DrawFn, index: int, nodes: int, fractional: bool = False) -> Json:
     doc: Json = {
         "name": f"r{index}",
         "node": NODE_NAMES[draw(st.integers(0, nodes - 1))],
-        "requests": draw(requests()),
+        "requests": draw(requests(fractional)),
         "priority": draw(st.sampled_from([0, 1, 2])),
     }
     if draw(st.integers(0, 3)) == 0:
@@ -183,23 +189,24 @@ def running_docs(draw: st.DrawFn, index: int, nodes: int) -> Json:
 
 
 @st.composite
-def clusters(draw: st.DrawFn, max_nodes: int = 4, max_pending: int = 7) -> str:
+def clusters(draw: st.DrawFn, max_nodes: int = 4, max_pending: int = 7, fractional: bool = False) -> str:
     """A native-schema cluster document (JSON text).
 
     Some nodes are clones of the previous one (the engine breaks symmetry between identical
     nodes) and some pending pods are replicas of the previous one (the engine groups identical
-    pods into one integer variable per node).
+    pods into one integer variable per node). ``fractional``: most nodes carry fractional
+    devices (thousandths of a GPU) and most pods request a fraction of one.
     """
     n = draw(st.integers(1, max_nodes))
     nodes: list[Json] = []
     for i in range(n):
         clone = nodes and draw(st.integers(0, 3)) == 0
-        nodes.append(dict(nodes[-1], name=NODE_NAMES[i]) if clone else draw(node_docs(i)))
-    running = [draw(running_docs(i, n)) for i in range(draw(st.integers(0, 3)))]
+        nodes.append(dict(nodes[-1], name=NODE_NAMES[i]) if clone else draw(node_docs(i, fractional)))
+    running = [draw(running_docs(i, n, fractional)) for i in range(draw(st.integers(0, 3)))]
     pending: list[Json] = []
     for i in range(draw(st.integers(1, max_pending))):
         replica = pending and draw(st.integers(0, 2)) == 0
-        doc = draw(pending_docs(i, n))
+        doc = draw(pending_docs(i, n, fractional))
         if replica:
             doc = dict(pending[-1], name=doc["name"], creationTimestamp=doc["creationTimestamp"])
         pending.append(doc)
@@ -308,6 +315,18 @@ def test_placer_places_at_least_what_kube_scheduler_does_per_key(doc: str) -> No
     theirs = per_key_vector(cluster, default)
     note(f"placer {ours} vs default {theirs}")
     assert ours >= theirs
+
+
+@PROPERTY
+@given(doc=clusters(max_nodes=5, max_pending=9, fractional=True))
+def test_placer_places_at_least_what_kube_scheduler_does_per_key_with_fractional_devices(doc: str) -> None:
+    note(doc)
+    cluster = parse_cluster("property", doc)
+    ours = solve(cluster)
+    assert validate.validate_placements(cluster, ours) == []
+    theirs = per_key_vector(cluster, solve(cluster, "default"))
+    note(f"placer {per_key_vector(cluster, ours)} vs default {theirs}")
+    assert per_key_vector(cluster, ours) >= theirs
 
 
 @PROPERTY

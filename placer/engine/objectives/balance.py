@@ -38,9 +38,30 @@ class Balance(StrategyObjective):
         return s.w_intra, s.w_inter, s.w_class
 
     def node_cost(self, s: Scorer, rows: IntArray, nodes: IntArray) -> FloatArray:
+        return self._util_cost(s, s.util_rows(rows, nodes), nodes)
+
+    def _util_cost(self, s: Scorer, util: FloatArray, nodes: IntArray) -> FloatArray:
+        """``node_cost`` from the nodes' utilisations of the balance resources."""
         w_intra, w_inter, _ = self.weights(s)
-        intra, inter = s.node_terms(s.util_rows(rows, nodes), nodes)
+        intra, inter = s.node_terms(util, nodes)
         return w_intra * intra + w_inter * inter
+
+    # The greedy pass and descent call these per pod: the same definition, with the utilisations
+    # computed once and shifted by the pod's share instead of from two sets of resource rows.
+    def delta(self, s: Scorer, vec: IntArray, nodes: IntArray, used: IntArray) -> FloatArray:
+        if len(nodes) == 0:
+            return np.zeros(0)
+        before = s.util(used, nodes)
+        after = before + vec[s.cols] * s.inv_alloc[nodes]
+        change = self._util_cost(s, after, nodes) - self._util_cost(s, before, nodes)
+        return change + self.pod_cost(s, vec, nodes)
+
+    def removal(self, s: Scorer, vec: IntArray, node: int, used: IntArray) -> float:
+        at = np.array([node], dtype=np.int64)
+        before = s.util(used, at)
+        after = before - vec[s.cols] * s.inv_alloc[at]
+        change = self._util_cost(s, after, at) - self._util_cost(s, before, at) - self.pod_cost(s, vec, at)
+        return float(change[0])
 
     def pod_cost(self, s: Scorer, vec: IntArray, nodes: IntArray) -> FloatArray:
         w_class = self.weights(s)[2]
