@@ -118,7 +118,14 @@ def decide(
     batch = with_default_spread(batch, cluster.replicasets, config.default_spread)
     budget = Budget.of(config)  # one time limit for the whole decision: solve and plan
     may_plan = evict and max_evictions != 0 and could_evict(state)
-    res = solve_batch(state, batch, config, budget=budget, reserve=PLAN_SHARE if may_plan else 0.0)
+
+    def default_answer() -> list[tuple[Pod, int]]:
+        """kube-scheduler's answer for the batch (no preemption), a start the engine may adopt."""
+        sim = simulate(state.copy(), batch, "default", preemption=False, namespaces=cluster.namespaces)
+        return sim.placements
+
+    reserve = PLAN_SHARE if may_plan else 0.0
+    res = solve_batch(state, batch, config, budget=budget, reserve=reserve, alternative=default_answer)
     left = res.unplaced
     plan = None
     if may_plan and left:

@@ -16,6 +16,7 @@ from placer.engine.objectives.loads import SCALE, LoadEntry
 from placer.engine.objectives.priority import LEVEL as PLACED_LEVEL
 from placer.engine.objectives.registry import LEVELS, REBALANCE_LEVELS, STRATEGIES, Level, strategy_objective
 from placer.engine.objectives.strategy import StrategyObjective, Term
+from placer.engine.packing import Alternative, adopt
 from placer.engine.prefilter import Prefilter, fits, ports_conflict
 from placer.engine.scoring import FloatArray, IntArray, Scorer
 from placer.engine.selectors import selector_matches
@@ -33,6 +34,7 @@ __all__ = [
     "SCALE",
     "STRATEGIES",
     "UNSCHEDULABLE_TAINT",
+    "Alternative",
     "Batch",
     "BatchResult",
     "BoolArray",
@@ -52,6 +54,7 @@ __all__ = [
     "StrategyObjective",
     "Term",
     "Unplaced",
+    "adopt",
     "after_plan",
     "batch_demand",
     "build_batch",

@@ -55,6 +55,12 @@ class Budget:
         if self.parent is not None:
             self.parent.charge(deterministic_time)
 
+    @property
+    def spare(self) -> float:
+        """Kept out of the solver calls for building the answer after them (3 % of the limit)."""
+        root = self.parent.spare if self.parent is not None else 0.03 * self.limit
+        return root
+
     def capped(self, share: float) -> Budget:
         """A part of this budget that may use at most ``share`` of what is left now."""
         return Budget(max(self.left(), 0.0) * share, deterministic=self.deterministic, parent=self)
@@ -118,7 +124,7 @@ class LevelSolver:
         solver = cp_model.CpSolver()
         params = solver.parameters
         params.random_seed = self.config.solver.seed
-        left = max(self.budget.left() * share, _MIN_SECONDS)
+        left = max((self.budget.left() - self.budget.spare) * share, _MIN_SECONDS)
         if self.config.solver.deterministic:
             params.num_workers = 1
             params.max_deterministic_time = left
@@ -131,6 +137,14 @@ class LevelSolver:
                 params.cp_model_presolve = False
                 params.cp_model_probing_level = 0
         return solver
+
+    def exhausted(self) -> bool:
+        """No budget left for another level (what is left builds the answer); the answer so far
+        stays, unproven."""
+        if self.budget.left() > self.budget.spare:
+            return False
+        self.proven = False
+        return True
 
     def _hint(self, cp: cp_model.CpModel) -> None:
         cp.clear_hints()  # type: ignore[no-untyped-call]

@@ -11,16 +11,29 @@ they may use. Together with the first-pod symmetry breaking among identical node
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from placer.engine.batch import Batch
 from placer.engine.constraints.symmetry import Symmetry
+from placer.engine.greedy import Assignment
 from placer.engine.model import Model
+from placer.models import Pod
 
-__all__ = ["PLACE_ALL", "PLACE_ALL_SHARE", "place_all", "volume_allows_all"]
+__all__ = [
+    "PLACE_ALL",
+    "PLACE_ALL_SHARE",
+    "Alternative",
+    "adopt",
+    "better_start",
+    "place_all",
+    "volume_allows_all",
+]
+
+# Another answer for a tight batch, computed on demand (the service passes kube-scheduler's).
+Alternative = Callable[[], Sequence[tuple[Pod, int]]]
 
 PLACE_ALL = "place-all"
 PLACE_ALL_SHARE = 0.6  # of the budget left; the maximising level keeps the rest
@@ -66,3 +79,53 @@ def place_all(model: Model, symmetry: Symmetry) -> Callable[[cp_model.CpModel], 
         cp.add_decision_strategy(decisions, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
 
     return restrict
+
+
+def better_start(batch: Batch, first: Assignment, second: Assignment) -> Assignment:
+    """The greedy answer that places more pods per key, compared from the highest key down."""
+
+    def per_key(assignment: Assignment) -> list[int]:
+        counts: dict[int, int] = {}
+        for group, nodes in zip(batch.groups, assignment, strict=True):
+            counts[batch.rank(group)] = counts.get(batch.rank(group), 0) + int((nodes >= 0).sum())
+        return [counts.get(r, 0) for r in sorted(counts, reverse=True)]
+
+    return second if per_key(second) > per_key(first) else first
+
+
+def adopt(batch: Batch, placements: Sequence[tuple[Pod, int]]) -> Assignment | None:
+    """Another answer as a start for this batch, if it is one: every pod on a node of its group's
+    feasible set, no node over capacity, host-port groups at most one pod per node, no gang in
+    part. Batches with inter-pod rules are left to the engine's own start (None). The nodes it
+    uses join the groups' candidates, so it stays a solution of the pruned model."""
+    if not batch.topology.empty:
+        return None
+    group_of = {pod.key: gi for gi, g in enumerate(batch.groups) for pod in g.pods}
+    chosen: list[list[int]] = [[] for _ in batch.groups]
+    used = batch.snapshot.used.copy()
+    for pod, n in placements:
+        gi = group_of.get(pod.key)
+        if gi is None:
+            return None
+        chosen[gi].append(n)
+        used[n] += batch.groups[gi].vec
+    if np.any(used > batch.snapshot.alloc):
+        return None
+    gangs: dict[str, tuple[int, int]] = {}
+    for gi, group in enumerate(batch.groups):
+        nodes = np.array(chosen[gi], dtype=np.int64)
+        if len(nodes) and not np.all(np.isin(nodes, group.feasible)):
+            return None
+        if group.has_ports and len(set(chosen[gi])) < len(chosen[gi]):
+            return None
+        if group.gang is not None:
+            placed, size = gangs.get(group.gang, (0, 0))
+            gangs[group.gang] = (placed + len(nodes), size + group.size)
+    if any(0 < placed < size for placed, size in gangs.values()):
+        return None
+    out: Assignment = []
+    for gi, group in enumerate(batch.groups):
+        nodes = np.array(chosen[gi], dtype=np.int64)
+        group.candidates = np.union1d(group.candidates, nodes).astype(np.int64)
+        out.append(np.concatenate([nodes, np.full(group.size - len(nodes), -1, dtype=np.int64)]))
+    return out

@@ -10,13 +10,15 @@ placements by the same definition.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import numpy.typing as npt
 
 from placer.engine.objectives.registry import strategy_objective
 from placer.engine.objectives.strategy import StrategyObjective
 from placer.engine.snapshot import Snapshot
-from placer.models import Config
+from placer.models import Config, StrategyName
 from placer.models.config import PodClass
 
 __all__ = ["CLASSES", "FloatArray", "IntArray", "Scorer"]
@@ -53,6 +55,13 @@ class Scorer:
         self.w_intra = config.balance.intra_node
         self.w_inter = config.balance.inter_node
         self.w_class = config.balance.pod_class
+
+    def with_strategy(self, name: StrategyName) -> Scorer:
+        """The same precomputed state, scoring with another strategy."""
+        other = copy.copy(self)
+        other.config = self.config.model_copy(update={"strategy": name})
+        other.strategy = strategy_objective(name)
+        return other
 
     # -- utilisation ---------------------------------------------------------------------------
     def util_rows(self, rows: IntArray, nodes: IntArray) -> FloatArray:

@@ -28,7 +28,7 @@ from placer.engine.objectives.registry import LEVELS, STRATEGY_LEVEL
 from placer.engine.scoring import IntArray, Scorer
 from placer.engine.snapshot import Snapshot
 from placer.engine.unplaced import Counts, Unplaced, extract
-from placer.models import Config, Pod, SolveStatus
+from placer.models import Config, Pod, SolveStatus, StrategyName
 
 __all__ = ["BatchResult", "Counts", "LevelReport", "solve_batch"]
 
@@ -86,17 +86,31 @@ def batch_demand(batch: Batch) -> IntArray:
 
 
 def solve_batch(
-    snapshot: Snapshot, pending: list[Pod], config: Config, *, budget: Budget | None = None, reserve: float = 0.0
+    snapshot: Snapshot,
+    pending: list[Pod],
+    config: Config,
+    *,
+    budget: Budget | None = None,
+    reserve: float = 0.0,
+    alternative: packing.Alternative | None = None,
 ) -> BatchResult:
     """Place a batch on ``snapshot``. ``budget`` is the decision's time limit (a fresh one from the
     config by default); when pods stay unplaced after the greedy pass, ``reserve`` of it is kept
-    for a global plan."""
+    for a global plan, and ``alternative`` (another answer, computed only then) becomes the start
+    if it places more pods per key, so the answer never places fewer."""
     started = time.monotonic()
     budget = budget or Budget.of(config)
     batch = build_batch(snapshot, pending, config)
     scorer = Scorer(snapshot, config, batch_demand(batch))
     select_candidates(batch, scorer, config.solver.candidates)
     hint = greedy(batch, scorer)
+    if not _all_placeable_placed(batch, hint):
+        # A tight batch: best-fit decreasing (the pack strategy's greedy) may place more, and so
+        # may the alternative (kube-scheduler's answer, when the caller gives it).
+        hint = packing.better_start(batch, hint, greedy(batch, scorer.with_strategy(StrategyName.PACK)))
+        other = packing.adopt(batch, alternative()) if alternative is not None else None
+        if other is not None:
+            hint = packing.better_start(batch, hint, other)
     counts = _counts(hint)
     greedy_placed = sum(counts.values())
     large = sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
@@ -136,6 +150,8 @@ def solve_batch(
             counts = current()
     if model.y:
         for level in LEVELS:
+            if levels.exhausted():
+                break  # the rest of the budget builds the answer; the current one holds every level
             if level.name == priority.LEVEL and all_placed:
                 # The hint is optimal here: hold each group's count instead of solving the level.
                 for gi, row in enumerate(model.by_group):

@@ -295,6 +295,8 @@ def plan_rebalance(
     values = {v.index: 0 for v in variables}
     levels = LevelSolver(model.cp, variables, values, config, budget=budget or Budget.of(config))
     for level in REBALANCE_LEVELS:
+        if levels.exhausted():
+            break
         for term in level.build(model):
             levels.run(term)
     placed = [(m.vec, m.home, 1) for m in movers]
@@ -415,6 +417,8 @@ def _solve(
     variables = [*model.y.values(), *model.z.values(), *model.p.values()]
     levels = LevelSolver(model.cp, variables, values, config, budget=budget)
     for level in LEVELS:
+        if level.name != PLACED_LEVEL and levels.exhausted():
+            break  # the answer so far holds every level solved; the rest builds the steps
         terms = level.build(model)
         for term in terms:
             levels.run(term)

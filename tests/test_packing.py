@@ -1,0 +1,73 @@
+"""Tight batches: the packing start and its safeguards.
+
+Aspects: another answer (kube-scheduler's, from the service) becomes the engine's start only if it
+is an answer of the batch (capacity, feasible nodes, whole gangs, one host-port pod per node) and
+places more pods per key; the engine's answer then never places fewer; answers keep within the
+time limit's budget.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from support import cluster, node, pod
+
+from placer.baseline import simulate
+from placer.engine import Budget, adopt, build_batch, build_snapshot, solve_batch
+from placer.inputs import parse_cluster
+from placer.models import Cluster, Config
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `benchmarks/` is not an installed package
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import packing as packing_bench  # noqa: E402
+
+CONFIG = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 0.01}})
+
+
+def _boreas() -> Cluster:
+    """Two 15-cpu nodes, two proxies of 7.5 and three backends of 5: all five fit only packed."""
+    pods = [pod(f"proxy-{i}", cpu="7.5") for i in range(2)] + [pod(f"backend-{i}", cpu="5") for i in range(3)]
+    return cluster([node("a", cpu="15"), node("b", cpu="15")], pods)
+
+
+def _state(c: Cluster) -> tuple[Any, list[Any]]:
+    pending = [p for p in c.pods if p.pending]
+    return build_snapshot(c.nodes, [], pending, c.namespaces), pending
+
+
+def test_a_better_alternative_becomes_the_start() -> None:
+    """A perfect-packing instance (benchmarks.packing: 200 small items in 5 resources) where both
+    greedy passes place fewer pods than kube-scheduler does: its answer becomes the start."""
+    doc, _ = packing_bench.instance("small", 200, 5, seed=2)
+    c = parse_cluster("packing.json", json.dumps(doc))
+    state, pending = _state(c)
+    no_time = Budget(0.0, deterministic=True)
+    plain = solve_batch(state, pending, CONFIG, budget=no_time)
+    sim = simulate(state.copy(), pending, "default", preemption=False)
+    helped = solve_batch(state, pending, CONFIG, budget=no_time, alternative=lambda: sim.placements)
+    assert plain.greedy_placed < len(sim.placements)
+    assert helped.greedy_placed == len(sim.placements) <= len(helped.placements)
+
+
+def test_an_alternative_that_is_not_an_answer_is_refused() -> None:
+    c = _boreas()
+    state, pending = _state(c)
+    by = {p.name: p for p in pending}
+    batch = build_batch(state, pending, CONFIG)
+    overbooked = [(by["proxy-0"], 0), (by["proxy-1"], 0), (by["backend-0"], 0)]
+    assert adopt(batch, overbooked) is None
+    fine = [(by["proxy-0"], 0), (by["proxy-1"], 0)]
+    assert adopt(batch, fine) is not None
+
+
+def test_a_gang_placed_in_part_is_refused() -> None:
+    gang = {"labels": {"placer.io/gang": "train", "placer.io/gang-size": "2"}}
+    c = cluster([node("a", cpu="2")], [pod("t-0", cpu="2", **gang), pod("t-1", cpu="2", **gang)])
+    state, pending = _state(c)
+    batch = build_batch(state, pending, CONFIG)
+    assert adopt(batch, [(pending[0], 0)]) is None
