@@ -30,19 +30,17 @@ from placer.engine.snapshot import Snapshot
 from placer.engine.unplaced import Counts, Unplaced, extract
 from placer.models import Config, Pod, SolveStatus, StrategyName
 
-__all__ = ["BatchResult", "Counts", "LevelReport", "solve_batch"]
+__all__ = ["BatchResult", "Counts", "LevelReport", "batch_demand", "solve_batch"]
 
 # Above this many (pod group, node) pairs, the strategy level runs as neighbourhood re-solves.
 LNS_VARIABLES = 6000
-
-Status = SolveStatus
 
 
 @dataclass
 class BatchResult:
     placements: list[tuple[Pod, int]]
     unplaced: list[Unplaced]
-    status: Status
+    status: SolveStatus
     gap: float
     seconds: float
     levels: list[LevelReport] = field(default_factory=list)
@@ -116,7 +114,7 @@ def solve_batch(
     large = sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
     all_placed = _all_placeable_placed(batch, hint)
 
-    def result(counts: Counts, status: Status, gap: float, levels: list[LevelReport]) -> BatchResult:
+    def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
         placements, unplaced = extract(batch, counts, status)
         return BatchResult(
             placements=placements,
@@ -170,7 +168,7 @@ def solve_batch(
             for term in terms:
                 levels.run(term)
     final = current()
-    status: Status = "optimal" if levels.proven else "feasible"
+    status: SolveStatus = "optimal" if levels.proven else "feasible"
     if sum(final.values()) < greedy_placed:  # cannot happen with a valid hint; kept as a guard
         final, status = counts, "fallback"
     elif levels.reports and not any(r.solved for r in levels.reports):

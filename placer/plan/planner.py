@@ -303,8 +303,9 @@ def plan_rebalance(
     before = scorer.strategy.cost(scorer, state.used, everywhere, placed)
     after_used = state.used.copy()
     after_placed = []
+    moved_to = {ri: n for (ri, n), var in model.z.items() if levels.values.get(var.index)}
     for ri, m in enumerate(movers):
-        to = next((n for (r, n), var in model.z.items() if r == ri and levels.values.get(var.index)), m.home)
+        to = moved_to.get(ri, m.home)
         after_used[m.home] -= m.vec
         after_used[to] += m.vec
         after_placed.append((m.vec, to, 1))
