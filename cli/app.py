@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from enum import StrEnum
+from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -29,6 +30,22 @@ from placer.service import SolveOptions, solve_cluster
 __all__ = ["app", "main"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Batch placement for Kubernetes on CP-SAT.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"placer {version('placer')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="print placer's version and exit"),
+    ] = False,
+) -> None:
+    """Batch placement for Kubernetes on CP-SAT."""
 
 
 class Output(StrEnum):
@@ -182,9 +199,9 @@ def check(
     """Run regression fixtures deterministically; exit 1 on any regression, with what changed."""
     try:
         fixtures = find_fixtures(directory)
-        results = [run_fixture(f, time_limit=time_limit) for f in fixtures]
     except InputError as exc:
         raise _fail(str(exc)) from None
+    results = [run_fixture(f, time_limit=time_limit) for f in fixtures]
     console = Console(width=max(Console().width, 120))
     table = Table(title=f"placer check {directory}")
     table.add_column("fixture")

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from placer.errors import InputError
 from placer.inputs import load_cluster
-from placer.models import Config, StrategyName
+from placer.models import Config, Policy, StrategyName
 from placer.service import SolveOptions, solve_cluster
 
 __all__ = ["Expectations", "FixtureResult", "find_fixtures", "run_fixture"]
@@ -40,7 +40,7 @@ class FixtureOptions(BaseModel):
     max_evictions: int | None = Field(None, alias="maxEvictions", ge=0)
     no_evict: bool = Field(False, alias="noEvict")
     strategy: StrategyName = StrategyName.BALANCE
-    policy: Literal["placer", "default", "most-requested"] = "placer"
+    policy: Policy = "placer"
     restart_tiers: bool = Field(True, alias="restartTiers")
 
 
@@ -95,8 +95,13 @@ def load_expectations(path: Path) -> Expectations:
 
 
 def run_fixture(fixture: Path, *, time_limit: float = 10.0) -> FixtureResult:
-    expect = load_expectations(fixture / "expect.yaml")
-    cluster = load_cluster(_cluster_file(fixture))
+    """One fixture's verdict; a fixture that cannot be read fails with the one-line reason (the
+    other fixtures still run)."""
+    try:
+        expect = load_expectations(fixture / "expect.yaml")
+        cluster = load_cluster(_cluster_file(fixture))
+    except InputError as exc:
+        return FixtureResult(name=fixture.name, passed=False, summary="unreadable", diffs=[str(exc)])
     opts = expect.options
     config = Config.model_validate(
         {

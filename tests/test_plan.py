@@ -182,3 +182,25 @@ def test_check_passes_the_shipped_fixtures_and_fails_a_regression_with_a_diff(tm
 def test_check_refuses_a_directory_without_fixtures(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["check", str(tmp_path)])
     assert res.exit_code == 2 and "no fixtures" in res.stderr
+
+
+def test_check_reports_every_failing_fixture_and_still_runs_the_good_ones(tmp_path: Path) -> None:
+    for name in ("01-boreas-two-batch", "02-pdb-blocks-the-move"):
+        shutil.copytree(FIXTURES / name, tmp_path / name)
+    good = sorted(p.name for p in tmp_path.iterdir())
+    shutil.copytree(FIXTURES / "01-boreas-two-batch", tmp_path / "z-bad-expectations")
+    (tmp_path / "z-bad-expectations" / "expect.yaml").write_text("placed: many\n")
+    shutil.copytree(FIXTURES / "01-boreas-two-batch", tmp_path / "z-regression")
+    expect = yaml.safe_load((tmp_path / "z-regression" / "expect.yaml").read_text())
+    expect["moved"] = 0
+    (tmp_path / "z-regression" / "expect.yaml").write_text(yaml.safe_dump(expect))
+    res = CliRunner().invoke(app, ["check", str(tmp_path)])
+    assert res.exit_code == 1
+    assert "placed" in res.stdout and "z-bad-expectations" in res.stdout  # the unreadable one, named
+    assert "moved: expected 0, got 1" in res.stdout  # the regression after it still ran
+    assert f"{len(good)} of {len(good) + 2} fixtures pass" in res.stdout
+
+
+def test_version_is_printed() -> None:
+    res = CliRunner().invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.stdout.startswith("placer ")
