@@ -7,6 +7,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,12 +167,43 @@ def test_topology_benchmark_writes_the_report_without_violations(tmp_path: Path)
 
 
 @pytest.mark.parametrize("kind", packing.CLASSES)
-def test_perfect_packing_instances_fill_their_nodes_exactly(kind: str) -> None:
-    doc, nodes = packing.instance(kind, 30, 3, seed=1)
-    assert len(doc["pods"]) >= 30 and len(doc["nodes"]) == nodes
-    assert packing.check_perfect(doc, nodes)
-    c = parse_cluster("packing.json", json.dumps(doc))
-    for r in ("cpu", "memory", "ephemeral-storage"):
-        assert sum(p.requests[r] for p in c.pods) == sum(n.allocatable[r] for n in c.nodes)
-    broken = {**doc, "pods": doc["pods"][1:]}
-    assert not packing.check_perfect(broken, nodes)
+@pytest.mark.parametrize("d", [2, 10])
+def test_perfect_packing_instances_fill_every_node_exactly(kind: str, d: int) -> None:
+    inst = packing.instance(kind, 30, d, seed=1)
+    c = inst.cluster()  # read back through placer's input reader: extended resources included
+    assert len(c.pods) == 30 and len(c.nodes) == inst.nodes == len(set(inst.home.values()))
+    assert set(c.nodes[0].allocatable) == {*packing.RESOURCES[:d], "pods"}
+    assert all(p.pending and p.scheduler_name == "placer" and p.owner is None for p in c.pods)
+    assert packing.perfect_packing_errors(c, inst.home) == []
+    # per node, not only in total: moving one pod to another home breaks two nodes
+    pod, node = next(iter(inst.home.items()))
+    other = next(n for n in inst.home.values() if n != node)
+    errors = packing.perfect_packing_errors(c, {**inst.home, pod: other})
+    assert any(e.startswith(f"node {node} ") for e in errors) and any(e.startswith(f"node {other} ") for e in errors)
+    # a pod that is missing leaves its node short
+    short = c.model_copy(update={"pods": c.pods[1:]})
+    assert packing.perfect_packing_errors(short, inst.home)
+
+
+def test_perfect_packing_classes_have_their_correlation() -> None:
+    def corr(kind: str) -> float:
+        c = packing.instance(kind, 60, 2, seed=0).cluster()
+        return float(np.corrcoef([p.requests["cpu"] for p in c.pods], [p.requests["memory"] for p in c.pods])[0, 1])
+
+    assert corr("correlated") > 0.8 and corr("anti-correlated") < -0.3 and abs(corr("uniform")) < 0.4
+    items_per_node = {k: 60 / packing.instance(k, 60, 2, seed=0).nodes for k in ("small", "large")}
+    assert items_per_node["small"] >= 7 and items_per_node["large"] <= 3
+
+
+def test_packing_benchmark_writes_the_report(tmp_path: Path) -> None:
+    argv = ["--sizes", "6", "--seeds", "1", "--dims", "2,3", "--time-limit", "0.5", "--out", str(tmp_path)]
+    assert packing.main(argv) == 0
+    text = (tmp_path / "packing.md").read_text(encoding="utf-8")
+    for kind in packing.CLASSES:
+        assert f"| {kind} | 6 |" in text
+    assert "Targets (issue 17):" in text
+    assert text.count(" — met") + text.count(" — missed") == 3  # 6 pods: the 60-pod target, wall time, default
+    rows = json.loads((tmp_path / "packing.json").read_text(encoding="utf-8"))["rows"]
+    assert len(rows) == len(packing.CLASSES) and all(r["pods"] == 6 for r in rows)
+    assert all(r["placer_placed"] <= 6 and r["default_placed"] <= 6 for r in rows)
+    assert (tmp_path / "packing.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
