@@ -19,12 +19,14 @@ vector-packing literature, Spieksma 1994, Caprara & Toth 2001):
 ``d`` is cycled over seeds and classes, so each class sees every ``--dims`` value.
 
 Per instance: ``solve_cluster`` (what ``placer solve`` runs) with ``--time-limit`` and default
-workers, and with ``--policy default`` (the kube-scheduler simulation); wall time of the whole
-call. Reported per class and size: share packed into the optimum (every pod placed), median wall
-time and median time to the optimum, the worst wall time over the limit, pods placed by placer and
-by default.
+workers, with ``--policy default`` (the kube-scheduler simulation), and (unless
+``--no-reference``) the plain CP-SAT model with symmetry breaking that issue 17 compares placer
+with (``reference_pack``); wall time of the whole call. Reported per class and size: share
+packed into the optimum (every pod placed), median wall time and median time to the optimum, the
+worst wall time over the limit, pods placed by placer and by default, the reference's packed
+count and median time.
 
-  python -m benchmarks.packing [--quick] [--time-limit 10] [--seeds 4] [--sizes 60,200]
+  python -m benchmarks.packing [--quick] [--time-limit 10] [--seeds 4] [--sizes 60,200] [--no-reference]
 
 ``--quick`` (30 pods, 1 seed, 2 s) is a smoke run; it writes to ``build/bench-quick/`` unless
 ``--out`` says otherwise, so it never replaces the full report in ``docs/bench/``.
@@ -37,6 +39,7 @@ import json
 import os
 import statistics
 import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from ortools.sat.python import cp_model
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -186,6 +190,32 @@ def perfect_packing_errors(cluster: Cluster, home: dict[str, str]) -> list[str]:
     return errors
 
 
+def reference_pack(cluster: Cluster, limit: float) -> tuple[bool, float]:
+    """The issue's yardstick: a plain CP-SAT feasibility model (x[pod, node], every pod on exactly
+    one node, capacity per node and resource) with the textbook symmetry breaking among identical
+    nodes (pods by decreasing size, pod i only on nodes 0..i), same limit, one worker per core (at
+    most 8, as placer). Returns (packed, wall seconds, model building included)."""
+    started = time.perf_counter()
+    resources = [r for r in cluster.nodes[0].allocatable if r != "pods"]
+    capacity = [cluster.nodes[0].allocatable[r] for r in resources]
+    sizes = [[p.requests.get(r, 0) for r in resources] for p in cluster.pods]
+    order = sorted(range(len(sizes)), key=lambda i: -sum(v / c for v, c in zip(sizes[i], capacity, strict=True)))
+    nodes = len(cluster.nodes)
+    model = cp_model.CpModel()
+    x = {(i, n): model.new_bool_var(f"x{i}_{n}") for rank, i in enumerate(order) for n in range(min(rank + 1, nodes))}
+    for i in order:
+        model.add_exactly_one(v for (j, _), v in x.items() if j == i)
+    for n in range(nodes):
+        on = [(i, v) for (i, m), v in x.items() if m == n]
+        for r, cap in enumerate(capacity):
+            model.add(sum(sizes[i][r] * v for i, v in on) <= cap)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(limit - (time.perf_counter() - started), 0.01)
+    solver.parameters.num_workers = min(len(os.sched_getaffinity(0)), 8)
+    status = solver.solve(model)
+    return status in (cp_model.OPTIMAL, cp_model.FEASIBLE), time.perf_counter() - started
+
+
 @dataclass
 class Row:
     kind: str
@@ -201,13 +231,16 @@ class Row:
     default_seconds: float
     limit: float
     status: str
+    reference_packed: bool | None = None  # the plain CP-SAT model (None: not run)
+    reference_seconds: float | None = None
 
 
-def run_instance(inst: Instance, limit: float) -> Row:
+def run_instance(inst: Instance, limit: float, *, reference: bool = False) -> Row:
     cluster = inst.cluster()
     placer = timed_solve(cluster, "placer", time_limit=limit)
     default = timed_solve(cluster, "default", time_limit=limit)
     p, q = len(placer.placed), len(default.placed)
+    ref_packed, ref_seconds = reference_pack(cluster, limit) if reference else (None, None)
     return Row(
         inst.kind,
         inst.pods,
@@ -222,20 +255,27 @@ def run_instance(inst: Instance, limit: float) -> Row:
         round(default.seconds, 4),
         limit,
         placer.outcome.result.status,
+        ref_packed,
+        None if ref_seconds is None else round(ref_seconds, 4),
     )
 
 
-def run(sizes: list[int], seeds: int, limit: float, dims: list[int]) -> list[Row]:
+def run(sizes: list[int], seeds: int, limit: float, dims: list[int], *, reference: bool = True) -> list[Row]:
     rows = []
     for pods in sizes:
         for c, kind in enumerate(CLASSES):
             for seed in range(seeds):
                 d = dims[(seed + c) % len(dims)]
-                row = run_instance(instance(kind, pods, d, seed), limit)
+                row = run_instance(instance(kind, pods, d, seed), limit, reference=reference)
                 rows.append(row)
                 print(
                     f"[packing] {kind} {row.pods} pods d={d} seed={seed}: placer {row.placer_placed} "
-                    f"default {row.default_placed} {'packed' if row.packed else '-'} {row.seconds:.2f}s",
+                    f"default {row.default_placed} {'packed' if row.packed else '-'} {row.seconds:.2f}s"
+                    + (
+                        ""
+                        if row.reference_packed is None
+                        else f"; reference {'packed' if row.reference_packed else '-'}"
+                    ),
                     flush=True,
                 )
     return rows
@@ -278,6 +318,15 @@ def targets(rows: list[Row]) -> list[str]:
     return lines
 
 
+def _reference(group: list[Row]) -> str:
+    """Packed count and median wall time of the plain CP-SAT model, or dashes when not run."""
+    ran = [r for r in group if r.reference_packed is not None and r.reference_seconds is not None]
+    if not ran:
+        return "— | —"
+    packed = sum(bool(r.reference_packed) for r in ran)
+    return f"{packed}/{len(ran)} | {statistics.median(r.reference_seconds or 0.0 for r in ran):.2f}"
+
+
 def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_start: str) -> str:
     dims = sorted({r.d for r in rows})
     lines = report_header("Perfect-packing benchmark", command, info, load_start=load_start)
@@ -287,11 +336,14 @@ def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_st
         f"item; d in {dims} resources, cycled over seeds and classes; classes in the docstring of "
         "`benchmarks/packing.py`. placer = `solve_cluster` (as `placer solve`) with "
         f"`--time-limit {rows[0].limit:g}` and default workers, wall time of the whole call; default = "
-        "the kube-scheduler simulation (`--policy default`), same instance, same run.",
+        "the kube-scheduler simulation (`--policy default`), same instance, same run; reference = "
+        "the plain CP-SAT model with symmetry breaking among the identical nodes that issue 17 "
+        "measures placer against (`reference_pack`), same limit, same run.",
         "",
         "| class | pods | instances | packed into the optimum | median s | median s to the optimum "
-        "| worst s / limit | placer placed | default placed | default packed |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| worst s / limit | placer placed | default placed | default packed | reference packed "
+        "| reference median s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     by: dict[tuple[int, str], list[Row]] = {}
     for r in rows:
@@ -303,7 +355,8 @@ def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_st
             f"| {kind} | {pods} | {len(group)} | {len(packed)}/{len(group)} ({100 * len(packed) / len(group):.0f} %) "
             f"| {statistics.median(r.seconds for r in group):.2f} | {to_optimum} "
             f"| {max(r.seconds / r.limit for r in group):.3f} | {sum(r.placer_placed for r in group)} "
-            f"| {sum(r.default_placed for r in group)} | {sum(r.default_packed for r in group)}/{len(group)} |"
+            f"| {sum(r.default_placed for r in group)} | {sum(r.default_packed for r in group)}/{len(group)} "
+            f"| {_reference(group)} |"
         )
     lines += ["", "By resources (all classes):", "", "| d | instances | packed | median s |", "|---:|---:|---:|---:|"]
     for d in dims:
@@ -322,17 +375,21 @@ def plot(rows: list[Row], path: Path) -> None:
     left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
     groups = sorted({(r.pods, r.kind) for r in rows}, key=lambda g: (g[0], CLASSES.index(g[1])))
     x = np.arange(len(groups))
-    for k, (label, packed) in enumerate((("placer", "packed"), ("default", "default_packed"))):
+    series = [("placer", "packed"), ("reference CP-SAT", "reference_packed"), ("default", "default_packed")]
+    if all(r.reference_packed is None for r in rows):
+        series.pop(1)
+    width = 0.8 / len(series)
+    for k, (label, packed) in enumerate(series):
         shares = [
-            sum(getattr(r, packed) for r in rows if (r.pods, r.kind) == g)
+            sum(bool(getattr(r, packed)) for r in rows if (r.pods, r.kind) == g)
             / sum(1 for r in rows if (r.pods, r.kind) == g)
             for g in groups
         ]
-        left.bar(x + 0.4 * k, shares, width=0.4, label=label)
-    left.set_xticks(x + 0.2, [f"{kind}\n{pods}" for pods, kind in groups], fontsize=7)
+        left.bar(x + width * k, shares, width=width, label=label)
+    left.set_xticks(x + 0.4 - width / 2, [f"{kind}\n{pods}" for pods, kind in groups], fontsize=7)
     left.set_ylabel("share of instances packed into the optimum")
-    left.set_ylim(0, 1.05)
-    left.legend()
+    left.set_ylim(0, 1.25)
+    left.legend(fontsize=7, loc="upper center", ncol=len(series))
     left.set_title("Packed into the optimal node count")
     for kind in CLASSES:
         mine = [r for r in rows if r.kind == kind]
@@ -354,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--sizes", default=f"{TARGET_SMALL},{TARGET_LARGE}", help="pods per instance")
     parser.add_argument("--dims", default="2,3,5,10", help="resources per instance (2-10), cycled")
+    parser.add_argument("--no-reference", action="store_true", help="skip the plain CP-SAT reference model")
     parser.add_argument("--quick", action="store_true", help="smoke run: 30 pods, 1 seed, 2 s limit")
     parser.add_argument("--out", type=Path, help="report directory (default docs/bench, build/bench-quick if --quick)")
     args = parser.parse_args(argv)
@@ -366,7 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks.packing" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
     load_start = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     revision = source_revision()  # at the start: others may commit while it runs
-    rows = run([int(s) for s in args.sizes.split(",")], args.seeds, args.time_limit, dims)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = run(sizes, args.seeds, args.time_limit, dims, reference=not args.no_reference)
     info = {**machine_info(), "revision": revision}
     out.mkdir(parents=True, exist_ok=True)
     (out / "packing.md").write_text(render_markdown(rows, command, info, load_start), encoding="utf-8")

@@ -195,6 +195,12 @@ def test_perfect_packing_classes_have_their_correlation() -> None:
     assert items_per_node["small"] >= 7 and items_per_node["large"] <= 3
 
 
+@pytest.mark.parametrize("kind", ["uniform", "anti-correlated"])
+def test_reference_model_finds_the_known_packing_of_a_small_instance(kind: str) -> None:
+    packed, seconds = packing.reference_pack(packing.instance(kind, 10, 3, seed=2).cluster(), limit=5.0)
+    assert packed and seconds < 5.0
+
+
 def test_packing_benchmark_writes_the_report(tmp_path: Path) -> None:
     argv = ["--sizes", "6", "--seeds", "1", "--dims", "2,3", "--time-limit", "0.5", "--out", str(tmp_path)]
     assert packing.main(argv) == 0
@@ -206,6 +212,7 @@ def test_packing_benchmark_writes_the_report(tmp_path: Path) -> None:
     rows = json.loads((tmp_path / "packing.json").read_text(encoding="utf-8"))["rows"]
     assert len(rows) == len(packing.CLASSES) and all(r["pods"] == 6 for r in rows)
     assert all(r["placer_placed"] <= 6 and r["default_placed"] <= 6 for r in rows)
+    assert all(r["reference_packed"] is not None for r in rows)
     assert (tmp_path / "packing.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
