@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PLACER := $(VENV)/bin/placer
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck check-fixtures bench clean
+.PHONY: install demo test lint typecheck check-fixtures bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -26,14 +26,22 @@ test: $(STAMP)
 check-fixtures: $(STAMP)
 	$(PLACER) check tests/fixtures/infeasible
 
-# BENCH_TOPOLOGY_ARGS=--quick / BENCH_PACKING_ARGS=--quick for short smoke runs.
+# BENCH_TOPOLOGY_ARGS=--quick / BENCH_PACKING_ARGS=--quick / BENCH_GPU_ARGS=--quick for short
+# smoke runs (packing and gpu write quick reports to build/bench-quick/, not docs/bench/).
 BENCH_TOPOLOGY_ARGS ?=
 BENCH_PACKING_ARGS ?=
+BENCH_GPU_ARGS ?=
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.topology $(BENCH_TOPOLOGY_ARGS)
 	$(PY) -m benchmarks.packing $(BENCH_PACKING_ARGS)
+	$(PY) -m benchmarks.gpu $(BENCH_GPU_ARGS)
+
+# Issue 17's packing and GPU benchmarks in under a minute, reports in build/bench-quick/.
+bench-quick: $(STAMP)
+	$(PY) -m benchmarks.packing --quick
+	$(PY) -m benchmarks.gpu --quick
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["machine_info"]
+__all__ = ["machine_info", "report_header", "source_revision"]
 
 
 def source_revision() -> str:
@@ -57,3 +57,19 @@ def machine_info() -> dict[str, str]:
         "revision": source_revision(),
         "load": " / ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
+
+
+def report_header(title: str, command: str, info: dict[str, str], *, load_start: str = "") -> list[str]:
+    """The opening lines every benchmark report shares: title, command, revision, machine facts."""
+    load = f"Load average at the end: {info['load']}."
+    if load_start:
+        load = f"Load average at the start: {load_start}; at the end: {info['load']}."
+    return [
+        f"# {title}",
+        "",
+        f"Command: `{command}` ({info['date']}, placer at {info['revision']}).",
+        "",
+        f"Machine: {info['nproc']} cores, {info['cpu']}, {info['memory']}; Python {info['python']}, "
+        f"OR-Tools {info['ortools']}, numpy {info['numpy']}. {load}",
+        "",
+    ]

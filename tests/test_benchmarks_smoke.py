@@ -7,13 +7,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `benchmarks/` is not an installed package
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import generate, packing, run, topology  # noqa: E402
+from benchmarks import generate, gpu, packing, run, topology  # noqa: E402
 from placer.inputs import load_cluster, parse_cluster  # noqa: E402
 from placer.models import Cluster  # noqa: E402
 from placer.service import SolveOptions, pending_batch, solve_cluster  # noqa: E402
@@ -166,12 +167,107 @@ def test_topology_benchmark_writes_the_report_without_violations(tmp_path: Path)
 
 
 @pytest.mark.parametrize("kind", packing.CLASSES)
-def test_perfect_packing_instances_fill_their_nodes_exactly(kind: str) -> None:
-    doc, nodes = packing.instance(kind, 30, 3, seed=1)
-    assert len(doc["pods"]) >= 30 and len(doc["nodes"]) == nodes
-    assert packing.check_perfect(doc, nodes)
-    c = parse_cluster("packing.json", json.dumps(doc))
-    for r in ("cpu", "memory", "ephemeral-storage"):
-        assert sum(p.requests[r] for p in c.pods) == sum(n.allocatable[r] for n in c.nodes)
-    broken = {**doc, "pods": doc["pods"][1:]}
-    assert not packing.check_perfect(broken, nodes)
+@pytest.mark.parametrize("d", [2, 10])
+def test_perfect_packing_instances_fill_every_node_exactly(kind: str, d: int) -> None:
+    inst = packing.instance(kind, 30, d, seed=1)
+    c = inst.cluster()  # read back through placer's input reader: extended resources included
+    assert len(c.pods) == 30 and len(c.nodes) == inst.nodes == len(set(inst.home.values()))
+    assert set(c.nodes[0].allocatable) == {*packing.RESOURCES[:d], "pods"}
+    assert all(p.pending and p.scheduler_name == "placer" and p.owner is None for p in c.pods)
+    assert packing.perfect_packing_errors(c, inst.home) == []
+    # per node, not only in total: moving one pod to another home breaks two nodes
+    pod, node = next(iter(inst.home.items()))
+    other = next(n for n in inst.home.values() if n != node)
+    errors = packing.perfect_packing_errors(c, {**inst.home, pod: other})
+    assert any(e.startswith(f"node {node} ") for e in errors) and any(e.startswith(f"node {other} ") for e in errors)
+    # a pod that is missing leaves its node short
+    short = c.model_copy(update={"pods": c.pods[1:]})
+    assert packing.perfect_packing_errors(short, inst.home)
+
+
+def test_perfect_packing_classes_have_their_correlation() -> None:
+    def corr(kind: str) -> float:
+        c = packing.instance(kind, 60, 2, seed=0).cluster()
+        return float(np.corrcoef([p.requests["cpu"] for p in c.pods], [p.requests["memory"] for p in c.pods])[0, 1])
+
+    assert corr("correlated") > 0.8 and corr("anti-correlated") < -0.3 and abs(corr("uniform")) < 0.4
+    items_per_node = {k: 60 / packing.instance(k, 60, 2, seed=0).nodes for k in ("small", "large")}
+    assert items_per_node["small"] >= 7 and items_per_node["large"] <= 3
+
+
+@pytest.mark.parametrize("kind", ["uniform", "anti-correlated"])
+def test_reference_model_finds_the_known_packing_of_a_small_instance(kind: str) -> None:
+    packed, seconds = packing.reference_pack(packing.instance(kind, 10, 3, seed=2).cluster(), limit=5.0)
+    assert packed and seconds < 5.0
+
+
+def test_packing_benchmark_writes_the_report(tmp_path: Path) -> None:
+    argv = ["--sizes", "6", "--seeds", "1", "--dims", "2,3", "--time-limit", "0.5", "--out", str(tmp_path)]
+    assert packing.main(argv) == 0
+    text = (tmp_path / "packing.md").read_text(encoding="utf-8")
+    for kind in packing.CLASSES:
+        assert f"| {kind} | 6 |" in text
+    assert "Targets (issue 17):" in text
+    assert text.count(" — met") + text.count(" — missed") == 3  # 6 pods: the 60-pod target, wall time, default
+    rows = json.loads((tmp_path / "packing.json").read_text(encoding="utf-8"))["rows"]
+    assert len(rows) == len(packing.CLASSES) and all(r["pods"] == 6 for r in rows)
+    assert all(r["placer_placed"] <= 6 and r["default_placed"] <= 6 for r in rows)
+    assert all(r["reference_packed"] is not None for r in rows)
+    assert (tmp_path / "packing.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("demand", [0.90, 0.98])
+def test_gpu_cluster_demand_lands_in_the_band(demand: float) -> None:
+    gc = gpu.cluster_document(40, demand, seed=2)
+    c = gc.cluster()
+    gpus = sum(n.allocatable[gpu.GPU_MILLI] for n in c.nodes)
+    asked = sum(p.requests[gpu.GPU_MILLI] for p in c.pods)
+    assert gpus == 1000 * sum(n.allocatable[gpu.GPU] for n in c.nodes)
+    assert demand * gpus - gpu.FRACTIONS[0] < asked <= demand * gpus
+    assert {n.labels[gpu.PRODUCT] for n in c.nodes} == set(gpu.MODELS)
+    assert {n.allocatable[gpu.GPU] for n in c.nodes} == {4, 8}
+
+
+def test_gpu_cluster_requests_whole_and_fractional_gpus() -> None:
+    gc = gpu.cluster_document(40, 0.94, seed=3)
+    c = gc.cluster()
+    kinds: Counter[object] = Counter()
+    for p in c.pods:
+        milli = p.requests[gpu.GPU_MILLI]
+        assert p.pending and p.scheduler_name == "placer" and p.requests["cpu"] > 0 and p.requests["memory"] > 0
+        if milli < 1000:  # a fraction: no whole-GPU request
+            assert 100 <= milli <= 900 and gpu.GPU not in p.requests
+            kinds["fraction"] += 1
+        else:
+            assert p.requests[gpu.GPU] in (1, 2, 4, 8) and milli == 1000 * p.requests[gpu.GPU]
+            kinds[p.requests[gpu.GPU]] += 1
+    assert set(kinds) == {"fraction", 1, 2, 4, 8}
+    tied = [p for p in c.pods if p.node_selector or p.required_terms]
+    assert len(tied) == round(len(c.pods) / 3)
+    models = {n.labels[gpu.PRODUCT] for n in c.nodes}
+    for p in tied:  # every tied pod names real models with a node big enough for it
+        wanted = set(p.node_selector.values()) | {
+            v for t in p.required_terms or () for r in t.match_expressions for v in r.values
+        }
+        assert wanted and wanted <= models
+        need = p.requests.get(gpu.GPU, 1)
+        assert any(n.labels[gpu.PRODUCT] in wanted and n.allocatable[gpu.GPU] >= need for n in c.nodes)
+
+
+def test_gpu_cluster_keeps_its_nodes_across_demand_levels() -> None:
+    low, high = gpu.cluster_document(30, 0.90, seed=4), gpu.cluster_document(30, 0.98, seed=4)
+    assert low.doc["nodes"] == high.doc["nodes"] and low.doc["pods"] != high.doc["pods"]
+    assert gpu.cluster_document(30, 0.90, seed=4).doc == low.doc
+
+
+def test_gpu_benchmark_writes_the_report(tmp_path: Path) -> None:
+    argv = ["--nodes", "6", "--seeds", "1", "--demands", "0.9", "--time-limit", "0.5", "--out", str(tmp_path)]
+    assert gpu.main(argv) == 0
+    rows = json.loads((tmp_path / "gpu.json").read_text(encoding="utf-8"))["rows"]
+    assert len(rows) == 1
+    r = rows[0]
+    assert r["placer_pods"] <= r["pods"] and r["default_pods"] <= r["pods"]
+    assert r["placer_gpus"] <= r["requested_gpus"] + 1e-9 and r["default_gpus"] <= r["requested_gpus"] + 1e-9
+    text = (tmp_path / "gpu.md").read_text(encoding="utf-8")
+    assert "| 90.0% | 0 |" in text and "Targets (issue 17):" in text
+    assert (tmp_path / "gpu.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -8,7 +8,6 @@ time limit's budget.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ from support import cluster, node, pod
 
 from placer.baseline import simulate
 from placer.engine import Budget, adopt, build_batch, build_snapshot, solve_batch
-from placer.inputs import parse_cluster
 from placer.models import Cluster, Config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,8 +41,7 @@ def _state(c: Cluster) -> tuple[Any, list[Any]]:
 def test_a_better_alternative_becomes_the_start() -> None:
     """A perfect-packing instance (benchmarks.packing: 200 small items in 5 resources) where both
     greedy passes place fewer pods than kube-scheduler does: its answer becomes the start."""
-    doc, _ = packing_bench.instance("small", 200, 5, seed=2)
-    c = parse_cluster("packing.json", json.dumps(doc))
+    c = packing_bench.instance("small", 200, 5, seed=2).cluster()
     state, pending = _state(c)
     no_time = Budget(0.0, deterministic=True)
     plain = solve_batch(state, pending, CONFIG, budget=no_time)
