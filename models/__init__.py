@@ -57,6 +57,7 @@ from placer.models.reasons import (
     Rejected,
     Untolerated,
     describe,
+    label,
 )
 from placer.models.steps import (
     AWAIT_GONE,
@@ -132,6 +133,7 @@ __all__ = [
     "WeightedPodAffinityTerm",
     "describe",
     "format_quantity",
+    "label",
     "parse_quantity",
     "register_step_kind",
     "step_kind",

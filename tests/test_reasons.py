@@ -18,7 +18,7 @@ from support import cluster, node, pod, solve
 from typer.testing import CliRunner
 
 from placer.cli.app import app
-from placer.models import Filter, GangWait, Insufficient, Reason, Rejected, Taint, Untolerated, describe
+from placer.models import Filter, GangWait, Insufficient, Reason, Rejected, Taint, Untolerated, describe, label
 
 
 def _short(resource: str, nodes: int, requested: int = 1, most_free: int = 0) -> Insufficient:
@@ -201,3 +201,12 @@ def test_the_json_answer_publishes_the_detail_beside_the_reason(tmp_path: Path) 
         {"filter": "NodeResourcesFit", "resource": "memory", "nodes": 2, "requested": 8 * 2**30, "mostFree": 4 * 2**30}
     ]
     assert describe(Reason.model_validate(u["detail"])) == u["reason"]
+
+
+def test_the_readme_documents_every_filter_with_its_words() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    missing = [f.value for f in Filter if f"| `{f.value}` |" not in readme]
+    assert missing == []
+    plain = [f for f in Filter if f not in (Filter.TAINT, Filter.RESOURCES)]
+    worded = [f.value for f in plain if f"| `{f.value}` | {label(Rejected(filter=f, nodes=1))} |" in readme]
+    assert worded == [f.value for f in plain]
