@@ -2,41 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from placer.models.codes import Policy, SolveStatus, UnplacedCode
 from placer.models.reasons import Reason
 from placer.models.steps import StepKind, step_kind
 
 __all__ = [
-    "BASELINES",
-    "POLICIES",
-    "STATUS_ORDER",
-    "Baseline",
     "Eviction",
     "Metrics",
     "Placement",
-    "Policy",
     "Result",
-    "SolveStatus",
     "Step",
     "Unplaced",
-    "UnplacedCode",
-    "worst_status",
 ]
-
-UnplacedCode = Literal["Unschedulable", "Outranked", "NotSolved", "Unsupported"]
-SolveStatus = Literal["optimal", "feasible", "fallback"]  # proven; time limit hit; greedy answer
-STATUS_ORDER: dict[str, int] = {s: i for i, s in enumerate(get_args(SolveStatus))}
-Baseline = Literal["default", "most-requested"]  # kube-scheduler simulations (default scoring, MostAllocated)
-Policy = Literal["placer", Baseline]
-POLICIES: tuple[str, ...] = get_args(Policy)
-BASELINES: tuple[str, ...] = get_args(Baseline)
-
-
-def worst_status(a: SolveStatus, b: SolveStatus) -> SolveStatus:
-    return a if STATUS_ORDER[a] >= STATUS_ORDER[b] else b
 
 
 class _Out(BaseModel):
@@ -54,8 +35,8 @@ class Placement(_Out):
 class Unplaced(_Out):
     pod: str
     code: UnplacedCode
-    reason: str  # kube-scheduler's words (``describe(detail)`` for placer's answers)
-    detail: Reason | None = None  # the same as data (None for the kube-scheduler simulation)
+    reason: str  # kube-scheduler's words: ``describe(detail)``
+    detail: Reason | None = None  # the same as data
 
 
 class Eviction(_Out):

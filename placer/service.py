@@ -30,10 +30,12 @@ from placer.models import (
     Placement,
     Pod,
     Policy,
+    Reason,
     Result,
     SolveStatus,
     Step,
     Unplaced,
+    UnplacedCode,
     describe,
     step_kind,
     worst_status,
@@ -229,9 +231,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
             status = worst_status(status, decision.status)
             gap = max(gap, decision.gap)
             done = decision.placements
-            left = [
-                (pod, Unplaced(pod=pod.key, code=c, reason=describe(r), detail=r)) for pod, c, r in decision.unplaced
-            ]
+            left = [(pod, _unplaced(pod, code, reason)) for pod, code, reason in decision.unplaced]
             names = [n.name for n in state.nodes]
             if decision.plan is not None:
                 if budget is not None:
@@ -258,7 +258,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
                 replicasets=cluster.replicasets,
             )
             done = sim.placements
-            left = [(p, Unplaced(pod=p.key, code=c, reason=r)) for p, c, r in sim.unplaced]
+            left = [(pod, _unplaced(pod, code, reason)) for pod, code, reason in sim.unplaced]
             for victim, node, by in sim.preemptions:
                 evictions.append(Eviction(pod=victim.key, node=state.nodes[node].name, kind="preempt", for_=[by.key]))
         for pod, node in done:
@@ -288,6 +288,11 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
         ),
     )
     return Outcome(result=result, before=before, after=state, warnings=[*cluster.warnings, *warnings])
+
+
+def _unplaced(pod: Pod, code: UnplacedCode, reason: Reason) -> Unplaced:
+    """The output contract's entry: kube-scheduler's words for the reason, and the reason as data."""
+    return Unplaced(pod=pod.key, code=code, reason=describe(reason), detail=reason)
 
 
 def _apply_plan(

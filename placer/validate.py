@@ -93,7 +93,7 @@ from placer.models import (
     Taint,
     Toleration,
 )
-from placer.validate_topology import TopologyRules, TopologyState, label_selector_matches
+from placer.validate_topology import TopologyRules, TopologyState, Violation, label_selector_matches, texts
 
 __all__ = [
     "DEFAULT_MAX_PODS",
@@ -107,8 +107,10 @@ __all__ = [
     "eligibility_problems",
     "eviction_refusal",
     "final_states",
+    "gang_rule_violations",
     "gang_violations",
     "go_parse_int",
+    "hard_rule_violations",
     "hard_violations",
     "kept_vector",
     "label_selector_matches",
@@ -117,6 +119,7 @@ __all__ = [
     "node_selector_matches",
     "pdbs_covering",
     "per_key",
+    "placement_violations",
     "pod_key",
     "ports_clash",
     "requirement_matches",
@@ -473,7 +476,7 @@ class _Context:
 
 
 def _resolve(
-    cluster: Cluster, placements: Mapping[str, str], scheduler_name: str, violations: list[str]
+    cluster: Cluster, placements: Mapping[str, str], scheduler_name: str, violations: list[Violation]
 ) -> list[tuple[Pod, str]]:
     """(pod, node name) of the placements whose pod and node exist; the others are violations."""
     pods = {p.key: p for p in cluster.pods}
@@ -482,36 +485,51 @@ def _resolve(
     for key, node_name in sorted(placements.items()):
         pod = pods.get(key)
         if pod is None:
-            violations.append(f"{key}: placed on {node_name} but no such pod is in the cluster")
+            violations.append(
+                Violation("placement", key, f"{key}: placed on {node_name} but no such pod is in the cluster")
+            )
             continue
         if not pod.pending:
-            violations.append(f"{key}: placed on {node_name} but the pod is not pending (phase {pod.phase})")
+            violations.append(
+                Violation(
+                    "placement", key, f"{key}: placed on {node_name} but the pod is not pending (phase {pod.phase})"
+                )
+            )
             continue
         if node_name not in nodes:
-            violations.append(f"{key}: placed on {node_name}, which is not a node of the cluster")
+            violations.append(
+                Violation("placement", key, f"{key}: placed on {node_name}, which is not a node of the cluster")
+            )
             continue
         if pod.unsupported is not None:
-            violations.append(f"{key}: placed on {node_name} but placer does not support it ({pod.unsupported})")
+            violations.append(
+                Violation(
+                    "placement", key, f"{key}: placed on {node_name} but placer does not support it ({pod.unsupported})"
+                )
+            )
         if pod.scheduling_gates:
-            violations.append(f"{key}: placed on {node_name} but it waits on scheduling gates")
+            violations.append(
+                Violation("placement", key, f"{key}: placed on {node_name} but it waits on scheduling gates")
+            )
         if scheduler_name not in ("*", pod.scheduler_name):
-            violations.append(f"{key}: placed on {node_name} but it is addressed to scheduler {pod.scheduler_name!r}")
+            text = f"{key}: placed on {node_name} but it is addressed to scheduler {pod.scheduler_name!r}"
+            violations.append(Violation("placement", key, text))
         out.append((pod, node_name))
     return out
 
 
-def _eligibility_violations(ctx: _Context, placed: Sequence[tuple[Pod, str]]) -> list[str]:
+def _eligibility_violations(ctx: _Context, placed: Sequence[tuple[Pod, str]]) -> list[Violation]:
     """Placed pods on nodes they may not use: cordon, taints, labels."""
     return [
-        f"{pod.key} on {node_name}: {problem}"
+        Violation("eligibility", pod.key, f"{pod.key} on {node_name}: {problem}", (node_name,))
         for pod, node_name in placed
         for problem in eligibility_problems(pod, ctx.nodes[node_name], ctx.binding(pod))
     ]
 
 
-def _node_violations(states: Mapping[str, NodeState]) -> list[str]:
+def _node_violations(states: Mapping[str, NodeState]) -> list[Violation]:
     """Over-capacity nodes (that received batch pods) and host-port clashes of placed pods."""
-    out = []
+    out: list[Violation] = []
     for name, state in sorted(states.items()):
         if not state.placed:
             continue
@@ -521,10 +539,12 @@ def _node_violations(states: Mapping[str, NodeState]) -> list[str]:
         over = [f"{r} {used} > allocatable {alloc}" for r, (used, alloc) in state.overload().items() if r in requested]
         if over:
             pods = ", ".join(p.key for p in state.placed)
-            out.append(f"node {name} over capacity after placing {pods}: {'; '.join(over)}")
+            out.append(
+                Violation("capacity", name, f"node {name} over capacity after placing {pods}: {'; '.join(over)}")
+            )
         for pod in state.placed:
             for clash in state.port_clashes(pod):
-                out.append(f"{pod.key} on {name}: {clash}")
+                out.append(Violation("host-ports", pod.key, f"{pod.key} on {name}: {clash}", (name,)))
     return out
 
 
@@ -543,9 +563,9 @@ def _matching_node_with_room(
     return None
 
 
-def _relaxed_violations(ctx: _Context, states: Mapping[str, NodeState], topology: TopologyState) -> list[str]:
+def _relaxed_violations(ctx: _Context, states: Mapping[str, NodeState], topology: TopologyState) -> list[Violation]:
     """A relaxed-affinity pod may use a non-matching node only while no matching node has room."""
-    out = []
+    out: list[Violation] = []
     for name, state in sorted(states.items()):
         for pod in state.placed:
             binding = ctx.binding(pod)
@@ -553,18 +573,19 @@ def _relaxed_violations(ctx: _Context, states: Mapping[str, NodeState], topology
                 continue
             other = _matching_node_with_room(pod, binding, states, topology)
             if other is not None:
-                out.append(
+                text = (
                     f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
                     f"ignore-affinity) although matching node {other} has room for it"
                 )
+                out.append(Violation("relaxed-affinity", pod.key, text, (name, other)))
     return out
 
 
 def _left_out_violations(
     ctx: _Context, states: Mapping[str, NodeState], left: Sequence[Pod], topology: TopologyState
-) -> list[str]:
+) -> list[Violation]:
     """Maximality and priority for the unplaced pods of the batch."""
-    out = []
+    out: list[Violation] = []
     for pod in left:
         key = pod_key(pod, restart_tiers=ctx.restart_tiers)
         binding = ctx.binding(pod)
@@ -572,50 +593,73 @@ def _left_out_violations(
             if eligibility_problems(pod, state.node, binding):
                 continue
             if not state.room_problems(pod) and topology.allows(pod, name):
-                out.append(f"{pod.key}: left unplaced although it fits on node {name}")
+                out.append(
+                    Violation(
+                        "maximality", pod.key, f"{pod.key}: left unplaced although it fits on node {name}", (name,)
+                    )
+                )
                 break
             lower = [p for p in state.placed if pod_key(p, restart_tiers=ctx.restart_tiers) < key]
             if lower and not state.room_problems(pod, without=lower) and topology.allows(pod, name, without=lower):
                 names = ", ".join(p.key for p in lower)
-                out.append(
+                text = (
                     f"{pod.key}: left unplaced although it would fit on node {name} "
                     f"in place of lower-key pods {names} (key {key})"
                 )
+                out.append(Violation("priority", pod.key, text, (name,)))
                 break
     return out
 
 
 def gang_violations(cluster: Cluster, placements: Mapping[str, str], scheduler_name: str = "placer") -> list[str]:
+    """``gang_rule_violations`` in words."""
+    return texts(gang_rule_violations(cluster, placements, scheduler_name))
+
+
+def gang_rule_violations(
+    cluster: Cluster, placements: Mapping[str, str], scheduler_name: str = "placer"
+) -> list[Violation]:
     """A gang (pods sharing ``gang`` in a namespace) is placed whole or not at all, and never
     while fewer than its ``gang_size`` pods are pending."""
     members: dict[str, list[Pod]] = {}
     for pod in batch_pods(cluster, scheduler_name):
         if pod.gang:
             members.setdefault(f"{pod.namespace}/{pod.gang}", []).append(pod)
-    out = []
+    out: list[Violation] = []
     for gang, pods in sorted(members.items()):
         placed = [p for p in pods if p.key in placements]
         want = max(p.gang_size or 0 for p in pods)
         if placed and len(placed) < len(pods):
-            out.append(f"gang {gang}: {len(placed)} of its {len(pods)} pending pods placed (all or nothing)")
+            out.append(
+                Violation(
+                    "gang", gang, f"gang {gang}: {len(placed)} of its {len(pods)} pending pods placed (all or nothing)"
+                )
+            )
         elif placed and want > len(pods):
-            out.append(f"gang {gang}: placed with {len(pods)} of its {want} pods pending")
+            out.append(Violation("gang", gang, f"gang {gang}: placed with {len(pods)} of its {want} pods pending"))
     return out
 
 
 def hard_violations(cluster: Cluster, placements: Mapping[str, str], *, scheduler_name: str = "placer") -> list[str]:
+    """``hard_rule_violations`` in words."""
+    return texts(hard_rule_violations(cluster, placements, scheduler_name=scheduler_name))
+
+
+def hard_rule_violations(
+    cluster: Cluster, placements: Mapping[str, str], *, scheduler_name: str = "placer"
+) -> list[Violation]:
     """Violations of the hard constraints only (no maximality, priority or relaxed-affinity rule).
 
-    A set of placements with no hard violation is a feasible answer; ``validate_placements`` adds
+    A set of placements with no hard violation is a feasible answer; ``placement_violations`` adds
     the optimality-style rules on top.
     """
-    violations: list[str] = []
+    violations: list[Violation] = []
     resolved = _resolve(cluster, placements, scheduler_name, violations)
     ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, True)
     violations += _eligibility_violations(ctx, resolved)
     violations += _node_violations(final_states(cluster, resolved))
-    violations += _topology(cluster, running_pods(cluster), resolved).violations()
-    violations += gang_violations(cluster, placements, scheduler_name)
+    violations += _topology(cluster, running_pods(cluster), resolved).lines()
+    violations += gang_rule_violations(cluster, placements, scheduler_name)
     return violations
 
 
@@ -626,6 +670,17 @@ def validate_placements(
     restart_tiers: bool = True,
     scheduler_name: str = "placer",
 ) -> list[str]:
+    """``placement_violations`` in words: every reason the placements are wrong; empty when valid."""
+    return texts(placement_violations(cluster, placements, restart_tiers=restart_tiers, scheduler_name=scheduler_name))
+
+
+def placement_violations(
+    cluster: Cluster,
+    placements: Mapping[str, str],
+    *,
+    restart_tiers: bool = True,
+    scheduler_name: str = "placer",
+) -> list[Violation]:
     """Every reason the placements (pending pod key -> node name) are wrong; empty when valid.
 
     Checks: each placed pod is pending, supported, ungated and addressed to ``scheduler_name``
@@ -636,16 +691,16 @@ def validate_placements(
     batch, that no eligible node has room for it (topology rules included), even after removing the
     batch pods of strictly lower key placed there.
     """
-    violations: list[str] = []
+    violations: list[Violation] = []
     resolved = _resolve(cluster, placements, scheduler_name, violations)
     ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, restart_tiers)
     states = final_states(cluster, resolved)
     topology = _topology(cluster, running_pods(cluster), resolved)
     violations += _eligibility_violations(ctx, resolved)
     violations += _node_violations(states)
-    violations += topology.violations()
+    violations += topology.lines()
     violations += _relaxed_violations(ctx, states, topology)
-    violations += gang_violations(cluster, placements, scheduler_name)
+    violations += gang_rule_violations(cluster, placements, scheduler_name)
     # Gang members are all-or-nothing: one fitting alone proves nothing about the whole gang.
     left = [p for p in batch_pods(cluster, scheduler_name) if p.key not in placements and not p.gang]
     violations += _left_out_violations(ctx, states, left, topology)
@@ -780,8 +835,10 @@ def _resolve_placements(
             out.append(f"{p.pod}: placed twice ({pending[p.pod]} and {p.node})")
         else:
             pending[p.pod] = p.node
-    for pod, node_name in _resolve(cluster, pending, plan.scheduler_name, out):
+    unresolved: list[Violation] = []
+    for pod, node_name in _resolve(cluster, pending, plan.scheduler_name, unresolved):
         plan.pending[pod.key] = (pod, node_name)
+    out += texts(unresolved)
     return replacements
 
 
@@ -1146,7 +1203,7 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
     nodes with room."""
     ctx = plan.ctx
     topology = _plan_topology(plan, cluster)
-    out = _node_violations(_plan_states(plan, cluster, replacements_placed=True))
+    out = texts(_node_violations(_plan_states(plan, cluster, replacements_placed=True)))
     out += topology.violations()
     states = _plan_states(plan, cluster, replacements_placed=False)
     preempted: dict[str, list[Pod]] = {}
@@ -1185,10 +1242,11 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
                 and topology.allows(pod, name, without=lower)
             ):
                 names = ", ".join(p.key for p in lower)
-                out.append(
+                text = (
                     f"{pod.key}: left unplaced although it would fit on node {name} "
                     f"in place of lower-key pods {names} (key {key})"
                 )
+                out.append(text)
                 break
     return out
 
@@ -1262,7 +1320,7 @@ def validate_plan(
     violations += _eviction_violations(plan, cluster, result.evictions)
     violations += _replacement_violations(plan, replacements)
     violations += _cap_violations(cluster, result.evictions, max_evictions)
-    violations += _eligibility_violations(ctx, [(pod, node) for pod, node in plan.pending.values()])
+    violations += texts(_eligibility_violations(ctx, [(pod, node) for pod, node in plan.pending.values()]))
     violations += _bind_eligibility(plan, result.steps)
     violations += _step_violations(plan, cluster, result.steps)
     violations += _final_violations(plan, cluster)

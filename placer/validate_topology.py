@@ -36,12 +36,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal
 
 from placer.models import Cluster, LabelSelector, Node, Pod, PodAffinityTerm, SpreadConstraint
 
 __all__ = [
     "METADATA_NAME",
+    "Rule",
     "SpreadNodes",
     "TopologyRules",
     "TopologyState",
@@ -50,6 +51,7 @@ __all__ = [
     "namespace_labels",
     "term_matches_pod",
     "term_namespace_matches",
+    "texts",
 ]
 
 METADATA_NAME = "kubernetes.io/metadata.name"
@@ -130,13 +132,48 @@ class _Placed:
 Domains = dict[str, dict[str, list[_Placed]]]  # topology key -> value -> placed pods there
 
 
-class Violation(NamedTuple):
-    """One broken rule: ``what`` (the rule, the pod and node, the term or constraint, the other
-    pod of a pair) and its one-line ``text``. A change to a state is judged by ``what``: the same
-    violation with other counts in its text is not a new one."""
+Rule = Literal[
+    # the placements themselves (placer.validate)
+    "placement",  # the pod or node does not exist, the pod is not pending, not addressed to placer, ...
+    "eligibility",  # cordon, taints, node affinity, volumes
+    "capacity",
+    "host-ports",
+    "relaxed-affinity",
+    "maximality",  # left unplaced although it fits
+    "priority",  # left unplaced although it would fit in place of lower-key pods
+    "gang",
+    # topology (this module)
+    "affinity key",
+    "affinity",
+    "anti-affinity",
+    "spread key",
+    "topology-spread",
+]
 
-    what: tuple[object, ...]
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule, the validator's answer as data: the ``rule``, the ``subject`` it is about
+    (a pod key, a node name, a gang), one line of ``text`` for people, and ``about``: the rest of
+    what identifies it (the node, a term or constraint index, the other pod of a pair). A change to
+    a state is judged by ``what``: the same violation with other counts in its text is not a new one."""
+
+    rule: Rule
+    subject: str
     text: str
+    about: tuple[object, ...] = ()
+
+    @property
+    def what(self) -> tuple[object, ...]:
+        return (self.rule, self.subject, *self.about)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def texts(violations: Iterable[Violation]) -> list[str]:
+    """The violations' one-line messages, for people and for the callers that want words only."""
+    return [v.text for v in violations]
 
 
 def _hard_spread(pod: Pod) -> list[tuple[int, SpreadConstraint]]:
@@ -196,7 +233,7 @@ class TopologyRules:
 
         ``subjects`` (pod keys): only the rules of these batch pods and the anti-affinity pairs
         with one of them; the lines about them are the same as without ``subjects``."""
-        return [line.text for line in self.lines(placed, subjects)]
+        return texts(self.lines(placed, subjects))
 
     def lines(self, placed: Sequence[tuple[Pod, str]], subjects: Collection[str] | None = None) -> list[Violation]:
         """``violations`` with what each one is."""
@@ -343,7 +380,11 @@ class TopologyState:
         self._applies: bool | None = None
 
     def violations(self) -> list[str]:
-        return [line.text for line in self._lines()]
+        return texts(self._lines())
+
+    def lines(self) -> list[Violation]:
+        """``violations`` with what each one is."""
+        return self._lines()
 
     def _lines(self) -> list[Violation]:
         return _lines(self._current()) if self._applies_now() else []
@@ -483,8 +524,10 @@ def _anti_violations(world: _World) -> list[Violation]:
 
 def _anti_line(holder: _Placed, index: int, other: _Placed) -> Violation:
     key = holder.pod.pod_anti_affinity[index].topology_key
-    what = ("anti-affinity", holder.key, holder.node.name, index, other.key, other.node.name)
-    return Violation(what, _anti_message(holder, other, f"{key}={holder.node.labels[key]}"))
+    about = (holder.node.name, index, other.key, other.node.name)
+    return Violation(
+        "anti-affinity", holder.key, _anti_message(holder, other, f"{key}={holder.node.labels[key]}"), about
+    )
 
 
 def _anti_message(holder: _Placed, other: _Placed, domain: str) -> str:
@@ -532,14 +575,14 @@ def _affinity_violations(world: _World) -> list[Violation]:
         if missing:
             if world.subject(p):
                 text = f"{p.where()}: node has no label {missing[0]} (topologyKey of its required pod affinity)"
-                out.append(Violation(("affinity key", p.key, p.node.name), text))
+                out.append(Violation("affinity key", p.key, text, (p.node.name,)))
             continue
         members.setdefault(rules.group(p.pod), []).append(p)
     for group in members.values():
         for p, domain, problem in _unreached(world, group):
             if world.subject(p):
                 text = f"{p.where()}: required pod affinity: no matching pod in its domain {domain} ({problem})"
-                out.append(Violation(("affinity", p.key, p.node.name), text))
+                out.append(Violation("affinity", p.key, text, (p.node.name,)))
     return out
 
 
@@ -647,12 +690,12 @@ def _spread_violations(world: _World) -> list[Violation]:
         missing = sorted({c.topology_key for _, c in hard} - p.node.labels.keys())
         if missing:
             text = f"{p.where()}: node has no label {missing[0]} (topologyKey of its topology spread constraint)"
-            out.append(Violation(("spread key", p.key, p.node.name), text))
+            out.append(Violation("spread key", p.key, text, (p.node.name,)))
             continue
         for index, _ in hard:
             problem = _skew_problem(world, p, index)
             if problem:
-                out.append(Violation(("topology-spread", p.key, p.node.name, index), f"{p.where()}: {problem}"))
+                out.append(Violation("topology-spread", p.key, f"{p.where()}: {problem}", (p.node.name, index)))
     return out
 
 

@@ -20,7 +20,7 @@ from placer.baseline import SimResult, simulate
 from placer.baseline.spread import Paths
 from placer.engine import build_snapshot
 from placer.inputs import parse_cluster
-from placer.models import Cluster, NodeSelectorRequirement, NodeSelectorTerm, Pod
+from placer.models import Cluster, NodeSelectorRequirement, NodeSelectorTerm, Pod, describe
 
 H = "kubernetes.io/hostname"
 Z = "topology.kubernetes.io/zone"
@@ -61,7 +61,7 @@ def _placed(res: SimResult, c: Cluster) -> dict[str, str]:
 
 
 def _why(res: SimResult) -> dict[str, str]:
-    return {p.name: reason for p, _, reason in res.unplaced}
+    return {p.name: describe(reason) for p, _, reason in res.unplaced}
 
 
 def _spread(key: str = Z, skew: int = 1, app: str = "web", **extra: Any) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from placer.models import StrategyName, step_kinds
+from placer.models import POLICIES, SOLVE_STATUSES, UNPLACED_CODES, StrategyName, step_kinds
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("placer", "models", "cli")
@@ -63,6 +63,51 @@ def test_step_names_are_literals_only_in_their_registry() -> None:
     names = {k.op for k in step_kinds()}
     assert names >= {"evict", "await-gone", "bind"}
     assert literals_outside(names, {"models/steps.py"}) == []
+
+
+def _literal_types(path: Path) -> Iterator[tuple[int, str]]:
+    """The string values inside every ``Literal[...]`` of a file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and (
+            (isinstance(node.value, ast.Name) and node.value.id == "Literal")
+            or (isinstance(node.value, ast.Attribute) and node.value.attr == "Literal")
+        ):
+            for inner in ast.walk(node.slice):
+                if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+                    yield inner.lineno, inner.value
+
+
+@pytest.mark.parametrize("names", [UNPLACED_CODES, SOLVE_STATUSES, POLICIES], ids=["codes", "statuses", "policies"])
+def test_unplaced_codes_statuses_and_policies_are_declared_only_in_their_registry(names: tuple[str, ...]) -> None:
+    """Other modules use the registry's types (mypy checks their values); none declares a copy."""
+    found = [
+        f"{path.relative_to(ROOT).as_posix()}:{line}: {value!r}"
+        for top in SOURCES
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if path.relative_to(ROOT).as_posix() != "models/codes.py"
+        for line, value in _literal_types(path)
+        if value in names
+    ]
+    assert found == []
+
+
+def test_the_literal_search_finds_a_declaration_where_one_is() -> None:
+    assert {v for _, v in _literal_types(ROOT / "models" / "codes.py")} >= {*UNPLACED_CODES, *SOLVE_STATUSES, *POLICIES}
+
+
+def test_kube_scheduler_reason_words_are_spelled_only_as_filter_labels() -> None:
+    """The reasons' words live in ``placer.models.reasons``; everything else keys by ``Filter``."""
+    words = re.compile(r"node\(s\)|Insufficient |nodes are available")
+    found = [
+        f"{path.relative_to(ROOT).as_posix()}:{line}"
+        for top in SOURCES
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if path.relative_to(ROOT).as_posix() not in {"models/reasons.py", "placer/inputs/volumes.py"}
+        for line, value in _constants(path)
+        if words.search(value)
+    ]
+    assert found == []
 
 
 def test_no_replacement_is_named_by_a_string_prefix() -> None:

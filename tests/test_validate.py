@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import support
 from builders import (
     NO_FIT,
     NO_MATCH,
@@ -24,6 +25,7 @@ from placer.models import Cluster, HostPort, Taint, Toleration
 from placer.validate import (
     go_parse_int,
     hard_violations,
+    placement_violations,
     pod_key,
     ports_clash,
     tolerates,
@@ -431,3 +433,17 @@ def test_an_incomplete_gang_placed_is_a_violation() -> None:
     }
     c = parse_cluster("g.json", json.dumps(doc))
     assert any("2 of its 3 pods pending" in v for v in hard_violations(c, {"default/w0": "a", "default/w1": "a"}))
+
+
+def test_violations_are_data_with_the_same_words() -> None:
+    """Two 3-cpu pods on a 4-cpu node: the node is over capacity (about the node), and the pod
+    left out fits on the empty node (about the pod). The words are the string API's."""
+    c = support.cluster(
+        [support.node("a", cpu="4"), support.node("b", cpu="4")],
+        [support.pod("x", cpu="3"), support.pod("y", cpu="3"), support.pod("z", cpu="1")],
+    )
+    placed = {"default/x": "a", "default/y": "a"}
+    found = placement_violations(c, placed)
+    assert [(v.rule, v.subject) for v in found] == [("capacity", "a"), ("maximality", "default/z")]
+    assert found[1].about == ("b",)
+    assert [v.text for v in found] == validate_placements(c, placed)

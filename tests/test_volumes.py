@@ -311,7 +311,7 @@ def test_solve_puts_a_pod_on_the_only_node_its_bound_volume_allows(tmp_path: Pat
 def test_solve_explains_a_volume_node_affinity_conflict(tmp_path: Path) -> None:
     data = _solve(tmp_path, _list(_pod(), _pv(hosts=("c",)), _bound()))
     detail = data["unplaced"][0].pop("detail")
-    assert detail["filters"] == [{"filter": "node(s) had volume node affinity conflict", "nodes": 2}]
+    assert detail["filters"] == [{"filter": "VolumeNodeAffinity", "nodes": 2}]
     assert data["unplaced"] == [
         {
             "pod": "default/p",

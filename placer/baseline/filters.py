@@ -11,8 +11,6 @@ A pod whose volumes no node can take fails in PreFilter, with that message, ever
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
 from functools import cached_property
 
 import numpy as np
@@ -20,17 +18,21 @@ import numpy as np
 from placer.baseline.interpod import InterPodFilter, InterPodTrial
 from placer.baseline.spread import SpreadFilter, SpreadTrial
 from placer.baseline.topology import IntArray, Topology
-from placer.engine import UNSCHEDULABLE_TAINT, BoolArray, Prefilter, Snapshot, first_untolerated, fits, pod_vector
-from placer.models import POD_COUNT, Pod, Taint
+from placer.engine import (
+    UNSCHEDULABLE_TAINT,
+    BoolArray,
+    Prefilter,
+    Snapshot,
+    Tally,
+    first_untolerated,
+    fits,
+    pod_vector,
+)
+from placer.models import Filter, PlainFilter, Pod, Reason, Taint
 
 __all__ = ["NodeFacts", "PodFilters", "Trial"]
 
-UNSCHEDULABLE = "node(s) were unschedulable"
-NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
-PORTS = "node(s) didn't have free ports for the requested pod ports"
-VOLUME_CONFLICT = "node(s) had volume node affinity conflict"
-
-Step = tuple[BoolArray, str, bool]  # failing nodes, reason, resolvable by preemption
+Step = tuple[BoolArray, PlainFilter | Taint, bool]  # failing nodes, what fails them, resolvable by preemption
 
 
 class NodeFacts:
@@ -111,35 +113,36 @@ class PodFilters:
             self.interpod.trial() if self.interpod else None,
         )
 
-    def diagnose(self) -> tuple[str, BoolArray]:
-        """kube-scheduler's FailedScheduling message, and the nodes preemption may help (their first
-        failing filter is resolvable)."""
+    def diagnose(self) -> tuple[Reason, BoolArray]:
+        """Why no node passes (kube-scheduler's FailedScheduling message, as data), and the nodes
+        preemption may help (their first failing filter is resolvable)."""
         n = len(self.snapshot.nodes)
+        resolvable = np.zeros(n, dtype=np.bool_)
         if self.pod.volume_problem:
-            return f"0/{n} nodes are available: {self.pod.volume_problem}.", np.zeros(n, dtype=np.bool_)
-        diagnosis = _Diagnosis(n)
-        for failing, reason, resolvable in self._static_steps():
-            diagnosis.take(failing, reason, resolvable)
-        diagnosis.resources(self.snapshot.free, self.vec, self.snapshot.resources)
+            return Reason(nodes=n, volumes=self.pod.volume_problem), resolvable
+        tally = Tally(n)
+        for failing, what, may in self._static_steps():
+            resolvable[tally.take(failing, what)] = may
+        resolvable[tally.resources(self.snapshot.free, self.vec, self.snapshot.resources)] = True
         if self.pod.volume_terms:
-            diagnosis.take(~self.volumes_ok, VOLUME_CONFLICT, False)
-        for failing, reason, resolvable in self.topology_steps:
-            diagnosis.take(failing, reason, resolvable)
-        return diagnosis.message(), diagnosis.resolvable
+            tally.take(~self.volumes_ok, Filter.VOLUME_AFFINITY)
+        for failing, what, may in self.topology_steps:
+            resolvable[tally.take(failing, what)] = may
+        return tally.reason(), resolvable
 
     def _static_steps(self) -> list[Step]:
-        """Cordon, taints, node affinity and ports, as (failing, reason, resolvable)."""
+        """Cordon, taints, node affinity and ports, as (failing, what fails them, resolvable)."""
         n = len(self.snapshot.nodes)
         steps: list[Step] = []
         if first_untolerated((UNSCHEDULABLE_TAINT,), self.pod.tolerations) is not None:
-            steps.append((self.facts.cordoned, UNSCHEDULABLE, False))
+            steps.append((self.facts.cordoned, Filter.UNSCHEDULABLE, False))
         for taints, nodes in self.facts.taint_groups:
             taint = first_untolerated(taints, self.pod.tolerations)
             if taint is not None:
-                steps.append((_mask(n, nodes), f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}", False))
-        steps.append((~self.matching, NODE_AFFINITY, False))
+                steps.append((_mask(n, nodes), taint, False))
+        steps.append((~self.matching, Filter.NODE_AFFINITY, False))
         if self.pod.host_ports:
-            steps.append((~self.ports_ok, PORTS, True))
+            steps.append((~self.ports_ok, Filter.PORTS, True))
         return steps
 
 
@@ -147,36 +150,3 @@ def _mask(n: int, nodes: IntArray) -> BoolArray:
     mask = np.zeros(n, dtype=np.bool_)
     mask[nodes] = True
     return mask
-
-
-class _Diagnosis:
-    """Per node, the first failing filter: reason counts and whether preemption may resolve it."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.counts: Counter[str] = Counter()
-        self.left = np.ones(n, dtype=np.bool_)
-        self.resolvable = np.zeros(n, dtype=np.bool_)
-
-    def take(self, failing: BoolArray, reason: str, resolvable: bool) -> None:
-        hit = self.left & failing
-        if hit.any():
-            self.counts[reason] += int(hit.sum())
-            self.resolvable[hit] = resolvable
-            self.left[hit] = False
-
-    def resources(self, free: IntArray, vec: IntArray, resources: Sequence[str]) -> None:
-        """NodeResourcesFit: one reason per insufficient resource, on the same node."""
-        short_any = np.zeros(self.n, dtype=np.bool_)
-        for j, name in enumerate(resources):
-            if vec[j] > 0:
-                short = self.left & (free[:, j] < vec[j])
-                if short.any():
-                    self.counts["Too many pods" if name == POD_COUNT else f"Insufficient {name}"] += int(short.sum())
-                    short_any |= short
-        self.resolvable[short_any] = True
-        self.left &= ~short_any
-
-    def message(self) -> str:
-        reasons = sorted(f"{count} {reason}" for reason, count in self.counts.items())
-        return f"0/{self.n} nodes are available: {', '.join(reasons)}."

@@ -26,13 +26,10 @@ import numpy as np
 
 from placer.baseline.topology import Book, IntArray, Pair, Topology
 from placer.engine import BoolArray
-from placer.models import Pod, PodAffinityTerm, WeightedPodAffinityTerm
+from placer.models import Filter, PlainFilter, Pod, PodAffinityTerm, WeightedPodAffinityTerm
 
-__all__ = ["AFFINITY", "ANTI_AFFINITY", "EXISTING_ANTI_AFFINITY", "InterPodFilter", "InterPodTrial", "interpod_scores"]
+__all__ = ["InterPodFilter", "InterPodTrial", "interpod_scores"]
 
-AFFINITY = "node(s) didn't match pod affinity rules"
-ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
-EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 MAX = 100
 
 
@@ -138,10 +135,10 @@ class InterPodFilter:
         anti = _term_counts(topo, [(t, 1) for t in pod.pod_anti_affinity])
         return cls(topo, pod, Tally(_affinity_counts(topo, pod)), Tally(anti), Tally(existing))
 
-    def steps(self) -> list[tuple[BoolArray, str, bool]]:
+    def steps(self) -> list[tuple[BoolArray, PlainFilter, bool]]:
         """(failing nodes, reason, resolvable) in upstream order: affinity, anti-affinity, existing pods'."""
         dom, n = self.topo.domains, len(self.topo.domains.nodes)
-        failing = {name: np.zeros(n, dtype=np.bool_) for name in (AFFINITY, ANTI_AFFINITY, EXISTING_ANTI_AFFINITY)}
+        affinity, anti, existing = (np.zeros(n, dtype=np.bool_) for _ in range(3))
         if self.pod.pod_affinity:
             counts = self.affinity.by_key()
             missing, found = np.zeros(n, dtype=np.bool_), np.ones(n, dtype=np.bool_)
@@ -149,14 +146,16 @@ class InterPodFilter:
                 missing |= ~dom.has_all([t.topology_key])
                 found &= dom.per_node(t.topology_key, counts.get(t.topology_key, {})) > 0
             seed = len(self.affinity) == 0 and self.self_match
-            failing[AFFINITY] = missing if seed else missing | ~found
+            affinity = missing if seed else missing | ~found
         counts = self.anti.by_key()
         for t in self.pod.pod_anti_affinity:
-            failing[ANTI_AFFINITY] |= dom.per_node(t.topology_key, counts.get(t.topology_key, {})) > 0
+            anti |= dom.per_node(t.topology_key, counts.get(t.topology_key, {})) > 0
         for key, values in self.existing.by_key().items():
-            failing[EXISTING_ANTI_AFFINITY] |= dom.per_node(key, values) > 0
-        return [(failing[AFFINITY], AFFINITY, False)] + [
-            (failing[r], r, True) for r in (ANTI_AFFINITY, EXISTING_ANTI_AFFINITY)
+            existing |= dom.per_node(key, values) > 0
+        return [
+            (affinity, Filter.POD_AFFINITY, False),
+            (anti, Filter.POD_ANTI_AFFINITY, True),
+            (existing, Filter.EXISTING_ANTI_AFFINITY, True),
         ]
 
     def trial(self) -> InterPodTrial:

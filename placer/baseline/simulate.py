@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -31,11 +30,10 @@ from placer.baseline.preemption import preempt
 from placer.baseline.spread import spread_scores
 from placer.baseline.topology import Topology
 from placer.engine import Prefilter, Snapshot
-from placer.models import Pod, PodDisruptionBudget, ReplicaSet
+from placer.models import Baseline, Pod, PodDisruptionBudget, Reason, ReplicaSet, UnplacedCode
 
 __all__ = ["SimResult", "simulate"]
 
-Scoring = Literal["default", "most-requested"]
 MAX = 100
 W_FIT, W_BALANCED, W_TAINT, W_AFFINITY, W_SPREAD, W_INTERPOD = 1, 1, 3, 2, 2, 2
 
@@ -43,7 +41,7 @@ W_FIT, W_BALANCED, W_TAINT, W_AFFINITY, W_SPREAD, W_INTERPOD = 1, 1, 3, 2, 2, 2
 @dataclass
 class SimResult:
     placements: list[tuple[Pod, int]]
-    unplaced: list[tuple[Pod, str, str]]
+    unplaced: list[tuple[Pod, UnplacedCode, Reason]]
     seconds: float
     preemptions: list[tuple[Pod, int, Pod]] = field(default_factory=list)  # (victim, node, preemptor)
 
@@ -63,7 +61,7 @@ def _normalise(raw: npt.NDArray[np.int64], *, reverse: bool) -> npt.NDArray[np.i
 def simulate(
     snapshot: Snapshot,
     pending: Sequence[Pod],
-    scoring: Scoring = "default",
+    scoring: Baseline = "default",
     *,
     pdbs: Sequence[PodDisruptionBudget] = (),
     preemption: bool = True,
@@ -90,7 +88,7 @@ def simulate(
 class _Run:
     """One simulation: the state it updates and what it records."""
 
-    def __init__(self, snap: Snapshot, scoring: Scoring, topo: Topology) -> None:
+    def __init__(self, snap: Snapshot, scoring: Baseline, topo: Topology) -> None:
         self.snap, self.scoring, self.topo = snap, scoring, topo
         self.pre = Prefilter(snap)
         self.facts = NodeFacts(snap)
@@ -103,7 +101,7 @@ class _Run:
             np.add.at(self.nonzero, table[:, 0], table[:, 1:])
         self.name_rank = np.argsort(np.argsort(np.array([n.name for n in snap.nodes])))
         self.placements: list[tuple[Pod, int]] = []
-        self.unplaced: list[tuple[Pod, str, str]] = []
+        self.unplaced: list[tuple[Pod, UnplacedCode, Reason]] = []
         self.preemptions: list[tuple[Pod, int, Pod]] = []
 
     def _filters(self, pod: Pod) -> PodFilters:
@@ -111,15 +109,15 @@ class _Run:
 
     def schedule(self, pod: Pod, pdbs: Sequence[PodDisruptionBudget], *, preemption: bool) -> None:
         if pod.unsupported:
-            self.unplaced.append((pod, "Unsupported", pod.unsupported))
+            self.unplaced.append((pod, "Unsupported", Reason(nodes=len(self.snap.nodes), unsupported=pod.unsupported)))
             return
         filters = self._filters(pod)
         nodes = np.flatnonzero(filters.ok())
         if len(nodes) == 0:
-            message, candidates = filters.diagnose()
+            reason, candidates = filters.diagnose()
             found = preempt(self.snap, filters, candidates, pdbs, self.name_rank.tolist()) if preemption else None
             if found is None:
-                self.unplaced.append((pod, "Unschedulable", message))
+                self.unplaced.append((pod, "Unschedulable", reason))
                 return
             for victim in found.victims:
                 self._evict(victim, found.node, pod)

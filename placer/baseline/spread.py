@@ -27,12 +27,10 @@ import numpy.typing as npt
 
 from placer.baseline.topology import ABSENT, IntArray, Topology
 from placer.engine import BoolArray, selector_matches
-from placer.models import LabelSelector, Pod, SpreadConstraint
+from placer.models import Filter, LabelSelector, PlainFilter, Pod, SpreadConstraint
 
 __all__ = [
     "HOSTNAME",
-    "MISSING_LABEL",
-    "SKEW",
     "ZONE",
     "SpreadFilter",
     "SpreadTrial",
@@ -42,8 +40,6 @@ __all__ = [
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
-SKEW = "node(s) didn't match pod topology spread constraints"
-MISSING_LABEL = f"{SKEW} (missing required label)"
 MAX = 100
 _MAX_INT32 = 2**31 - 1
 _SYSTEM_DEFAULTS = (
@@ -145,14 +141,14 @@ class SpreadFilter:
         hard = [_hard(topo, pod, c, has_all & _included(c, taint_ok, matching)) for c in constraints]
         return cls(topo, pod, hard, has_all)
 
-    def steps(self) -> list[tuple[BoolArray, str, bool]]:
+    def steps(self) -> list[tuple[BoolArray, PlainFilter, bool]]:
         """(failing nodes, reason, resolvable) per check, in upstream order: each constraint's key, then its skew."""
-        out: list[tuple[BoolArray, str, bool]] = []
+        out: list[tuple[BoolArray, PlainFilter, bool]] = []
         for h in self.hard:
             present = h.codes != ABSENT
             skew = self.topo.domains.per_node(h.constraint.topology_key, h.counts) + h.self_match - h.minimum(h.paths)
-            out.append((~present, MISSING_LABEL, False))
-            out.append((present & (skew > h.constraint.max_skew), SKEW, True))
+            out.append((~present, Filter.SPREAD_LABEL, False))
+            out.append((present & (skew > h.constraint.max_skew), Filter.SPREAD, True))
         return out
 
     def trial(self) -> SpreadTrial:

@@ -24,6 +24,7 @@ from placer.engine.snapshot import Snapshot, build_snapshot, pod_vector
 from placer.engine.solve import BatchResult, batch_demand, solve_batch
 from placer.engine.spread_defaults import with_default_spread
 from placer.engine.taints import UNSCHEDULABLE_TAINT, first_untolerated
+from placer.engine.tally import Tally
 from placer.engine.topology import running_anti_terms, term_matches, uses_topology
 from placer.engine.unplaced import Unplaced, after_plan
 
@@ -52,6 +53,7 @@ __all__ = [
     "Scorer",
     "Snapshot",
     "StrategyObjective",
+    "Tally",
     "Term",
     "Unplaced",
     "adopt",

@@ -7,7 +7,6 @@ NodeResourcesFit. Capacity is checked separately (``fits``) because it changes a
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -18,8 +17,8 @@ import numpy.typing as npt
 from placer.engine.labels import BoolArray
 from placer.engine.snapshot import Snapshot, pod_vector
 from placer.engine.taints import UNSCHEDULABLE_TAINT, first_untolerated, prefer_no_schedule_count
-from placer.models import POD_COUNT, HostPort, Pod
-from placer.models.reasons import FilterCount, Reason, Shortfall
+from placer.engine.tally import Tally
+from placer.models import Filter, HostPort, PlainFilter, Pod, Reason
 
 __all__ = [
     "NO_FIT",
@@ -154,55 +153,35 @@ class Prefilter:
         self,
         pod: Pod,
         free: npt.NDArray[np.int64] | None = None,
-        later: Sequence[tuple[BoolArray, str]] = (),
+        later: Sequence[tuple[BoolArray, PlainFilter]] = (),
     ) -> Reason:
         """Why this pod fits no node of the snapshot, as kube-scheduler's filters see it.
 
         Per node, the first filter that fails (in kube-scheduler's order) counts; the resource
-        filter counts every insufficient resource, and for each it records the most any node that
-        passes the other filters has free. Vectorised over nodes.
+        filter counts every insufficient resource, and for each it records what the pod requests
+        and the most any node passing the filters before it has free (``Tally``). Vectorised over
+        nodes; ``later`` are the topology filters' allowed nodes, in their order.
         """
         snap = self.snapshot
         if pod.volume_problem:
             return Reason(nodes=len(snap.nodes), volumes=pod.volume_problem)
         free = snap.free if free is None else free
-        counts: Counter[str] = Counter()
-        vec = pod_vector(pod, snap.resources)
         masks = self.masks(pod)
-        left = np.ones(len(snap.nodes), dtype=np.bool_)  # nodes not yet explained by an earlier filter
-
-        def take(failing: BoolArray, reason: str) -> None:
-            hit = left & failing
-            if hit.any():
-                counts[reason] += int(hit.sum())
-                left[hit] = False
-
-        cordoned = np.array([n.unschedulable for n in snap.nodes], dtype=np.bool_)
+        tally = Tally(len(snap.nodes))
         if first_untolerated((UNSCHEDULABLE_TAINT,), pod.tolerations) is not None:
-            take(cordoned, "node(s) were unschedulable")
+            tally.take(np.array([n.unschedulable for n in snap.nodes], dtype=np.bool_), Filter.UNSCHEDULABLE)
         for idx, taints in enumerate(self._taint_sets):
             own = tuple(t for t in taints if t != UNSCHEDULABLE_TAINT)
             taint = first_untolerated(own, pod.tolerations)  # type: ignore[arg-type]
             if taint is not None:
-                take(self._taint_of_node == idx, f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}")
+                tally.take(self._taint_of_node == idx, taint)
         if masks.binding == "strict":
-            take(~masks.matching, "node(s) didn't match Pod's node affinity/selector")
+            tally.take(~masks.matching, Filter.NODE_AFFINITY)
         if pod.host_ports:
-            take(~self.ports_ok(pod), "node(s) didn't have free ports for the requested pod ports")
-        shortfalls = []
-        for j, name in enumerate(snap.resources):
-            if vec[j] > 0:
-                short = left & (free[:, j] < vec[j])
-                if short.any():
-                    counts["Too many pods" if name == POD_COUNT else f"Insufficient {name}"] += int(short.sum())
-                    most = int(free[left, j].max())
-                    shortfalls.append(
-                        Shortfall(resource=name, requested=int(vec[j]), most_free=most, nodes=int(short.sum()))
-                    )
-        left &= ~np.any(free[:, np.flatnonzero(vec)] < vec[np.flatnonzero(vec)], axis=1)
+            tally.take(~self.ports_ok(pod), Filter.PORTS)
+        tally.resources(free, pod_vector(pod, snap.resources), snap.resources)
         if pod.volume_terms:
-            take(~self.volumes_ok(pod), "node(s) had volume node affinity conflict")
-        for ok, reason in later:  # the filters after these (topology spread, inter-pod affinity)
-            take(~ok, reason)
-        filters = tuple(FilterCount(filter=r, nodes=c) for r, c in sorted(counts.items()))
-        return Reason(nodes=len(snap.nodes), filters=filters, shortfalls=tuple(shortfalls))
+            tally.take(~self.volumes_ok(pod), Filter.VOLUME_AFFINITY)
+        for ok, what in later:  # the filters after these (topology spread, inter-pod affinity)
+            tally.take(~ok, what)
+        return tally.reason()

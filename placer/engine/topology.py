@@ -30,7 +30,7 @@ import numpy.typing as npt
 from placer.engine.labels import BoolArray
 from placer.engine.selectors import selector_matches
 from placer.engine.snapshot import Snapshot
-from placer.models import LabelSelector, Pod, PodAffinityTerm, SpreadConstraint
+from placer.models import Filter, LabelSelector, PlainFilter, Pod, PodAffinityTerm, SpreadConstraint
 
 __all__ = [
     "AffinityRule",
@@ -48,7 +48,6 @@ __all__ = [
 ]
 
 IntArray = npt.NDArray[np.int64]
-SPREAD_REASON = "node(s) didn't match pod topology spread constraints"
 NS_NAME = "kubernetes.io/metadata.name"
 
 
@@ -657,32 +656,32 @@ class TopologyState:
                 ok &= self._spread_ok(ri, r, gi, nodes)
         return ok
 
-    def checks(self, gi: int, nodes: IntArray) -> list[tuple[BoolArray, str]]:
-        """Per kind of hard rule, the nodes it allows for one more pod of ``gi``, with
-        kube-scheduler's message for the others (filter order: spreading, then inter-pod)."""
-        out: list[tuple[BoolArray, str]] = []
+    def checks(self, gi: int, nodes: IntArray) -> list[tuple[BoolArray, PlainFilter]]:
+        """Per kind of hard rule, the nodes it allows for one more pod of ``gi``, with the filter
+        that turns the others away (kube-scheduler's order: spreading, then inter-pod)."""
+        out: list[tuple[BoolArray, PlainFilter]] = []
         static = self.topo.static.get(gi)
         if static is not None:
-            out.append((static.spread[nodes], f"{SPREAD_REASON} (missing required label)"))
+            out.append((static.spread[nodes], Filter.SPREAD_LABEL))
         spread = np.ones(len(nodes), dtype=np.bool_)
         for ri, r in enumerate(self.topo.spread):
             if r.hard and (r.owner == gi or gi in r.counted):
                 spread &= self._spread_ok(ri, r, gi, nodes)
-        out.append((spread, SPREAD_REASON))
+        out.append((spread, Filter.SPREAD))
         affinity = static.affinity[nodes] if static is not None else np.ones(len(nodes), dtype=np.bool_)
         for a in self.topo.affinity:
             if a.g == gi:
                 affinity = affinity & self._affinity_ok(a, nodes)
-        out.append((affinity, "node(s) didn't match pod affinity rules"))
+        out.append((affinity, Filter.POD_AFFINITY))
         anti = static.anti[nodes] if static is not None else np.ones(len(nodes), dtype=np.bool_)
         for c in self.topo.conflicts:
             if gi in (c.g, c.h) and not c.weight:
                 other = c.h if gi == c.g else c.g
                 doms = self._dom(c.key, nodes)
                 anti = anti & ~((doms >= 0) & (self.count(other, c.key, doms) > 0))
-        out.append((anti, "node(s) didn't match pod anti-affinity rules"))
+        out.append((anti, Filter.POD_ANTI_AFFINITY))
         if static is not None:
-            out.append((static.existing_anti[nodes], "node(s) didn't satisfy existing pods anti-affinity rules"))
+            out.append((static.existing_anti[nodes], Filter.EXISTING_ANTI_AFFINITY))
         return out
 
     def _affinity_ok(self, a: AffinityRule, nodes: IntArray) -> BoolArray:

@@ -57,7 +57,7 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
         higher = set().union(*(nodes for r, nodes in placed_nodes_by_rank.items() if r > rank))
         for pod in rest:
             if pod.unsupported:
-                unplaced.append((pod, "Unsupported", Reason(nodes=n_nodes, unsupported=pod.unsupported)))
+                unplaced.append(_unsupported(pod, n_nodes))
                 continue
             if group.gang in waiting:
                 unplaced.append((pod, "Unschedulable", Reason(nodes=n_nodes, gang=waiting[group.gang])))
@@ -99,7 +99,12 @@ def after_plan(
             continue
         code = codes.get(pod.key, "Unschedulable")
         if code == "Unsupported":
-            out.append((pod, code, Reason(nodes=len(state.nodes), unsupported=pod.unsupported or "")))
+            out.append(_unsupported(pod, len(state.nodes)))
             continue
+        # The plan decided every pod it could (NotSolved does not carry over); Outranked does.
         out.append((pod, "Outranked" if code == "Outranked" else "Unschedulable", pre.diagnose(pod)))
     return out
+
+
+def _unsupported(pod: Pod, nodes: int) -> Unplaced:
+    return pod, "Unsupported", Reason(nodes=nodes, unsupported=pod.unsupported or "")

@@ -58,7 +58,7 @@ from placer.kube.actions import Actions, Outcome
 from placer.kube.informers import Informer, informers
 from placer.kube.leader import Leadership
 from placer.kube.serving import Metrics, serve
-from placer.models import Cluster, ControllerConfig, Node, Pod, PodDisruptionBudget, ReplicaSet, describe
+from placer.models import Cluster, ControllerConfig, Node, Pod, PodDisruptionBudget, Reason, ReplicaSet, describe
 from placer.service import check_decision, decide, plan_steps
 
 __all__ = ["MOVED_AT", "Runner"]
@@ -297,7 +297,7 @@ class Runner:
         names = [n.name for n in state.nodes]
         for pod, code, reason in decision.unplaced:
             self.metrics.unplaced.labels(code=code).inc()
-            self.pool.submit(self._report_unschedulable, pod, describe(reason))
+            self.pool.submit(self._report_unschedulable, pod, reason)
             self.batcher.defer(pod.key, time.monotonic())
         solved = time.monotonic()
         if decision.plan is None:
@@ -391,9 +391,11 @@ class Runner:
             self.pool.submit(self.actions.event, pod.key, pod.uid, reason="FailedScheduling", note=note, kind="Warning")
             self.batcher.defer(pod.key, time.monotonic())
 
-    def _report_unschedulable(self, pod: Pod, reason: str) -> None:
-        self.actions.unschedulable(pod.key, reason)
-        self.actions.event(pod.key, pod.uid, reason="FailedScheduling", note=reason, kind="Warning")
+    def _report_unschedulable(self, pod: Pod, reason: Reason) -> None:
+        """The condition and event carry kube-scheduler's words for the reason (formatted here, at the edge)."""
+        message = describe(reason)
+        self.actions.unschedulable(pod.key, message)
+        self.actions.event(pod.key, pod.uid, reason="FailedScheduling", note=message, kind="Warning")
 
     def _select_nodes(self, pod: Pod, node: str) -> Outcome:
         """kube-scheduler's VolumeBinding PreBind for dynamic provisioning: every unbound

@@ -45,7 +45,7 @@ from placer.engine import (
     term_matches,
     uses_topology,
 )
-from placer.models import Cluster, Config, Effect, Pod, PodAffinityTerm, step_kind
+from placer.models import Cluster, Config, Effect, Pod, PodAffinityTerm, SolveStatus, step_kind
 from placer.plan.eligibility import classify
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
@@ -73,7 +73,7 @@ class Plan:
     placements: list[tuple[Pod, int]]
     evictions: list[PlannedEviction]
     steps: list[StepSpec]
-    status: Literal["optimal", "feasible"]
+    status: SolveStatus  # optimal or feasible: the plan never falls back
     seconds: float
     nodes_considered: int = 0
     movers_considered: int = 0
