@@ -30,6 +30,7 @@ from placer.engine import (
     Snapshot,
     build_topology_constraints,
     gang_groups,
+    outranks,
     placed_by_rank,
     ports_conflict,
 )
@@ -117,6 +118,12 @@ class PlanModel:
             out[rank] = (exprs, span + 1)
         return out
 
+    def may_preempt(self, group: Group, mover: Mover) -> bool:
+        return _may_preempt(self.batch, group, mover.pod)
+
+    def may_preempt_pod(self, preemptor: Pod, victim: Pod) -> bool:
+        return preemptor.preemption_policy != "Never" and outranks(preemptor, victim, restart_tiers=self.batch.tiers)
+
     def disruptions(self) -> _Disruptions:
         victims: dict[int, list[cp_model.IntVar]] = {}
         for ri, var in self.p.items():
@@ -184,7 +191,7 @@ class PlanModel:
             preemptors = [
                 v
                 for (gi, n), v in self.y.items()
-                if n == m.home and _may_preempt(self.batch, self.batch.groups[gi], m.rank)
+                if n == m.home and _may_preempt(self.batch, self.batch.groups[gi], m.pod)
             ]
             if preemptors:
                 self.cp.add(var <= cp_model.LinearExpr.sum(preemptors))
@@ -245,5 +252,6 @@ class _Disruptions:
     movers: int
 
 
-def _may_preempt(batch: Batch, group: Group, victim_rank: int) -> bool:
-    return batch.rank(group) > victim_rank and group.pods[0].preemption_policy != "Never"
+def _may_preempt(batch: Batch, group: Group, victim: Pod) -> bool:
+    preemptor = group.pods[0]
+    return preemptor.preemption_policy != "Never" and outranks(preemptor, victim, restart_tiers=batch.tiers)

@@ -43,9 +43,10 @@ from placer.engine import (
     running_anti_terms,
     select_candidates,
     term_matches,
+    tier,
     uses_topology,
 )
-from placer.models import Cluster, Config, Effect, Pod, PodAffinityTerm, SolveStatus, step_kind
+from placer.models import Cluster, Config, Effect, Pod, PodAffinityTerm, SolveStatus, TierScope, step_kind
 from placer.plan.eligibility import classify
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
@@ -79,17 +80,41 @@ class Plan:
     movers_considered: int = 0
 
 
-def _preemptible_use(state: Snapshot, top_key: tuple[int, int] | None, tiers: bool) -> npt.NDArray[np.int64]:
-    """Per node, what preempting lower-key pods could free (cheap checks: sizes the neighbourhood)."""
+class Preemptible:
+    """Whether some pending pod that may preempt outranks a running pod (``placer.engine.outranks``
+    against every preemptor, in O(1) per pod)."""
+
+    def __init__(self, pending: list[Pod], tiers: TierScope) -> None:
+        preemptors = [p for p in pending if p.preemption_policy != "Never"]
+        self.tiers = tiers
+        self.top = max((p.priority for p in preemptors), default=None)
+        self.best_tier: dict[str, int] = {}  # namespace ("" in cluster scope) -> top tier at the top priority
+        for p in preemptors:
+            if p.priority == self.top:
+                scope = p.namespace if tiers == "namespace" else ""
+                self.best_tier[scope] = max(self.best_tier.get(scope, 0), tier(p))
+
+    def __call__(self, pod: Pod) -> bool:
+        if self.top is None or pod.priority > self.top:
+            return False
+        if pod.priority < self.top:
+            return True
+        if self.tiers == "off":
+            return False
+        return self.best_tier.get(pod.namespace if self.tiers == "namespace" else "", 0) > tier(pod)
+
+
+def _preemptible_use(state: Snapshot, preemptible: Preemptible) -> npt.NDArray[np.int64]:
+    """Per node, what preempting outranked pods could free (cheap checks: sizes the neighbourhood)."""
     use = np.zeros_like(state.used)
-    if top_key is None:
+    if preemptible.top is None:
         return use
     names = state.resources
     for n, pods in enumerate(state.running):
         rows = [
             [1 if r == "pods" else p.requests.get(r, 0) for r in names]
             for p in pods
-            if pod_key(p, restart_tiers=tiers) < top_key
+            if preemptible(p)
             and not p.mirror
             and not (p.owner is not None and p.owner.kind == "DaemonSet")
         ]
@@ -149,7 +174,9 @@ def plan_batch(
     pods in ``frozen`` (for example moved too recently) are never evicted.
     """
     started = time.monotonic()
-    unplaced = [pod for pod, code, _ in first.unplaced if code != "Unsupported"]
+    # A pod with preemptionPolicy Never causes no eviction of any kind (kube-scheduler evicts
+    # nothing for it): the plan is never made for it, and keeps it where the batch solve put it.
+    unplaced = [pod for pod, code, _ in first.unplaced if code != "Unsupported" and pod.preemption_policy != "Never"]
     if not unplaced or max_evictions == 0 or first.batch is None:
         return None
     first_batch = first.batch  # the solve's groups, masks and inter-pod rules, reused
@@ -158,8 +185,8 @@ def plan_batch(
     # the masks and counts of the batch are computed with them in place.
     sensitive = first_batch.topology.sensitive
     repelling = running_anti_terms(state)
-    top_key = max((pod_key(p, restart_tiers=tiers) for p in pending if p.preemption_policy != "Never"), default=None)
-    evictable_use = _preemptible_use(state, top_key, tiers)
+    preemptible_pod = Preemptible(pending, tiers)
+    evictable_use = _preemptible_use(state, preemptible_pod)
     hood, destinations = _neighbourhood(state, unplaced, evictable_use, first_batch.prefilter)
     candidates = [(pod, n) for n in sorted(hood) for pod in state.running[n]]
     elig = {pod.key: classify(cluster, pod, config.scheduler_name) for pod, _ in candidates}
@@ -170,8 +197,7 @@ def plan_batch(
         e = elig[pod.key]
         if not e.evictable or pod.key in frozen or pod.key in sensitive:
             continue
-        preemptible = top_key is not None and pod_key(pod, restart_tiers=tiers) < top_key
-        if not (preemptible or e.movable):
+        if not (preemptible_pod(pod) or e.movable):
             continue
         chosen.append((pod, n))
         base.remove(pod, n)
@@ -193,8 +219,7 @@ def plan_batch(
         targets = np.zeros(0, dtype=np.int64)
         if e.movable and _may_move(pod, repelling, state.namespaces):
             targets = _move_targets(pod, n, batch, state, destinations)
-        preemptible = top_key is not None and pod_key(pod, restart_tiers=tiers) < top_key
-        movers.append(_mover(pod, n, batch, e.pdbs, targets, preemptible=preemptible, tiers=tiers))
+        movers.append(_mover(pod, n, batch, e.pdbs, targets, preemptible=preemptible_pod(pod), tiers=tiers))
     model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer)
     model.build(
         pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs],
@@ -208,6 +233,9 @@ def plan_batch(
             at = hint_nodes.get(pod.key)
             if at is not None and (gi, at) in model.y:
                 hint[gi, at] = hint.get((gi, at), 0) + 1
+    for (gi, n), var in model.y.items():
+        if batch.groups[gi].pods[0].preemption_policy == "Never":
+            model.cp.add(var == hint.get((gi, n), 0))
     return _solve(model, batch, config, hint, started, len(hood), budget or Budget.of(config))
 
 
@@ -239,7 +267,7 @@ def _mover(
     targets: npt.NDArray[np.int64],
     *,
     preemptible: bool,
-    tiers: bool,
+    tiers: TierScope,
 ) -> Mover:
     return Mover(
         pod=pod,
@@ -355,7 +383,7 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
                 if bool(np.all(room >= group.vec)):
                     break
                 m = model.movers[ri]
-                if ri in evicted or m.rank >= batch.rank(group) or any(budget[b] <= 0 for b in m.pdbs):
+                if ri in evicted or not model.may_preempt(group, m) or any(budget[b] <= 0 for b in m.pdbs):
                     continue
                 room += m.vec
                 victims.append(ri)
@@ -374,6 +402,8 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
         group = batch.groups[gi]
         if group.has_ports or group.gang is not None or gi in batch.topology.involved:
             continue  # host-port clashes, whole gangs and inter-pod rules are left to the solver
+        if group.pods[0].preemption_policy == "Never":
+            continue  # kept where the batch solve put them
         nodes = sorted(n for (g, n) in model.y if g == gi)
         options = {n: option(gi, n) for n in nodes}
         placed = sum(values[model.y[gi, n].index] for n in nodes)
@@ -439,7 +469,6 @@ def _extract(
     model: PlanModel, batch: Batch, values: dict[int, int], proven: bool, started: float, hood_size: int
 ) -> Plan:
     placements: list[tuple[Pod, int]] = []
-    rank_of = {pod.key: batch.rank(g) for g in batch.groups for pod in g.pods}
     for gi, group in enumerate(batch.groups):
         nodes: list[int] = []
         for (g, n), var in sorted(model.y.items()):
@@ -455,9 +484,7 @@ def _extract(
         if values[var.index]:
             m = model.movers[ri]
             preemptors = sorted(
-                pod.key
-                for pod, n in placements
-                if n == m.home and rank_of[pod.key] > m.rank and pod.preemption_policy != "Never"
+                pod.key for pod, n in placements if n == m.home and model.may_preempt_pod(pod, m.pod)
             )
             evictions.append(PlannedEviction(pod=m.pod, node=m.home, kind="preempt", for_=preemptors))
     evictions.sort(key=lambda e: e.pod.key)
@@ -478,8 +505,9 @@ def _extract(
                 before = by_id[a]
                 if before.pod is not None and step_kind(before.op).effect == Effect.AWAIT_GONE:
                     waiting.setdefault(before.pod, set()).add(st.pod)
+    never = {pod.key for pod, _ in placements if pod.preemption_policy == "Never"}
     for e in evictions:
-        e.for_ = sorted(waiting.get(e.pod.key, set()) | set(e.for_))
+        e.for_ = sorted((waiting.get(e.pod.key, set()) - never) | set(e.for_))
     return Plan(
         placements=placements,
         evictions=evictions,
