@@ -49,6 +49,7 @@ __all__ = [
     "SolveOptions",
     "check_decision",
     "decide",
+    "nominated_holds",
     "pending_batch",
     "plan_steps",
     "solve_cluster",
@@ -75,6 +76,9 @@ class Outcome:
     warnings: list[str]
 
 
+NOMINATED = "~nominated"  # name suffix of the stand-in holding a nominated pod's room
+
+
 def pending_batch(cluster: Cluster, scheduler_name: str) -> tuple[list[Pod], list[str]]:
     """Pending pods addressed to the scheduler, in creation order (``Pod.awaits``: the rule the
     controller uses too); gated pods wait, terminating ones are never placed."""
@@ -84,8 +88,29 @@ def pending_batch(cluster: Cluster, scheduler_name: str) -> tuple[list[Pod], lis
             batch.append(pod)
         elif pod.pending and scheduler_name in ("*", pod.scheduler_name) and pod.scheduling_gates:
             warnings.append(f"pod {pod.key} waits on scheduling gates {', '.join(pod.scheduling_gates)}")
+        elif pod.pending and scheduler_name in ("*", pod.scheduler_name) and pod.terminating:
+            warnings.append(f"pod {pod.key} is being deleted: it is not placed")
     batch.sort(key=lambda p: (p.creation, p.namespace, p.name))
     return batch, warnings
+
+
+def nominated_holds(cluster: Cluster, scheduler_name: str, batch: Sequence[Pod]) -> list[Pod]:
+    """Stand-ins holding the room of nominations, as kube-scheduler holds it for pods of equal or
+    higher priority: each pending pod that is not the scheduler's to place, whose
+    ``status.nominatedNodeName`` is a node of the cluster, not being deleted, with a priority at
+    least the lowest in the batch, as if running on that node (``decide`` never evicts them).
+    kube-scheduler ignores nominations of pods it does not schedule: this works one way only."""
+    supported = [p.priority for p in batch if p.unsupported is None]
+    if not supported:
+        return []
+    lowest = min(supported)
+    keys = {p.key for p in cluster.pods if p.awaits(scheduler_name)}
+    nodes = {n.name for n in cluster.nodes}
+    return [
+        p.model_copy(update={"name": p.name + NOMINATED, "node_name": p.nominated_node, "phase": "Running"})
+        for p in cluster.pods
+        if p.pending and p.key not in keys and p.nominated_node in nodes and not p.terminating and p.priority >= lowest
+    ]
 
 
 def _node_dicts(snap: Snapshot) -> tuple[list[dict[str, int]], list[dict[str, int]]]:
@@ -119,6 +144,7 @@ def decide(
 ) -> Decision:
     """Solve a batch on ``state`` (not modified); plan evictions when it leaves pods unplaced."""
     batch = with_default_spread(batch, cluster.replicasets, config.default_spread)
+    frozen = frozen | {p.key for pods in state.running for p in pods if p.name.endswith(NOMINATED)}
     budget = Budget.of(config)  # one time limit for the whole decision: solve and plan
     may_plan = evict and max_evictions != 0 and could_evict(state)
 
@@ -179,7 +205,11 @@ def check_decision(
         update={
             "nodes": tuple(n for n in cluster.nodes if not local or n.name in touched),
             "pods": tuple(
-                p for p in cluster.pods if p.key in keys or (p.running and (not local or p.node_name in touched))
+                p
+                for p in cluster.pods
+                if p.key in keys
+                or (p.running and (not local or p.node_name in touched))
+                or (p.pending and p.nominated_node is not None and not p.awaits(config.scheduler_name))
             ),
         }
     )
@@ -205,7 +235,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     config = options.config
     pending, warnings = pending_batch(cluster, config.scheduler_name)
     pending = with_default_spread(pending, cluster.replicasets, config.default_spread)
-    running = [p for p in cluster.pods if p.running]
+    running = [p for p in cluster.pods if p.running] + nominated_holds(cluster, config.scheduler_name, pending)
     before = build_snapshot(cluster.nodes, running, pending, cluster.namespaces)
     state = before.copy()
     size = options.batch_size or max(len(pending), 1)

@@ -462,12 +462,39 @@ def final_states(cluster: Cluster, placed: Iterable[tuple[Pod, str]]) -> dict[st
 
 
 def batch_pods(cluster: Cluster, scheduler_name: str = "placer") -> list[Pod]:
-    """Pending pods the scheduler must consider: addressed to it, ungated and supported."""
+    """Pending pods the scheduler must consider: addressed to it, ungated, supported and not
+    being deleted."""
     return [
         p
         for p in cluster.pods
-        if p.pending and scheduler_name in ("*", p.scheduler_name) and not p.scheduling_gates and p.unsupported is None
+        if p.pending
+        and scheduler_name in ("*", p.scheduler_name)
+        and not p.scheduling_gates
+        and p.unsupported is None
+        and not p.terminating
     ]
+
+
+def holding_nominations(cluster: Cluster, scheduler_name: str = "placer") -> Cluster:
+    """The cluster with room held for nominations, as kube-scheduler holds it: a pending pod that
+    is not the scheduler's to place, with ``status.nominatedNodeName`` on a node of the cluster and
+    a priority at least the lowest of the scheduler's pending pods, counts as running there."""
+    batch = batch_pods(cluster, scheduler_name)
+    if not batch:
+        return cluster
+    lowest = min(p.priority for p in batch)
+    keys = {p.key for p in cluster.pods if scheduler_name in ("*", p.scheduler_name) and not p.scheduling_gates}
+    nodes = {n.name for n in cluster.nodes}
+    held = [
+        p.model_copy(update={"name": f"{p.name}~nominated", "node_name": p.nominated_node, "phase": "Running"})
+        for p in cluster.pods
+        if p.pending
+        and p.key not in keys
+        and p.nominated_node in nodes
+        and not p.terminating
+        and p.priority >= lowest
+    ]
+    return cluster.model_copy(update={"pods": (*cluster.pods, *held)}) if held else cluster
 
 
 def running_pods(cluster: Cluster) -> list[Pod]:
@@ -535,6 +562,8 @@ def _resolve(
             violations.append(
                 Violation("placement", key, f"{key}: placed on {node_name} but it waits on scheduling gates")
             )
+        if pod.terminating:
+            violations.append(Violation("placement", key, f"{key}: placed on {node_name} but it is being deleted"))
         if scheduler_name not in ("*", pod.scheduler_name):
             text = f"{key}: placed on {node_name} but it is addressed to scheduler {pod.scheduler_name!r}"
             violations.append(Violation("placement", key, text))
@@ -678,6 +707,7 @@ def hard_rule_violations(
     the optimality-style rules on top.
     """
     violations: list[Violation] = []
+    cluster = holding_nominations(cluster, scheduler_name)
     resolved = _resolve(cluster, placements, scheduler_name, violations)
     ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, True)
     violations += _eligibility_violations(ctx, resolved)
@@ -716,6 +746,7 @@ def placement_violations(
     batch pods of strictly lower key placed there.
     """
     violations: list[Violation] = []
+    cluster = holding_nominations(cluster, scheduler_name)
     resolved = _resolve(cluster, placements, scheduler_name, violations)
     ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, restart_tiers)
     states = final_states(cluster, resolved)
@@ -1339,6 +1370,7 @@ def validate_plan(
     if not result.evictions and not result.steps and all(p.kind == "pending" for p in result.placements):
         placements = {p.pod: p.node for p in result.placements if p.pod is not None}
         return validate_placements(cluster, placements, restart_tiers=restart_tiers, scheduler_name=scheduler_name)
+    cluster = holding_nominations(cluster, scheduler_name)
     ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, restart_tiers)
     plan = _Plan(ctx=ctx, scheduler_name=scheduler_name)
     violations: list[str] = []

@@ -122,3 +122,56 @@ def test_a_never_pod_in_a_batch_with_a_plan_is_not_what_evictions_are_for() -> N
     assert _evicted(out) == [("default/job", "preempt")]
     assert where(out) == {"web": "a", "quiet": "b"}
     assert all("default/quiet" not in e.for_ for e in out.result.evictions)
+
+
+def test_a_terminating_pending_pod_is_never_placed_and_a_terminating_running_pod_keeps_its_room() -> None:
+    pods = [
+        pod("leaving", cpu="2", node="a", terminating=True),
+        pod("deleted", cpu="1", terminating=True),
+        pod("web", cpu="2"),
+    ]
+    out = solve(cluster([node("a", cpu="2"), node("b", cpu="2")], pods))
+    assert where(out) == {"web": "b"}
+    assert "deleted" not in unplaced(out)
+    assert any("default/deleted is being deleted" in w for w in out.warnings)
+    # The validator refuses an answer that places it, or that uses the terminating pod's room.
+    c = cluster([node("a", cpu="2"), node("b", cpu="2")], pods)
+    assert any("being deleted" in v for v in validate.validate_placements(c, {"default/deleted": "b"}))
+    assert validate.validate_placements(c, {"default/web": "a"}) != []
+
+
+def _nominated(priority: int) -> Cluster:
+    """kube-scheduler preempted for its pod ``vip`` (priority 10) and nominated node a; placer's
+    pod ``web`` arrives with ``priority``. Node a has room for one of them, node b for none."""
+    pods = [
+        pod("vip", cpu="2", priority=10, schedulerName="default-scheduler", nominatedNodeName="a"),
+        pod("web", cpu="2", priority=priority),
+    ]
+    return cluster([node("a", cpu="2"), node("b", cpu="1")], pods)
+
+
+def test_room_nominated_for_a_pod_of_equal_or_higher_priority_is_held() -> None:
+    for priority in (0, 10):
+        out = solve(_nominated(priority))
+        assert where(out) == {}, priority
+        assert unplaced(out) == {"web": "Unschedulable"}
+    # A higher-priority pod may take it (kube-scheduler's rule), and the validator agrees.
+    assert where(solve(_nominated(20))) == {"web": "a"}
+    assert validate.validate_placements(_nominated(0), {"default/web": "a"}) != []
+
+
+def test_no_new_preemption_while_the_victims_evicted_for_a_pod_are_still_terminating() -> None:
+    """kube-scheduler's PodEligibleToPreemptOthers: ``web`` (priority 10) is nominated to node a,
+    where its victim ``old`` (priority 0) is still terminating; another low-priority pod runs
+    on node b. No further eviction is made for ``web``."""
+    pods = [
+        pod("old", cpu="2", node="a", terminating=True),
+        pod("other", cpu="2", node="b"),
+        pod("web", cpu="2", priority=10, nominatedNodeName="a"),
+    ]
+    out = solve(cluster([node("a", cpu="2"), node("b", cpu="2")], pods))
+    assert out.result.evictions == []
+    # Without the nomination, the same pod preempts ``other`` at once.
+    pods[2] = pod("web", cpu="2", priority=10)
+    again = solve(cluster([node("a", cpu="2"), node("b", cpu="2")], pods))
+    assert [(e.pod, e.kind) for e in again.result.evictions] == [("default/other", "preempt")]

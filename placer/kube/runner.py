@@ -59,7 +59,7 @@ from placer.kube.informers import Informer, informers
 from placer.kube.leader import Leadership
 from placer.kube.serving import Metrics, serve
 from placer.models import Cluster, ControllerConfig, Node, Pod, PodDisruptionBudget, Reason, ReplicaSet, describe
-from placer.service import check_decision, decide, plan_steps
+from placer.service import check_decision, decide, nominated_holds, plan_steps
 
 __all__ = ["MOVED_AT", "Runner"]
 
@@ -274,7 +274,7 @@ class Runner:
         batch = [p for p in cluster.pods if p.key in keys and p.pending]
         if not batch:
             return
-        running = [p for p in cluster.pods if p.running]
+        running = [p for p in cluster.pods if p.running] + nominated_holds(cluster, self.cfg.scheduler_name, batch)
         state = build_snapshot(cluster.nodes, running, batch, cluster.namespaces)
         started = time.monotonic()
         limits = self.cfg.evictions

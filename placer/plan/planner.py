@@ -47,7 +47,7 @@ from placer.engine import (
     uses_topology,
 )
 from placer.models import Cluster, Config, Effect, Pod, PodAffinityTerm, SolveStatus, TierScope, step_kind
-from placer.plan.eligibility import classify
+from placer.plan.eligibility import calm, classify
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
 
@@ -84,8 +84,8 @@ class Preemptible:
     """Whether some pending pod that may preempt outranks a running pod (``placer.engine.outranks``
     against every preemptor, in O(1) per pod)."""
 
-    def __init__(self, pending: list[Pod], tiers: TierScope) -> None:
-        preemptors = [p for p in pending if p.preemption_policy != "Never"]
+    def __init__(self, pending: list[Pod], tiers: TierScope, calm: frozenset[str]) -> None:
+        preemptors = [p for p in pending if p.key not in calm]
         self.tiers = tiers
         self.top = max((p.priority for p in preemptors), default=None)
         self.best_tier: dict[str, int] = {}  # namespace ("" in cluster scope) -> top tier at the top priority
@@ -174,9 +174,11 @@ def plan_batch(
     pods in ``frozen`` (for example moved too recently) are never evicted.
     """
     started = time.monotonic()
-    # A pod with preemptionPolicy Never causes no eviction of any kind (kube-scheduler evicts
-    # nothing for it): the plan is never made for it, and keeps it where the batch solve put it.
-    unplaced = [pod for pod, code, _ in first.unplaced if code != "Unsupported" and pod.preemption_policy != "Never"]
+    # Pods that may cause no eviction (``calm``: preemptionPolicy Never, or victims evicted for
+    # them still terminating): the plan is never made for them and keeps them where the batch
+    # solve put them.
+    still_calm = calm(pending, state)
+    unplaced = [pod for pod, code, _ in first.unplaced if code != "Unsupported" and pod.key not in still_calm]
     if not unplaced or max_evictions == 0 or first.batch is None:
         return None
     first_batch = first.batch  # the solve's groups, masks and inter-pod rules, reused
@@ -185,7 +187,7 @@ def plan_batch(
     # the masks and counts of the batch are computed with them in place.
     sensitive = first_batch.topology.sensitive
     repelling = running_anti_terms(state)
-    preemptible_pod = Preemptible(pending, tiers)
+    preemptible_pod = Preemptible(pending, tiers, still_calm)
     evictable_use = _preemptible_use(state, preemptible_pod)
     hood, destinations = _neighbourhood(state, unplaced, evictable_use, first_batch.prefilter)
     candidates = [(pod, n) for n in sorted(hood) for pod in state.running[n]]
@@ -220,7 +222,7 @@ def plan_batch(
         if e.movable and _may_move(pod, repelling, state.namespaces):
             targets = _move_targets(pod, n, batch, state, destinations)
         movers.append(_mover(pod, n, batch, e.pdbs, targets, preemptible=preemptible_pod(pod), tiers=tiers))
-    model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer)
+    model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer, calm=still_calm)
     model.build(
         pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs],
         max_evictions=max_evictions,
@@ -234,7 +236,7 @@ def plan_batch(
             if at is not None and (gi, at) in model.y:
                 hint[gi, at] = hint.get((gi, at), 0) + 1
     for (gi, n), var in model.y.items():
-        if batch.groups[gi].pods[0].preemption_policy == "Never":
+        if model.calm_group(batch.groups[gi]):
             model.cp.add(var == hint.get((gi, n), 0))
     return _solve(model, batch, config, hint, started, len(hood), budget or Budget.of(config))
 
@@ -378,7 +380,7 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
             return None
         room = free[n].copy()
         victims: list[int] = []
-        if group.pods[0].preemption_policy != "Never":
+        if not model.calm_group(group):
             for ri in on_node.get(n, []):
                 if bool(np.all(room >= group.vec)):
                     break
@@ -402,7 +404,7 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
         group = batch.groups[gi]
         if group.has_ports or group.gang is not None or gi in batch.topology.involved:
             continue  # host-port clashes, whole gangs and inter-pod rules are left to the solver
-        if group.pods[0].preemption_policy == "Never":
+        if model.calm_group(group):
             continue  # kept where the batch solve put them
         nodes = sorted(n for (g, n) in model.y if g == gi)
         options = {n: option(gi, n) for n in nodes}
@@ -505,9 +507,8 @@ def _extract(
                 before = by_id[a]
                 if before.pod is not None and step_kind(before.op).effect == Effect.AWAIT_GONE:
                     waiting.setdefault(before.pod, set()).add(st.pod)
-    never = {pod.key for pod, _ in placements if pod.preemption_policy == "Never"}
     for e in evictions:
-        e.for_ = sorted((waiting.get(e.pod.key, set()) - never) | set(e.for_))
+        e.for_ = sorted((waiting.get(e.pod.key, set()) - model.calm) | set(e.for_))
     return Plan(
         placements=placements,
         evictions=evictions,
