@@ -227,9 +227,7 @@ class Runner:
         out = []
         self._gangs = {}
         for pod in self._pods():
-            if not pod.awaits(self.cfg.scheduler_name):
-                continue
-            if self.cfg.namespaces and pod.namespace not in self.cfg.namespaces:
+            if not pod.awaits(self.cfg.scheduler_name) or not self._in_scope(pod):
                 continue
             if pod.key not in self.reserved and pod.key not in self.assumed:
                 out.append(pod.key)
@@ -260,13 +258,19 @@ class Runner:
             self._label_checked = time.monotonic()
             self._check_labels(cluster)
 
+    def _in_scope(self, pod: Pod) -> bool:
+        """``namespaces:`` (empty: all) bounds every write: placer binds, moves and evicts only there."""
+        return not self.cfg.namespaces or pod.namespace in self.cfg.namespaces
+
     def _frozen(self, cluster: Cluster) -> frozenset[str]:
+        """Running pods no plan may evict: moved too recently, or outside placer's namespaces."""
         cooldown = self.cfg.evictions.move_cooldown
         now = time.time()
         return frozenset(
             p.key
             for p in cluster.pods
-            if MOVED_AT in p.annotations and now - _epoch(p.annotations[MOVED_AT]) < cooldown
+            if not self._in_scope(p)
+            or (MOVED_AT in p.annotations and now - _epoch(p.annotations[MOVED_AT]) < cooldown)
         )
 
     def _solve(self, cluster: Cluster) -> None:
@@ -456,6 +460,8 @@ class Runner:
         for pod in cluster.pods:
             policy = pod.annotations.get(LABEL_POLICY)
             if policy not in ("reschedule", "kill") or not pod.running or pod.node_name not in nodes:
+                continue
+            if not self._in_scope(pod):
                 continue
             node = nodes[pod.node_name]
             if NodeLabels([node]).selector(pod.node_selector, pod.required_terms)[0]:
