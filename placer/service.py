@@ -81,17 +81,44 @@ NOMINATED = "~nominated"  # name suffix of the stand-in holding a nominated pod'
 
 def pending_batch(cluster: Cluster, scheduler_name: str) -> tuple[list[Pod], list[str]]:
     """Pending pods addressed to the scheduler, in creation order (``Pod.awaits``: the rule the
-    controller uses too); gated pods wait, terminating ones are never placed."""
-    batch, warnings = [], []
+    controller uses too); gated pods wait, terminating ones are never placed. The warnings say
+    what was left out and why, so that an answer is never silently empty."""
+    batch: list[Pod] = []
+    gated: list[str] = []
+    deleted: list[str] = []
+    others: dict[str, int] = {}
     for pod in cluster.pods:
         if pod.awaits(scheduler_name):
             batch.append(pod)
-        elif pod.pending and scheduler_name in ("*", pod.scheduler_name) and pod.scheduling_gates:
-            warnings.append(f"pod {pod.key} waits on scheduling gates {', '.join(pod.scheduling_gates)}")
-        elif pod.pending and scheduler_name in ("*", pod.scheduler_name) and pod.terminating:
-            warnings.append(f"pod {pod.key} is being deleted: it is not placed")
+        elif not pod.pending:
+            continue
+        elif scheduler_name not in ("*", pod.scheduler_name):
+            others[pod.scheduler_name] = others.get(pod.scheduler_name, 0) + 1
+        elif pod.terminating:
+            deleted.append(pod.key)
+        elif pod.scheduling_gates:
+            gated.append(f"{pod.key} ({', '.join(pod.scheduling_gates)})")
     batch.sort(key=lambda p: (p.creation, p.namespace, p.name))
+    warnings = []
+    if others:
+        total = sum(others.values())
+        names = ", ".join(f"{name} {count}" for name, count in sorted(others.items(), key=lambda kv: (-kv[1], kv[0])))
+        top = max(others, key=lambda name: (others[name], name))
+        warnings.append(
+            f"{total} pending pod{'s' if total > 1 else ''} addressed to other schedulers ({names}) "
+            f"{'are' if total > 1 else 'is'} not placed: pass --scheduler-name {top} to place them as if "
+            f"placer were that scheduler, or --scheduler-name '*' for every pending pod"
+        )
+    if deleted:
+        warnings.append(f"{len(deleted)} pending pod(s) being deleted are not placed: {_listing(deleted)}")
+    if gated:
+        warnings.append(f"{len(gated)} pending pod(s) wait on scheduling gates: {_listing(gated)}")
     return batch, warnings
+
+
+def _listing(items: Sequence[str], shown: int = 5) -> str:
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
 
 
 def nominated_holds(cluster: Cluster, scheduler_name: str, batch: Sequence[Pod]) -> list[Pod]:

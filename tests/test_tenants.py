@@ -133,7 +133,7 @@ def test_a_terminating_pending_pod_is_never_placed_and_a_terminating_running_pod
     out = solve(cluster([node("a", cpu="2"), node("b", cpu="2")], pods))
     assert where(out) == {"web": "b"}
     assert "deleted" not in unplaced(out)
-    assert any("default/deleted is being deleted" in w for w in out.warnings)
+    assert any("being deleted are not placed: default/deleted" in w for w in out.warnings)
     # The validator refuses an answer that places it, or that uses the terminating pod's room.
     c = cluster([node("a", cpu="2"), node("b", cpu="2")], pods)
     assert any("being deleted" in v for v in validate.validate_placements(c, {"default/deleted": "b"}))
