@@ -119,7 +119,7 @@ def test_a_dump_of_default_scheduler_pods_says_why_nothing_is_placed(tmp_path: P
         spec = {"schedulerName": scheduler, "containers": [{"name": "c"}]}
         items.append({"kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": spec, "status": pending})
     path = _write(tmp_path, {"kind": "List", "items": items})
-    text = runner.invoke(app, ["solve", str(path)])
+    text = runner.invoke(app, ["solve", str(path)], env={"COLUMNS": "300"})
     assert text.exit_code == 0
     assert "3 pending pods addressed to other schedulers (default-scheduler 2, batch 1)" in text.stdout
     assert "--scheduler-name default-scheduler" in text.stdout and "Nothing to place" in text.stdout
@@ -259,3 +259,13 @@ def test_a_bad_config_file_is_exit_2_naming_the_field(tmp_path: Path) -> None:
 def test_usage_errors_are_exit_2(tmp_path: Path) -> None:
     assert runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--batch-size", "0"]).exit_code == 2
     assert runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--policy", "random"]).exit_code == 2
+
+
+def test_text_output_follows_the_terminal_width_and_shows_gpus(tmp_path: Path) -> None:
+    nodes = [node("a", allocatable={"nvidia.com/gpu": 4}), node("b")]
+    pods = [pod("train", requests={"nvidia.com/gpu": 2})]
+    path = _write(tmp_path, {"nodes": nodes, "pods": pods})
+    wide = runner.invoke(app, ["solve", str(path)], env={"COLUMNS": "200"})
+    assert "nvidia.com/gpu" in wide.stdout and "50% of 4" in wide.stdout
+    narrow = runner.invoke(app, ["solve", str(path)], env={"COLUMNS": "60"})
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 60
