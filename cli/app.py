@@ -24,7 +24,16 @@ from placer.check import find_fixtures, run_fixture
 from placer.cli.render import render_compare, render_outcome
 from placer.errors import InputError
 from placer.inputs import cluster_schema, load_cluster
-from placer.models import BASELINES, POLICIES, Config, ControllerConfig, Policy, StrategyName
+from placer.models import (
+    BASELINES,
+    POLICIES,
+    Config,
+    ControllerConfig,
+    Policy,
+    StrategyName,
+    compare_schema,
+    result_schema,
+)
 from placer.service import SolveOptions, solve_cluster
 
 __all__ = ["app", "main"]
@@ -176,7 +185,7 @@ def solve(
         render_outcome(console, outcome)
         if other is not None:
             console.print()
-            render_compare(console, outcome, other)
+            render_compare(console, outcome, other, {p.key: p.priority for p in cluster.pods})
     else:
         data: Any = outcome.result.contract()
         if other is not None:
@@ -255,10 +264,22 @@ def run(
     raise typer.Exit(runner.run())
 
 
+class SchemaKind(StrEnum):
+    cluster = "cluster"
+    result = "result"
+    compare = "compare"
+
+
 @app.command()
-def schema() -> None:
-    """Print the JSON Schema of placer's native cluster format."""
-    typer.echo(json.dumps(cluster_schema(), indent=2))
+def schema(
+    kind: Annotated[
+        SchemaKind,
+        typer.Argument(help="cluster: the native input; result: `solve -o json`; compare: `solve --compare -o json`"),
+    ] = SchemaKind.cluster,
+) -> None:
+    """Print a JSON Schema: placer's native cluster format, or one of its JSON answers."""
+    shapes = {"cluster": cluster_schema, "result": result_schema, "compare": compare_schema}
+    typer.echo(json.dumps(shapes[kind.value](), indent=2))
 
 
 def main() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.console import Console
 from rich.table import Table
 
@@ -87,17 +89,47 @@ def render_outcome(console: Console, outcome: Outcome) -> None:
     )
 
 
-def render_compare(console: Console, a: Outcome, b: Outcome) -> None:
-    table = Table(title="Side by side")
+def _better(a: float, b: float, higher: bool) -> str:
+    if a == b:
+        return "="
+    return "<-" if (a > b) == higher else "->"
+
+
+def render_compare(console: Console, a: Outcome, b: Outcome, priorities: Mapping[str, int]) -> None:
+    """One table, both policies side by side; ``priorities``: pod key -> spec.priority. The last
+    column points at the better one (README, "Reading the numbers", defines each row)."""
+    table = Table(title="Side by side (the arrow points at the better policy)")
     table.add_column("")
     table.add_column(a.result.policy, justify="right")
     table.add_column(b.result.policy, justify="right")
-    ma, mb = a.result.metrics, b.result.metrics
-    table.add_row("placed", str(ma.placed), str(mb.placed))
-    table.add_row("unplaced", str(ma.unplaced), str(mb.unplaced))
-    table.add_row("imbalance", f"{ma.imbalance:.4f}", f"{mb.imbalance:.4f}")
-    table.add_row("std_score", f"{ma.std_score:.4f}", f"{mb.std_score:.4f}")
-    table.add_row("seconds", f"{ma.solve_seconds:.3f}", f"{mb.solve_seconds:.3f}")
+    table.add_column("better", justify="center")
+    ra, rb = a.result, b.result
+    ma, mb = ra.metrics, rb.metrics
+    levels = sorted({priorities.get(p.pod, 0) for r in (ra, rb) for p in r.placements if p.pod}, reverse=True)
+    if len(levels) > 1:
+        for level in levels:
+            pa = sum(1 for p in ra.placements if p.pod and p.kind == "pending" and priorities.get(p.pod, 0) == level)
+            pb = sum(1 for p in rb.placements if p.pod and p.kind == "pending" and priorities.get(p.pod, 0) == level)
+            table.add_row(f"placed, priority {level} (higher is better)", str(pa), str(pb), _better(pa, pb, True))
+    table.add_row("placed (higher is better)", str(ma.placed), str(mb.placed), _better(ma.placed, mb.placed, True))
+    table.add_row("unplaced", str(ma.unplaced), str(mb.unplaced), _better(ma.unplaced, mb.unplaced, False))
+    table.add_row("moved (fewer is better)", str(ma.moved), str(mb.moved), _better(ma.moved, mb.moved, False))
+    table.add_row(
+        "preempted (fewer is better)", str(ma.preempted), str(mb.preempted), _better(ma.preempted, mb.preempted, False)
+    )
+    table.add_row(
+        "imbalance (lower is better)",
+        f"{ma.imbalance:.4f}",
+        f"{mb.imbalance:.4f}",
+        _better(ma.imbalance, mb.imbalance, False),
+    )
+    table.add_row(
+        "std_score (lower is better)",
+        f"{ma.std_score:.4f}",
+        f"{mb.std_score:.4f}",
+        _better(ma.std_score, mb.std_score, False),
+    )
+    table.add_row("seconds", f"{ma.solve_seconds:.3f}", f"{mb.solve_seconds:.3f}", "")
     console.print(table)
     where_a = {p.pod: p.node for p in a.result.placements}
     where_b = {p.pod: p.node for p in b.result.placements}

@@ -46,7 +46,7 @@ from placer.models.config import (
     StrategyName,
     TierScope,
 )
-from placer.models.plan import Eviction, Metrics, Placement, Result, Step, Unplaced
+from placer.models.plan import Eviction, Metrics, Placement, Result, Step, Unplaced, compare_schema, result_schema
 from placer.models.quantities import CPU, QuantityError, format_quantity, parse_quantity, to_units
 from placer.models.reasons import (
     Filter,
@@ -133,11 +133,13 @@ __all__ = [
     "UnplacedCode",
     "Untolerated",
     "WeightedPodAffinityTerm",
+    "compare_schema",
     "describe",
     "format_quantity",
     "label",
     "parse_quantity",
     "register_step_kind",
+    "result_schema",
     "step_kind",
     "step_kinds",
     "to_units",

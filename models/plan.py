@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -17,6 +17,8 @@ __all__ = [
     "Result",
     "Step",
     "Unplaced",
+    "compare_schema",
+    "result_schema",
 ]
 
 
@@ -120,3 +122,23 @@ class Result(_Out):
 
 def _placement_sort(p: dict[str, object]) -> str:
     return str(p["pod"] if p["pod"] is not None else p.get("replaces"))
+
+
+def result_schema() -> dict[str, Any]:
+    """The JSON Schema of ``placer solve -o json`` (versioned by ``schemaVersion``)."""
+    return Result.model_json_schema(by_alias=True, mode="serialization")
+
+
+def compare_schema() -> dict[str, Any]:
+    """The JSON Schema of ``placer solve --compare POLICY -o json``: placer's answer under
+    ``result``, the simulation's under ``compare``, each a ``result`` document."""
+    single = result_schema()
+    defs = single.pop("$defs", {})
+    return {
+        "title": "Compare",
+        "type": "object",
+        "properties": {"result": single, "compare": {"$ref": "#/properties/result"}},
+        "required": ["result", "compare"],
+        "additionalProperties": False,
+        "$defs": defs,
+    }

@@ -269,3 +269,23 @@ def test_text_output_follows_the_terminal_width_and_shows_gpus(tmp_path: Path) -
     assert "nvidia.com/gpu" in wide.stdout and "50% of 4" in wide.stdout
     narrow = runner.invoke(app, ["solve", str(path)], env={"COLUMNS": "60"})
     assert max(len(line) for line in narrow.stdout.splitlines()) <= 60
+
+
+def test_every_json_answer_follows_the_published_schema(tmp_path: Path) -> None:
+    import jsonschema  # noqa: PLC0415  (dev dependency)
+
+    pods = [
+        pod("job", cpu="2", node="a", restartPolicy="Never"),
+        pod("web", cpu="2"),
+        pod("huge", cpu="64"),
+    ]
+    path = _write(tmp_path, {"nodes": [node("a", cpu="2")], "pods": pods})
+    schemas = {k: json.loads(runner.invoke(app, ["schema", k]).stdout) for k in ("result", "compare")}
+    single = json.loads(runner.invoke(app, ["solve", str(path), "-o", "json"]).stdout)
+    assert single["evictions"] and single["unplaced"] and single["unplaced"][0]["detail"]
+    jsonschema.validate(single, schemas["result"])
+    both = json.loads(runner.invoke(app, ["solve", str(path), "-o", "json", "--compare", "default"]).stdout)
+    jsonschema.validate(both, schemas["compare"])
+    for broken in ({**single, "status": "perfect"}, {**single, "surprise": 1}, {"result": single}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, schemas["compare" if "result" in broken else "result"])
