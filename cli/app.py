@@ -153,6 +153,9 @@ def solve(
     fail_on_unplaced: Annotated[bool, typer.Option(help="exit 1 when pods stay unplaced")] = False,
     no_evict: Annotated[bool, typer.Option("--no-evict", help="never plan evictions or moves")] = False,
     max_evictions: Annotated[int | None, typer.Option(min=0, help="cap on moves + preemptions")] = None,
+    plot: Annotated[
+        Path | None, typer.Option(help="also draw per-node utilisation before/after (and --compare's) to a PNG")
+    ] = None,
 ) -> None:
     """Place the pending pods of a cluster and show where each goes, what stays unplaced and why."""
     try:
@@ -196,6 +199,15 @@ def solve(
             typer.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
         for warning in outcome.warnings:
             typer.echo(f"placer: warning: {warning}", err=True)
+    if plot is not None:
+        from placer.cli.plot import PlotUnavailableError, plot_outcomes  # noqa: PLC0415  (matplotlib is optional)
+
+        try:
+            plot_outcomes(plot, outcome, other)
+        except PlotUnavailableError as exc:
+            raise _fail(str(exc)) from None
+        except OSError as exc:
+            raise _fail(f"{plot}: cannot write the plot: {exc.strerror or exc}") from None
     if fail_on_unplaced and outcome.result.unplaced:
         raise typer.Exit(1)
 

@@ -6,6 +6,7 @@ Bad input: each case is one line on stderr naming the file and the object/field,
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -289,3 +290,16 @@ def test_every_json_answer_follows_the_published_schema(tmp_path: Path) -> None:
     for broken in ({**single, "status": "perfect"}, {**single, "surprise": 1}, {"result": single}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(broken, schemas["compare" if "result" in broken else "result"])
+
+
+def test_plot_draws_a_png_and_says_what_to_install_without_matplotlib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "nodes.png"
+    res = runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--compare", "default", "--plot", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+    missing = tmp_path / "missing.png"
+    res = runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--plot", str(missing)])
+    assert res.exit_code == 2 and "pip install 'placer[plot]'" in res.stderr and not missing.exists()
