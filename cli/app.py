@@ -23,10 +23,11 @@ from rich.table import Table
 from placer.check import find_fixtures, run_fixture
 from placer.cli.render import render_compare, render_outcome
 from placer.errors import InputError
-from placer.inputs import cluster_schema, load_cluster
+from placer.inputs import cluster_schema, load_cluster, read_cluster
 from placer.models import (
     BASELINES,
     POLICIES,
+    Cluster,
     Config,
     ControllerConfig,
     Policy,
@@ -132,7 +133,10 @@ def load_config(path: Path | None) -> Config:
 
 @app.command()
 def solve(
-    file: Annotated[Path, typer.Argument(help="kubectl List dump or native-schema cluster (JSON or YAML)")],
+    file: Annotated[
+        Path | None,
+        typer.Argument(help="kubectl List dump or native-schema cluster (JSON or YAML); none: the live cluster"),
+    ] = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="text, json or yaml")] = Output.text,
     policy: Annotated[
         str, typer.Option(parser=_choice(POLICIES), help=f"placer, or a kube-scheduler simulation: {_or(POLICIES)}")
@@ -156,11 +160,18 @@ def solve(
     plot: Annotated[
         Path | None, typer.Option(help="also draw per-node utilisation before/after (and --compare's) to a PNG")
     ] = None,
+    kubeconfig: Annotated[
+        str | None, typer.Option(help="without FILE: read this kubeconfig's cluster (default: as kubectl)")
+    ] = None,
+    context: Annotated[str | None, typer.Option(help="without FILE: the kubeconfig context to read")] = None,
 ) -> None:
-    """Place the pending pods of a cluster and show where each goes, what stays unplaced and why."""
+    """Place the pending pods of a cluster and show where each goes, what stays unplaced and why.
+
+    Without FILE the cluster is read from the API server (read-only: list calls only), as kubectl
+    would with the same kubeconfig and context; placer writes nothing to it."""
     try:
         cfg = load_config(config)
-        cluster = load_cluster(file)
+        cluster = _live(kubeconfig, context) if file is None else load_cluster(file)
     except InputError as exc:
         raise _fail(str(exc)) from None
     updates: dict[str, Any] = {}
@@ -210,6 +221,14 @@ def solve(
             raise _fail(f"{plot}: cannot write the plot: {exc.strerror or exc}") from None
     if fail_on_unplaced and outcome.result.unplaced:
         raise typer.Exit(1)
+
+
+def _live(kubeconfig: str | None, context: str | None) -> Cluster:
+    # Imported here so that a solve from a file never loads the Kubernetes client.
+    from placer.kube.live import read_live  # noqa: PLC0415
+
+    source, data = read_live(kubeconfig, context)
+    return read_cluster(source, data)
 
 
 @app.command()
