@@ -69,10 +69,11 @@ def render_outcome(console: Console, outcome: Outcome) -> None:
         console.print(table)
     if result.evictions:
         table = Table(title="Global plan: evictions")
-        for col in ("pod", "node", "kind", "to", "for"):
+        for col in ("pod", "node", "kind", "to", "for", "why"):
             table.add_column(col, overflow="fold")
         for e in result.evictions:
-            table.add_row(e.pod, e.node, e.kind, e.to or "-", ", ".join(e.for_) or "-")
+            why = "; ".join((e.reason or "-").split("; ")[1:]) or "-"  # the first part repeats kind/to/for
+            table.add_row(e.pod, e.node, e.kind, e.to or "-", ", ".join(e.for_) or "-", why)
         console.print(table)
         steps = Table(title="Global plan: steps (each waits for the steps in 'after')")
         for col in ("id", "op", "pod", "node", "after"):

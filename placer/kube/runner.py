@@ -58,7 +58,18 @@ from placer.kube.actions import Actions, Outcome
 from placer.kube.informers import Informer, informers
 from placer.kube.leader import Leadership
 from placer.kube.serving import Metrics, serve
-from placer.models import Cluster, ControllerConfig, Node, Pod, PodDisruptionBudget, Reason, ReplicaSet, describe
+from placer.models import (
+    Cluster,
+    ControllerConfig,
+    EvictionDetail,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    Reason,
+    ReplicaSet,
+    describe,
+    describe_eviction,
+)
 from placer.service import check_decision, decide, nominated_holds, plan_steps
 
 __all__ = ["MOVED_AT", "Runner"]
@@ -115,6 +126,7 @@ class Runner:
         self.assumed: dict[str, tuple[str, float]] = {}
         self.plan: PlanRun | None = None
         self.reserved: set[str] = set()  # pending pods a running plan will bind
+        self.why: dict[str, str] = {}  # victim -> why the running plan evicts it (its event says so)
         self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="binder")
         self._parsed: dict[str, tuple[str, Pod]] = {}
         self._parsed_nodes: dict[str, tuple[str, Node]] = {}
@@ -318,6 +330,16 @@ class Runner:
         log.info("global plan: %d evictions, %d steps", len(plan.evictions), len(plan.steps))
         steps = plan_steps(plan.steps, names)
         victims = {e.pod.key: _view(e.pod) for e in plan.evictions}
+        self.why = {
+            e.pod.key: describe_eviction(
+                e.kind,
+                names[e.node],
+                names[e.to] if e.to is not None else None,
+                e.for_,
+                EvictionDetail(short_of=e.short_of, outranked_by=e.outranked_by, choice=e.choice),
+            )
+            for e in plan.evictions
+        }
         self.plan = PlanRun(
             steps,
             victims,
@@ -355,7 +377,7 @@ class Runner:
                         action.pod,
                         view.uid if view else "",
                         reason="Preempted",
-                        note=f"evicted by placer's global plan ({self.identity})",
+                        note=f"evicted by placer's global plan ({self.identity}): {self.why.get(action.pod, '')}",
                         kind="Normal",
                     )
                 queue += self.plan.evicted(action.step, time.time(), ok=out.ok, reason=out.reason)
