@@ -71,6 +71,8 @@ T = TypeVar("T")
 MOVED_AT = "placer.io/moved-at"
 LABEL_POLICY = "placer.io/when-node-labels-change"
 TICK = 0.2
+PDB_ATTEMPTS = 3  # evictions refused by a PodDisruptionBudget are tried this many times ...
+PDB_RETRY_DELAY = 5.0  # ... this many seconds apart, before the plan step fails
 MIN_STALL = 30.0  # /healthz never calls a loop stuck sooner, however short the batch window
 
 
@@ -152,6 +154,7 @@ class Runner:
         self._last_cycle = time.monotonic()  # the last tick all of whose stages completed
         self._pending = 0
         self._plan_started: float | None = None
+        self._refused: dict[tuple[int, str], tuple[int, float]] = {}  # plan evictions a PDB refused
         self._errors_said: dict[str, float] = {}
         self._label_checked = 0.0
         self.metrics.refresh = self._refresh_metrics
@@ -426,7 +429,9 @@ class Runner:
         if self._plan_started is None:
             self._plan_started = time.time()
         pods = {p.key: p for p in cluster.pods}
-        queue = self.plan.advance(self._world(cluster))
+        now = time.monotonic()
+        again = [Evict(step, pod) for (step, pod), (_, due) in self._refused.items() if due <= now]
+        queue = again + self.plan.advance(self._world(cluster))
         while queue:
             action = queue.pop(0)
             if isinstance(action, Evict):
@@ -434,6 +439,8 @@ class Runner:
                 out = self.actions.evict(action.pod, victim.uid if victim else None)
                 kind = "plan"
                 self.metrics.evictions.labels(kind=kind, result=_label(out)).inc()
+                if self._refused_again(action, out):
+                    continue
                 if out.ok:
                     view = self.plan.victims.get(action.pod)
                     self.actions.event(
@@ -470,7 +477,24 @@ class Runner:
             log.info("global plan finished in %.1fs", time.time() - (self._plan_started or time.time()))
             self.plan = None
             self._plan_started = None
+            self._refused = {}
             self.reserved = set()
+
+    def _refused_again(self, action: Evict, out: Outcome) -> bool:
+        """A PodDisruptionBudget's refusal is tried again a few times, spaced out, before the plan
+        hears of it (budgets often allow the eviction a moment later, once a pod is ready again).
+        True: retried later, the step keeps running."""
+        key = (action.step, action.pod)
+        if out.result is not Result.REFUSED:
+            self._refused.pop(key, None)
+            return False
+        tries = self._refused.get(key, (0, 0.0))[0] + 1
+        if tries >= PDB_ATTEMPTS:
+            self._refused.pop(key, None)
+            return False
+        self._refused[key] = (tries, time.monotonic() + PDB_RETRY_DELAY)
+        log.info("eviction of %s refused (%s); trying again in %.0fs", action.pod, out.reason, PDB_RETRY_DELAY)
+        return True
 
     def _refuse(self, batch: list[Pod], kind: str, problems: list[str]) -> None:
         """The validator rejected the answer: write nothing, say so, try these pods again later."""

@@ -4,6 +4,7 @@ Aspects: assumptions are keyed by UID (a pod recreated under the same name is no
 are released by the watch (the pod seen bound, or gone), by a definite failure, or by a read-back
 showing the pod still unbound, never by time alone; a bind whose call raised is an unknown outcome
 that is read back, not an exception in the loop; a failed stage is counted and the next cycle runs;
+a plan eviction refused by a PodDisruptionBudget is tried again a bounded number of times;
 in dry-run nothing stays assumed; a fenced replica's queued binds are dropped unsent. Health: only a
 stuck leader with pending pods and a reachable API is unhealthy; readiness says why not.
 """
@@ -15,14 +16,15 @@ import time
 from concurrent.futures import wait
 from typing import Any
 
-from runner_support import make_runner
+from runner_support import feed, make_runner
 from urllib3.exceptions import ProtocolError
 
+from placer.controller.executor import PlanRun, PodView
 from placer.kube.actions import Actions
 from placer.kube.assume import AssumeCache
 from placer.kube.policy import Outcome, Policy, Response, Result, Timeouts
 from placer.kube.runner import Runner
-from placer.models import Pod
+from placer.models import Pod, Step
 
 P = Pod(name="p", uid="u1")
 
@@ -196,3 +198,66 @@ def test_readiness_waits_for_every_cache_and_says_why_not() -> None:
     assert r.leadership._elector is not None
     r.leadership._elector.problem = "the Lease namespace 'placer-system' does not exist: create it"
     assert r.readiness() == (False, "the Lease namespace 'placer-system' does not exist: create it")
+
+
+# -- plan evictions refused by a PodDisruptionBudget ----------------------------------------------------
+
+
+class Evictor:
+    def __init__(self, *answers: Outcome) -> None:
+        self.answers = list(answers)
+        self.evicted: list[tuple[str, str | None]] = []
+
+    def evict(self, key: str, uid: str | None = None) -> Outcome:
+        self.evicted.append((key, uid))
+        return self.answers.pop(0)
+
+    def event(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def _victim_plan(r: Runner) -> None:
+    feed(r, "Node", {"kind": "Node", "metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "2", "pods": "9"}}})
+    victim = {
+        "kind": "Pod",
+        "metadata": {"name": "backend-0", "namespace": "ns", "uid": "uid-v"},
+        "spec": {"nodeName": "a", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": "Running"},
+    }
+    feed(r, "Pod", victim)
+    view = PodView("ns/backend-0", "uid-v", "a", None, created=0.0)
+    steps = [Step(id=1, op="evict", pod="ns/backend-0", node="a")]
+    r.plan = PlanRun(steps, {view.key: view}, started=time.time(), await_gone=60, await_replacement=60, await_room=60)
+
+
+def _again(r: Runner) -> None:
+    r._refused = {k: (n, 0.0) for k, (n, _) in r._refused.items()}
+    r._advance(r.cluster())
+
+
+PDB = Outcome(ok=False, status=429, reason="would violate the pod's disruption budget", result=Result.REFUSED)
+
+
+def test_a_budget_refusal_is_tried_again_a_few_times_before_the_step_fails() -> None:
+    evictor = Evictor(PDB, PDB, Outcome(ok=True))
+    r = make_runner(evictor, metricsPort=0)  # type: ignore[arg-type]
+    _victim_plan(r)
+    r._advance(r.cluster())
+    assert r.plan is not None and r.plan.steps[1].state == "running"  # not failed: retried later
+    _again(r)
+    _again(r)
+    assert evictor.evicted == [("ns/backend-0", "uid-v")] * 3  # each with the victim's UID
+    assert r.plan is None  # the eviction went through at the third try; the plan is done
+
+
+def test_a_budget_that_keeps_refusing_fails_the_step_after_the_bounded_tries() -> None:
+    evictor = Evictor(PDB, PDB, PDB)
+    r = make_runner(evictor, metricsPort=0)  # type: ignore[arg-type]
+    _victim_plan(r)
+    plan = r.plan
+    r._advance(r.cluster())
+    _again(r)
+    _again(r)
+    assert len(evictor.evicted) == 3
+    assert r.plan is None and plan is not None and plan.steps[1].state == "failed"
+    assert r._refused == {}
