@@ -58,7 +58,7 @@ from placer.kube.actions import Actions, Outcome
 from placer.kube.assume import AssumeCache
 from placer.kube.client import Http
 from placer.kube.informers import Informer, informers
-from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence, lease_budget
+from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence
 from placer.kube.policy import Policy, Result
 from placer.kube.serving import Metrics, serve
 from placer.models import Cluster, ControllerConfig, Node, Pod, PodDisruptionBudget, Reason, ReplicaSet, describe
@@ -132,7 +132,7 @@ class Runner:
         self.exit_code = 0
         elector = None
         if election.enabled:
-            leases = ApiLeases(http, Policy(budget=lease_budget(election)), election)
+            leases = ApiLeases(http, self.policy, election)  # reads: the fence does not apply
             elector = Elector(leases, election, identity, self.fence)
         self.leadership = Leadership(elector, self._lost, fence=self.fence)
         self.assumed = AssumeCache()
