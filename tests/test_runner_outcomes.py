@@ -261,3 +261,26 @@ def test_a_budget_that_keeps_refusing_fails_the_step_after_the_bounded_tries() -
     assert len(evictor.evicted) == 3
     assert r.plan is None and plan is not None and plan.steps[1].state == "failed"
     assert r._refused == {}
+
+
+def test_a_plan_bind_of_unknown_outcome_keeps_the_room_booked_until_read_back() -> None:
+    binder = Binder([Outcome(ok=False, reason="outcome unknown", result=Result.UNKNOWN)], reads=[Outcome(ok=True)])
+    r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
+    feed(r, "Node", {"kind": "Node", "metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "2", "pods": "9"}}})
+    pending = {
+        "kind": "Pod",
+        "metadata": {"name": "new", "namespace": "ns", "uid": "uid-n"},
+        "spec": {"schedulerName": "placer", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": "Pending"},
+    }
+    feed(r, "Pod", pending)
+    steps = [Step(id=1, op="bind", pod="ns/new", node="a")]
+    r.plan = PlanRun(steps, {}, started=time.time(), await_gone=60, await_replacement=60, await_room=60)
+    r._advance(r.cluster())
+    (pod,) = [p for p in r.cluster().pods if p.name == "new"]
+    assert pod.node_name == "a"  # the model books its room while the outcome is unknown
+    assert "ns/new" not in r._pending_keys()
+    _settle(r)  # the read-back is sent ...
+    _settle(r)  # ... and answers: bound there
+    assert [c[0] for c in binder.calls] == ["bind", "confirm"]
+    assert pod in r.assumed and not r.inflight and not r._recheck  # until the watch shows it bound

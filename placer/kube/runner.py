@@ -458,9 +458,12 @@ class Runner:
                 out = self._select_nodes(pod, action.node) if pod is not None else Outcome(ok=True)
                 if out.ok:
                     out = self.actions.bind(action.pod, action.node, pod.uid if pod is not None else None)
-                self.metrics.binds.labels(result=_label(out)).inc()
-                if out.ok and pod is not None and not self.cfg.dry_run:
-                    self.assumed.assume(pod, action.node, time.time())
+                if pod is not None and (out.ok or out.result is Result.UNKNOWN) and not self.cfg.dry_run:
+                    self.assumed.assume(pod, action.node, time.time())  # maybe bound: keep its room booked
+                if pod is not None and out.result is Result.UNKNOWN:
+                    self._account(pod, action.node, out)  # counted; read back until known
+                else:
+                    self.metrics.binds.labels(result=_label(out)).inc()
                     self.actions.event(
                         action.pod, "", reason="Scheduled", note=f"Successfully assigned {action.pod} to {action.node}"
                     )
