@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -235,9 +236,14 @@ class Runner:
             self.leadership.stop()
             for inf in self.informers.values():
                 inf.stop()
-            self.pool.shutdown(wait=False)
+            self.pool.shutdown(wait=False, cancel_futures=True)  # queued binds are dropped
             if server is not None:
                 server.shutdown()
+        if self.exit_code:
+            # Lost the lease: exit now, as kube-scheduler does, without waiting for calls still in
+            # flight (read-backs may take a call's whole deadline; writes are fenced anyway).
+            logging.shutdown()
+            os._exit(self.exit_code)
         return self.exit_code
 
     # -- the model of the cluster ---------------------------------------------------------------
