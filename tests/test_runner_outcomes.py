@@ -73,8 +73,14 @@ class Binder:
             self.calls.append(("confirm", key, node))
             return self.reads.pop(0)
 
-    def event(self, *args: Any, **kwargs: Any) -> None:
-        pass
+    def event(self, key: str, uid: str, *, reason: str, **kwargs: Any) -> None:
+        with self.lock:
+            self.calls.append(("event", key, reason))
+
+    def annotate(self, key: str, annotations: dict[str, str]) -> Outcome:
+        with self.lock:
+            self.calls.append(("annotate", key))
+        return Outcome(ok=True)
 
 
 def _settle(r: Runner) -> None:
@@ -263,9 +269,7 @@ def test_a_budget_that_keeps_refusing_fails_the_step_after_the_bounded_tries() -
     assert r._refused == {}
 
 
-def test_a_plan_bind_of_unknown_outcome_keeps_the_room_booked_until_read_back() -> None:
-    binder = Binder([Outcome(ok=False, reason="outcome unknown", result=Result.UNKNOWN)], reads=[Outcome(ok=True)])
-    r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
+def _pending_plan(r: Runner) -> None:
     feed(r, "Node", {"kind": "Node", "metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "2", "pods": "9"}}})
     pending = {
         "kind": "Pod",
@@ -276,11 +280,26 @@ def test_a_plan_bind_of_unknown_outcome_keeps_the_room_booked_until_read_back() 
     feed(r, "Pod", pending)
     steps = [Step(id=1, op="bind", pod="ns/new", node="a")]
     r.plan = PlanRun(steps, {}, started=time.time(), await_gone=60, await_replacement=60, await_room=60)
+
+
+def test_a_plan_bind_of_unknown_outcome_keeps_the_room_booked_until_read_back() -> None:
+    binder = Binder([Outcome(ok=False, reason="outcome unknown", result=Result.UNKNOWN)], reads=[Outcome(ok=True)])
+    r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
+    _pending_plan(r)
     r._advance(r.cluster())
     (pod,) = [p for p in r.cluster().pods if p.name == "new"]
     assert pod.node_name == "a"  # the model books its room while the outcome is unknown
     assert "ns/new" not in r._pending_keys()
     _settle(r)  # the read-back is sent ...
     _settle(r)  # ... and answers: bound there
-    assert [c[0] for c in binder.calls] == ["bind", "confirm"]
+    assert [c[0] for c in binder.calls if c[0] != "event"] == ["bind", "confirm"]
     assert pod in r.assumed and not r.inflight and not r._recheck  # until the watch shows it bound
+
+
+def test_a_refused_plan_bind_says_nothing_was_scheduled_and_books_nothing() -> None:
+    binder = Binder([Outcome(ok=False, status=409, reason="already assigned", result=Result.CONFLICT)])
+    r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
+    _pending_plan(r)
+    r._advance(r.cluster())
+    assert [c for c in binder.calls if c[0] != "bind"] == []  # no Scheduled event, no moved-at
+    assert len(r.assumed) == 0 and r.plan is None

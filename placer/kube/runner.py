@@ -470,6 +470,7 @@ class Runner:
                     self._account(pod, action.node, out)  # counted; read back until known
                 else:
                     self.metrics.binds.labels(result=_label(out)).inc()
+                if out.ok:
                     self.actions.event(
                         action.pod, "", reason="Scheduled", note=f"Successfully assigned {action.pod} to {action.node}"
                     )
