@@ -172,7 +172,7 @@ def solve(
     if compare is not None:
         other = solve_cluster(cluster, replace(options, policy=cast(Policy, compare)))
     if output is Output.text:
-        console = Console(width=max(Console().width, 120))
+        console = Console()  # the terminal's width (COLUMNS when not a terminal)
         render_outcome(console, outcome)
         if other is not None:
             console.print()
@@ -202,7 +202,7 @@ def check(
     except InputError as exc:
         raise _fail(str(exc)) from None
     results = [run_fixture(f, time_limit=time_limit) for f in fixtures]
-    console = Console(width=max(Console().width, 120))
+    console = Console()
     table = Table(title=f"placer check {directory}")
     table.add_column("fixture")
     table.add_column("result")

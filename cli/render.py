@@ -11,6 +11,7 @@ from placer.service import Outcome
 __all__ = ["render_compare", "render_outcome"]
 
 _COLUMNS = ("cpu", "memory", "ephemeral-storage", "placer.io/bandwidth", "pods")
+_GPU_HINTS = ("gpu", "neuron", "tpu")  # extended resources shown when some node offers them
 _MAX_ROWS = 40
 
 
@@ -20,7 +21,8 @@ def _pct(used: int, alloc: int) -> str:
 
 def _node_table(outcome: Outcome) -> Table:
     before, after = outcome.before, outcome.after
-    cols = [r for r in _COLUMNS if r in before.resources and before.alloc[:, before.column(r)].sum() > 0]
+    devices = tuple(r for r in before.resources if any(h in r.lower() for h in _GPU_HINTS))
+    cols = [r for r in (*_COLUMNS, *devices) if r in before.resources and before.alloc[:, before.column(r)].sum() > 0]
     changed = [i for i in range(len(before.nodes)) if (after.used[i] != before.used[i]).any()]
     rows = list(range(len(before.nodes))) if len(before.nodes) <= _MAX_ROWS else changed
     title = "Nodes (utilisation before -> after)"
@@ -46,6 +48,8 @@ def render_outcome(console: Console, outcome: Outcome) -> None:
     result = outcome.result
     for warning in outcome.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+    if not result.placements and not result.unplaced and not result.evictions:
+        console.print("Nothing to place: no pending pod is addressed to this scheduler (see the warnings above).")
     if result.placements:
         table = Table(title=f"Placements ({result.policy})")
         table.add_column("pod")

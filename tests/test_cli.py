@@ -108,6 +108,25 @@ def test_scheduler_name_selects_the_batch(tmp_path: Path) -> None:
     assert only["metrics"]["placed"] == 1 and every["metrics"]["placed"] == 2
 
 
+def test_a_dump_of_default_scheduler_pods_says_why_nothing_is_placed(tmp_path: Path) -> None:
+    """A real dump's pending pods carry schedulerName default-scheduler: the answer is never an
+    unexplained empty one (issue 16), and the hint given works."""
+    pending = {"phase": "Pending"}
+    items: list[dict[str, Any]] = [
+        {"kind": "Node", "metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "4", "pods": "10"}}}
+    ]
+    for i, scheduler in enumerate(["default-scheduler", "default-scheduler", "batch"]):
+        spec = {"schedulerName": scheduler, "containers": [{"name": "c"}]}
+        items.append({"kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": spec, "status": pending})
+    path = _write(tmp_path, {"kind": "List", "items": items})
+    text = runner.invoke(app, ["solve", str(path)], env={"COLUMNS": "300"})
+    assert text.exit_code == 0
+    assert "3 pending pods addressed to other schedulers (default-scheduler 2, batch 1)" in text.stdout
+    assert "--scheduler-name default-scheduler" in text.stdout and "Nothing to place" in text.stdout
+    hinted = runner.invoke(app, ["solve", str(path), "-o", "json", "--scheduler-name", "default-scheduler"])
+    assert json.loads(hinted.stdout)["metrics"]["placed"] == 2
+
+
 def test_schema_is_a_json_schema_of_the_native_format() -> None:
     res = runner.invoke(app, ["schema"])
     schema = json.loads(res.stdout)
@@ -240,3 +259,13 @@ def test_a_bad_config_file_is_exit_2_naming_the_field(tmp_path: Path) -> None:
 def test_usage_errors_are_exit_2(tmp_path: Path) -> None:
     assert runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--batch-size", "0"]).exit_code == 2
     assert runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--policy", "random"]).exit_code == 2
+
+
+def test_text_output_follows_the_terminal_width_and_shows_gpus(tmp_path: Path) -> None:
+    nodes = [node("a", allocatable={"nvidia.com/gpu": 4}), node("b")]
+    pods = [pod("train", requests={"nvidia.com/gpu": 2})]
+    path = _write(tmp_path, {"nodes": nodes, "pods": pods})
+    wide = runner.invoke(app, ["solve", str(path)], env={"COLUMNS": "200"})
+    assert "nvidia.com/gpu" in wide.stdout and "50% of 4" in wide.stdout
+    narrow = runner.invoke(app, ["solve", str(path)], env={"COLUMNS": "60"})
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 60

@@ -209,6 +209,7 @@ def _pod(item: Field) -> Pod:
         claims=claims,
         ephemeral_claims=tuple(sorted(ephemeral)),
         terminating=meta.get("deletionTimestamp").present(),
+        nominated_node=status.get("nominatedNodeName").text() or None,
     )
 
 
