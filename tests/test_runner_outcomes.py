@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.error
+import urllib.request
 from concurrent.futures import wait
 from typing import Any
 
@@ -24,6 +26,7 @@ from placer.kube.actions import Actions
 from placer.kube.assume import AssumeCache
 from placer.kube.policy import Outcome, Policy, Response, Result, Timeouts
 from placer.kube.runner import Runner
+from placer.kube.serving import serve
 from placer.models import Pod, Step
 
 P = Pod(name="p", uid="u1")
@@ -303,3 +306,29 @@ def test_a_refused_plan_bind_says_nothing_was_scheduled_and_books_nothing() -> N
     r._advance(r.cluster())
     assert [c for c in binder.calls if c[0] != "bind"] == []  # no Scheduled event, no moved-at
     assert len(r.assumed) == 0 and r.plan is None
+
+
+def test_the_probes_answer_with_their_reason_and_metrics_show_ages() -> None:
+    r = make_runner(metricsPort=0)
+    r.informers["Pod"].last_event = time.monotonic() - 42
+    server = serve(0, r.metrics, r.health, r.readiness)
+    port = server.server_address[1]
+    try:
+
+        def get(path: str) -> tuple[int, str]:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
+                    return resp.status, resp.read().decode()
+            except urllib.error.HTTPError as err:
+                return err.code, err.read().decode()
+
+        code, body = get("/readyz")
+        assert code == 503 and body.startswith("caches not synced")
+        assert get("/healthz") == (200, "ok")
+        code, text = get("/metrics")
+        assert code == 200
+        (age,) = [ln for ln in text.splitlines() if ln.startswith('placer_watch_event_age_seconds{kind="Pod"}')]
+        assert float(age.split()[-1]) >= 42
+        assert "placer_plan_in_progress 0.0" in text and "placer_cycle_errors_total" in text
+    finally:
+        server.shutdown()
