@@ -291,7 +291,8 @@ def run(
     from placer.kube.client import api_client  # noqa: PLC0415
     from placer.kube.runner import Runner  # noqa: PLC0415
 
-    runner = Runner(api_client(kubeconfig), cfg, identity or os.environ.get("POD_NAME") or socket.gethostname())
+    who = identity or os.environ.get("POD_NAME") or socket.gethostname()
+    runner = Runner(api_client(kubeconfig, who), cfg, who)
     raise typer.Exit(runner.run())
 
 
