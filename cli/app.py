@@ -8,7 +8,7 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import asdict, replace
 from enum import StrEnum
 from importlib.metadata import version
 from pathlib import Path
@@ -21,8 +21,9 @@ from rich.console import Console
 from rich.table import Table
 
 from placer.check import find_fixtures, run_fixture
-from placer.cli.render import render_compare, render_outcome
+from placer.cli.render import render_compare, render_explanation, render_outcome
 from placer.errors import InputError
+from placer.explain import explain_pod
 from placer.inputs import cluster_schema, load_cluster, read_cluster
 from placer.models import (
     BASELINES,
@@ -229,6 +230,40 @@ def _live(kubeconfig: str | None, context: str | None) -> Cluster:
 
     source, data = read_live(kubeconfig, context)
     return read_cluster(source, data)
+
+
+@app.command()
+def explain(
+    pod: Annotated[str, typer.Argument(help="the pod, namespace/name")],
+    file: Annotated[Path, typer.Argument(help="kubectl List dump or native-schema cluster")],
+    output: Annotated[Output, typer.Option("--output", "-o", help="text, json or yaml")] = Output.text,
+    scheduler_name: Annotated[str | None, typer.Option(help="the scheduler whose batch it is; '*' all")] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML/JSON engine configuration")] = None,
+    time_limit: Annotated[float | None, typer.Option(min=0.01, help="solver time limit in seconds")] = None,
+) -> None:
+    """One pod's whole story: the filters that turned nodes away, the nodes left and what each
+    costs, and the decision (its node, or why it stays pending, and the evictions made for it)."""
+    try:
+        cfg = load_config(config)
+        cluster = load_cluster(file)
+    except InputError as exc:
+        raise _fail(str(exc)) from None
+    updates: dict[str, Any] = {}
+    if scheduler_name is not None:
+        updates["scheduler_name"] = scheduler_name
+    if time_limit is not None:
+        updates["solver"] = cfg.solver.model_copy(update={"time_limit": time_limit})
+    story = explain_pod(cluster, SolveOptions(config=cfg.model_copy(update=updates)), pod)
+    if story is None:
+        raise _fail(f"{file}: no pod {pod!r} (give namespace/name)")
+    if output is not Output.text:
+        data = asdict(story)
+        data["filters"] = story.filters.model_dump(by_alias=True) if story.filters else None
+        data["evictions"] = [e.model_dump(by_alias=True) for e in story.evictions]
+        text = json.dumps(data, indent=2) if output is Output.json else yaml.safe_dump(data, sort_keys=False)
+        typer.echo(text, nl=output is Output.json)
+        return
+    render_explanation(Console(), story)
 
 
 @app.command()

@@ -303,3 +303,26 @@ def test_plot_draws_a_png_and_says_what_to_install_without_matplotlib(
     missing = tmp_path / "missing.png"
     res = runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--plot", str(missing)])
     assert res.exit_code == 2 and "pip install 'placer[plot]'" in res.stderr and not missing.exists()
+
+
+def test_explain_tells_one_pods_whole_story(tmp_path: Path) -> None:
+    pods = [
+        pod("job", cpu="2", node="a", restartPolicy="Never"),
+        pod("web", cpu="2"),
+        pod("small", cpu="1", creationTimestamp="2024-01-01T00:00:00Z"),
+        pod("other", schedulerName="default-scheduler"),
+    ]
+    path = _write(tmp_path, {"nodes": [node("a", cpu="2"), node("b", cpu="1")], "pods": pods})
+    story = json.loads(runner.invoke(app, ["explain", "default/web", str(path), "-o", "json"]).stdout)
+    assert story["in_batch"] and story["node"] == "a" and story["feasible"] == 0
+    (filt,) = story["filters"]["filters"]
+    assert (filt["filter"], filt["resource"], filt["nodes"]) == ("NodeResourcesFit", "cpu", 2)
+    assert [e["pod"] for e in story["evictions"]] == ["default/job"]
+    small = json.loads(runner.invoke(app, ["explain", "default/small", str(path), "-o", "json"]).stdout)
+    assert [c["node"] for c in small["candidates"]] == ["b"] and small["candidates"][0]["chosen"]
+    other = runner.invoke(app, ["explain", "default/other", str(path)], env={"COLUMNS": "200"})
+    assert "addressed to scheduler 'default-scheduler'" in other.stdout
+    text = runner.invoke(app, ["explain", "default/web", str(path)], env={"COLUMNS": "200"})
+    assert "Decision: placed on a" in text.stdout and "default/job on a is preempted" in text.stdout
+    missing = runner.invoke(app, ["explain", "default/nope", str(path)])
+    assert missing.exit_code == 2 and "no pod 'default/nope'" in missing.stderr
