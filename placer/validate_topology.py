@@ -204,10 +204,13 @@ class TopologyRules:
     def __init__(self, cluster: Cluster, running: Iterable[Pod], spread_nodes: SpreadNodes) -> None:
         self.nodes = {n.name: n for n in cluster.nodes}
         self.namespaces = cluster.namespaces
-        self.running = [
-            _Placed.of(p, self.nodes[p.node_name], batch=False) for p in running if p.node_name in self.nodes
-        ]
-        self.repellers = _Repellers(e for e in self.running if e.pod.pod_anti_affinity)
+        self._pods = running if isinstance(running, list) else list(running)
+        self._running: list[_Placed] | None = None
+        self.repellers = _Repellers(
+            _Placed.of(p, self.nodes[p.node_name], batch=False)
+            for p in self._pods
+            if p.pod_anti_affinity and p.node_name is not None and p.node_name in self.nodes
+        )
         self._spread_nodes = spread_nodes
         self._domains: Domains = {}
         # (term, pod) by identity -> whether the term matches the pod; the value keeps both alive.
@@ -217,6 +220,18 @@ class TopologyRules:
         self._eligible: dict[str, frozenset[str]] = {}
         self._signatures: dict[tuple[str, int], tuple[str, str]] = {}
         self._base_counts: dict[str, dict[str, int]] = {}
+
+    @property
+    def running(self) -> list[_Placed]:
+        """The running pods where they run (built on first use: most checks never need them)."""
+        if self._running is None:
+            nodes = self.nodes
+            self._running = [
+                _Placed.of(p, nodes[p.node_name], batch=False)
+                for p in self._pods
+                if p.node_name is not None and p.node_name in nodes
+            ]
+        return self._running
 
     @staticmethod
     def constrained(pod: Pod) -> bool:

@@ -21,10 +21,6 @@ from placer.plan import Plan, PlannedEviction, StepSpec
 from placer.service import Decision, check_decision, decide, pending_batch
 from placer.validate import validate_placements
 
-# Unsound before the guard checked the whole cluster and the validator knew terminating pods.
-VIEW_ONLY = pytest.mark.xfail(strict=True, reason="the guard checks only the nodes the answer touches")
-TERM_ONLY = pytest.mark.xfail(strict=True, reason="the validator places terminating pending pods")
-
 CONFIG = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 5}})
 
 
@@ -163,7 +159,6 @@ def _preemption(state: Any, victim: Any, preemptor: Any, node: str) -> Plan:
     )
 
 
-@VIEW_ONLY
 def test_a_plan_that_evicts_although_an_untouched_node_has_room_is_rejected() -> None:
     c = cluster(
         [node("a", cpu="2"), node("b", cpu="2")],
@@ -176,7 +171,6 @@ def test_a_plan_that_evicts_although_an_untouched_node_has_room_is_rejected() ->
     assert any("does not strictly improve" in p for p in problems), problems
 
 
-@VIEW_ONLY
 def test_a_plan_that_leaves_out_a_pod_an_untouched_node_has_room_for_is_rejected() -> None:
     c = cluster(
         [node("a", cpu="2"), node("b", cpu="2"), node("c", cpu="2")],
@@ -196,7 +190,6 @@ def test_a_plan_that_leaves_out_a_pod_an_untouched_node_has_room_for_is_rejected
     assert any("default/also-urgent: left unplaced although it fits on node c" in p for p in problems), problems
 
 
-@VIEW_ONLY
 def test_placements_off_a_selector_only_an_untouched_node_matches_are_rejected() -> None:
     # "when-no-node-matches: ignore-affinity" drops the selector only while NO node matches it.
     c = cluster(
@@ -224,7 +217,6 @@ def _terminating(c: Cluster, name: str) -> Cluster:
     return c.model_copy(update={"pods": pods})
 
 
-@TERM_ONLY
 def test_a_terminating_pending_pod_is_never_placed() -> None:
     c = _terminating(cluster([node("a")], [_placer("leaving", "1"), _placer("staying", "1")]), "leaving")
     state, _ = _state(c)
@@ -235,7 +227,6 @@ def test_a_terminating_pending_pod_is_never_placed() -> None:
     assert not any("default/staying" in p for p in problems), problems
 
 
-@TERM_ONLY
 def test_a_terminating_pending_pod_left_unplaced_is_no_violation() -> None:
     c = _terminating(cluster([node("a")], [_placer("leaving", "1"), _placer("staying", "1")]), "leaving")
     assert validate_placements(c, {"default/staying": "a"}) == []
