@@ -179,8 +179,8 @@ def check_decision(
 def _no_cycle_collection() -> Iterator[None]:
     """Hold Python's cyclic garbage collector during a check: the check allocates many small
     objects next to a heap of tens of thousands of pods, and the collections they trigger would
-    walk that heap again and again (about half of the time at 5,000 nodes). Reference counting
-    still frees everything the check drops; the collector runs again afterwards."""
+    walk that heap again and again (up to half of a plan's check at 5,000 nodes). Reference
+    counting still frees everything the check drops; the collector runs again afterwards."""
     was = gc.isenabled()
     gc.disable()
     try:
