@@ -12,6 +12,10 @@ the engine's own (``placer.service.decide``, computed once and untimed):
   benchmark's heterogeneous nodes, 10 running pods per node, 99 pending pods with selectors,
   affinity, tolerations, host ports and weak-binding annotations); the guard checks the hard rules
   of the placements;
+- anti-affinity, spreading: placements again, on ``benchmarks.generate.cluster(nodes, 10, 0, seed=1)``
+  with the topology benchmark's first batch (``benchmarks.topology.workload_batch``: 3 Deployments
+  x 33 pods with required anti-affinity on the hostname, or DoNotSchedule spreading over zones):
+  the inter-pod rules read the running pods of every domain;
 - plan: ``benchmarks.plan.infeasible(nodes)`` (10 running pods of 700m per 8-cpu node, 99 pending
   pods of 2 cpu that fit nowhere without evictions); the guard checks the whole global plan
   (evictions, steps, final state, the improvement over an answer without evictions).
@@ -32,10 +36,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from benchmarks.generate import cluster as generated_cluster
 from benchmarks.machine import machine_info, report_header
 from benchmarks.plan import infeasible
+from benchmarks.topology import workload_batch
 from placer.engine import Snapshot, build_snapshot
 from placer.models import Cluster, Config, Pod
 from placer.service import Decision, check_decision, decide, pending_batch
@@ -75,8 +81,16 @@ def _case(kind: str, c: Cluster, time_limit: float) -> Case:
     return Case(kind, c, state, batch, decision, config)
 
 
+def _topology_cluster(nodes: int, kind: Literal["anti-affinity", "spreading"]) -> Cluster:
+    base = generated_cluster(nodes, 10, 0, seed=1)
+    pods, replicasets = workload_batch(kind, 0)
+    return base.model_copy(update={"pods": (*base.pods, *pods), "replicasets": (*base.replicasets, *replicasets)})
+
+
 CASES: dict[str, Callable[[int, float], Case]] = {
     "placements": lambda nodes, limit: _case("placements", generated_cluster(nodes, 10, 99, seed=0), limit),
+    "anti-affinity": lambda nodes, limit: _case("anti-affinity", _topology_cluster(nodes, "anti-affinity"), limit),
+    "spreading": lambda nodes, limit: _case("spreading", _topology_cluster(nodes, "spreading"), limit),
     "plan": lambda nodes, limit: _case("plan", infeasible(nodes), limit),
 }
 
@@ -111,7 +125,9 @@ def render(rows: list[Row], command: str) -> str:
         "`placer.service.check_decision` (the independent validator on the whole cluster) on the engine's "
         "own answer; median wall seconds of the repeats, and median CPU seconds of the process (what the "
         "check costs when it has a core to itself: the machine is shared). Placements: "
-        "`benchmarks.generate.cluster(nodes, 10, 99)`, hard rules. Plan: `benchmarks.plan.infeasible(nodes)`, "
+        "`benchmarks.generate.cluster(nodes, 10, 99)`, hard rules; anti-affinity and spreading: placements of the "
+        "topology benchmark's first batch (99 pods, required anti-affinity on the hostname or zone spreading) "
+        "on `benchmarks.generate.cluster(nodes, 10, 0, seed=1)`. Plan: `benchmarks.plan.infeasible(nodes)`, "
         "the whole global plan. Budget at "
         f"5,000 nodes: placements {TARGETS['placements']} s, plan {TARGETS['plan']} s.",
         "",
