@@ -520,9 +520,15 @@ class ClusterIndex:
         self.pods = _PodsByKey(cluster.pods)
         self.running_list: list[Pod] = []  # bound, not Succeeded/Failed, wherever (``running_pods``)
         self.running: dict[str, list[Pod]] = {name: [] for name in self.nodes}
-        for pod in cluster.pods:
+        self._unbound: list[Pod] = []
+        by_name = self.pods.by_name
+        for pod in cluster.pods:  # one pass over what may be tens of thousands of pods
+            if by_name.setdefault(pod.name, pod) is not pod:
+                self.pods.namesake(pod)
             node_name = pod.node_name
-            if node_name is not None and pod.running:
+            if node_name is None:
+                self._unbound.append(pod)
+            elif pod.running:
                 self.running_list.append(pod)
                 on = self.running.get(node_name)
                 if on is not None:
@@ -534,7 +540,7 @@ class ClusterIndex:
     def batch(self, scheduler_name: str) -> list[Pod]:
         """``batch_pods`` (computed once per scheduler name)."""
         if scheduler_name not in self._batches:
-            self._batches[scheduler_name] = batch_pods(self.cluster, scheduler_name)
+            self._batches[scheduler_name] = _batch_of(self._unbound, scheduler_name)
         return self._batches[scheduler_name]
 
     def base(self, name: str) -> NodeState:
@@ -585,24 +591,23 @@ class ClusterIndex:
 
 
 class _PodsByKey(Mapping[str, Pod]):
-    """The cluster's pods by ``namespace/name``, indexed by name on first use (a check looks up a
-    few keys: formatting every pod's key would cost more than the lookups)."""
+    """The cluster's pods by ``namespace/name``, indexed by name (``ClusterIndex`` fills
+    ``by_name`` and reports namesakes): a check looks up a few keys, and formatting every pod's
+    key would cost more than the lookups."""
 
     def __init__(self, pods: Sequence[Pod]) -> None:
         self._pods = pods
-        self._by_name: dict[str, Pod] | None = None
+        self.by_name: dict[str, Pod] = {}  # the first pod of each name
         self._namesakes: dict[str, list[Pod]] = {}  # names used in several namespaces
 
+    def namesake(self, pod: Pod) -> None:
+        """Another pod of a name already in ``by_name``."""
+        self._namesakes.setdefault(pod.name, [self.by_name[pod.name]]).append(pod)
+
     def _named(self, name: str) -> list[Pod]:
-        if self._by_name is None:
-            self._by_name = {}
-            for pod in self._pods:
-                first = self._by_name.setdefault(pod.name, pod)
-                if first is not pod:
-                    self._namesakes.setdefault(pod.name, [first]).append(pod)
         if name in self._namesakes:
             return self._namesakes[name]
-        found = self._by_name.get(name)
+        found = self.by_name.get(name)
         return [] if found is None else [found]
 
     def __getitem__(self, key: str) -> Pod:
@@ -666,9 +671,13 @@ def _matrix(rows: Sequence[Sequence[int]], width: int) -> npt.NDArray[np.int64] 
 def batch_pods(cluster: Cluster, scheduler_name: str = "placer") -> list[Pod]:
     """Pending pods the scheduler must consider: addressed to it, ungated, supported and not being
     deleted (a terminating pod is never placed)."""
+    return _batch_of(cluster.pods, scheduler_name)
+
+
+def _batch_of(pods: Iterable[Pod], scheduler_name: str) -> list[Pod]:
     return [
         p
-        for p in cluster.pods
+        for p in pods
         if p.node_name is None
         and p.pending
         and scheduler_name in ("*", p.scheduler_name)
