@@ -238,3 +238,48 @@ def test_a_terminating_running_pod_holds_its_room_until_gone() -> None:
     decision = Decision([(batch[0], state.index["a"])], [], None, "optimal", 0.0)
     problems = check_decision(c, state, batch, decision, CONFIG)
     assert any("over capacity" in p and "cpu" in p for p in problems), problems
+
+
+def test_the_controller_starts_no_plan_that_evicts_although_an_untouched_node_has_room(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    actions = FakeActions()
+    r = make_runner(actions, metricsPort=0)
+    feed(
+        r,
+        "Node",
+        *(
+            {"kind": "Node", "metadata": {"name": n}, "status": {"allocatable": {"cpu": "2", "memory": "8Gi"}}}
+            for n in ("a", "b")
+        ),
+    )
+    requests = {"name": "c", "resources": {"requests": {"cpu": "2"}}}
+    feed(
+        r,
+        "Pod",
+        {
+            "kind": "Pod",
+            "metadata": {"name": "victim", "namespace": "default", "uid": "uid-victim"},
+            "spec": {"nodeName": "a", "containers": [requests]},
+            "status": {"phase": "Running"},
+        },
+        {
+            "kind": "Pod",
+            "metadata": {"name": "urgent", "namespace": "default", "uid": "uid-urgent"},
+            "spec": {"schedulerName": "placer", "priority": 10, "containers": [requests]},
+        },
+    )
+    c = r.cluster()
+
+    def needless_preemption(cluster: Cluster, state: Any, batch: list[Any], *args: Any, **kwargs: Any) -> Decision:
+        plan = _preemption(state, _pod(cluster, "victim"), batch[0], "a")
+        return Decision(plan.placements, [], plan, "optimal", 0.0)
+
+    monkeypatch.setattr(runner_module, "decide", needless_preemption)
+    r.batcher.sync(["default/urgent"], now=0.0)
+    r.batcher.size = 1
+    r._solve(c)
+    r.pool.shutdown(wait=True)
+    assert r.plan is None  # no plan runs: nothing is evicted, nothing bound
+    assert not [call for call in actions.calls if call[0] in ("bind", "evict")]
+    assert r.metrics.refused.labels(kind="plan")._value.get() == 1
