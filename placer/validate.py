@@ -16,7 +16,9 @@ Rules:
 - host ports: two pods on one node never use the same port and protocol with equal host IPs or
   either host IP ``0.0.0.0``; running pods count;
 - capacity: on every resource a pod requests, plus the pod count (``pods`` allocatable, 110 when
-  the node omits it), running pods and placed pods together fit the node's allocatable;
+  the node omits it), running pods and placed pods together fit the node's allocatable; a
+  terminating running pod holds its room until it is gone;
+- terminating pods: a pending pod being deleted is never placed and is not part of the batch;
 - weak binding (pod annotations): ``placer.io/when-no-node-matches: ignore-affinity`` drops the
   selector/required affinity when no node's labels match; ``placer.io/when-no-node-fits:
   ignore-affinity`` allows non-matching nodes, but only while no matching node has room;
@@ -71,9 +73,13 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
 
 from placer.models import (
     POD_COUNT,
@@ -100,10 +106,13 @@ __all__ = [
     "DEFAULT_MAX_PODS",
     "UNSCHEDULABLE_TAINT",
     "Binding",
+    "ClusterIndex",
+    "NodeLabels",
     "NodeState",
     "affinity_binding",
     "allocatable",
     "batch_pods",
+    "binding_of",
     "demand",
     "eligibility_problems",
     "eviction_refusal",
@@ -218,6 +227,68 @@ def selector_matches(
     if not node_selector_matches(node_selector, node):
         return False
     return required_terms is None or terms_match(required_terms, node)
+
+
+class NodeLabels:
+    """Which nodes match a selector, answered from the nodes' label values instead of node by node.
+
+    A requirement reads one label, so it is decided once per distinct value of its key (and once
+    for the nodes without the key) with ``requirement_matches`` itself; a term intersects its
+    requirements' nodes, required affinity unites its terms', nodeSelector intersects its pairs'.
+    Answers are cached per (nodeSelector, required terms): pods of one workload ask once.
+    """
+
+    def __init__(self, nodes: Iterable[Node]) -> None:
+        self.nodes = {n.name: n for n in nodes}
+        self.everyone = frozenset(self.nodes)
+        self._values: dict[str, dict[str, set[str]]] = {}
+        self._selections: dict[tuple[object, ...], frozenset[str]] = {}
+
+    def _by_value(self, key: str) -> dict[str, set[str]]:
+        if key not in self._values:
+            out: dict[str, set[str]] = {}
+            for name, node in self.nodes.items():
+                if key in node.labels:
+                    out.setdefault(node.labels[key], set()).add(name)
+            self._values[key] = out
+        return self._values[key]
+
+    def requirement(self, req: NodeSelectorRequirement) -> set[str]:
+        """The nodes whose labels satisfy one ``matchExpressions`` requirement."""
+        by_value = self._by_value(req.key)
+        out: set[str] = set()
+        for value, names in by_value.items():
+            if requirement_matches(req, {req.key: value}):
+                out |= names
+        if requirement_matches(req, {}):
+            out |= self.everyone.difference(*by_value.values())
+        return out
+
+    def term(self, term: NodeSelectorTerm) -> set[str]:
+        """The nodes a node selector term matches (``term_matches`` for every node)."""
+        if not term.match_expressions and not term.match_fields:
+            return set()
+        out = set(self.everyone)
+        for req in term.match_expressions:
+            out &= self.requirement(req)
+        for req in term.match_fields:
+            out = {name for name in out if field_matches(req, self.nodes[name])}
+        return out
+
+    def matching(
+        self, node_selector: Mapping[str, str], required_terms: Sequence[NodeSelectorTerm] | None
+    ) -> frozenset[str]:
+        """The nodes ``selector_matches`` accepts."""
+        cache_key = (tuple(sorted(node_selector.items())), None if required_terms is None else tuple(required_terms))
+        found = self._selections.get(cache_key)
+        if found is None:
+            out = set(self.everyone)
+            for key, value in node_selector.items():
+                out &= self._by_value(key).get(value, set())
+            if required_terms is not None:
+                out &= set().union(*(self.term(t) for t in required_terms))
+            found = self._selections[cache_key] = frozenset(out)
+        return found
 
 
 # --- taints -----------------------------------------------------------------------------------
@@ -361,7 +432,11 @@ class Binding:
 
 def affinity_binding(pod: Pod, nodes: Iterable[Node]) -> Binding:
     """The pod's binding mode and the names of the nodes whose labels match it."""
-    matching = frozenset(n.name for n in nodes if selector_matches(pod.node_selector, pod.required_terms, n))
+    return binding_of(pod, NodeLabels(nodes).matching(pod.node_selector, pod.required_terms))
+
+
+def binding_of(pod: Pod, matching: frozenset[str]) -> Binding:
+    """The pod's binding mode, given the names of the nodes whose labels match it."""
     if not matching and pod.annotations.get(WHEN_NO_NODE_MATCHES) == IGNORE_AFFINITY:
         return Binding("dropped", matching)
     if matching and pod.annotations.get(WHEN_NO_NODE_FITS) == IGNORE_AFFINITY:
@@ -404,10 +479,15 @@ class NodeState:
 
     def remove(self, pod: Pod) -> None:
         """Take a batch pod off the node again (the inverse of ``add(pod, batch=True)``)."""
+        self.release(pod)
+        self.placed.remove(pod)
+
+    def release(self, pod: Pod) -> None:
+        """Free what the pod holds here (its resources and host ports)."""
         for r, v in demand(pod).items():
             self.used[r] -= v
-        self.ports = [(k, p) for k, p in self.ports if k != pod.key]
-        self.placed.remove(pod)
+        if pod.host_ports:
+            self.ports = [(k, p) for k, p in self.ports if k != pod.key]
 
     def shortages(self, pod: Pod, *, without: Sequence[Pod] = ()) -> list[str]:
         """Resources the node lacks for one more pod (after taking ``without`` off), as reasons."""
@@ -449,25 +529,181 @@ def final_states(cluster: Cluster, placed: Iterable[tuple[Pod, str]]) -> dict[st
     ``placed`` holds (pod, node name) pairs whose node exists; running pods bound to a node that
     is not in the cluster are ignored.
     """
-    states = {n.name: NodeState(n) for n in cluster.nodes}
-    for pod in cluster.pods:
-        if pod.running and pod.node_name in states:
-            states[pod.node_name].add(pod, batch=False)
-    for pod, node_name in placed:
-        states[node_name].add(pod, batch=True)
-    return states
+    return ClusterIndex(cluster).states(placed)
+
+
+class ClusterIndex:
+    """What every check reads from one cluster, computed once per validation instead of per check:
+    the pods by key, the running pods (in the cluster's order, and by node with what they hold
+    there), the nodes' labels (``NodeLabels``) and the running pods per priority key."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.nodes = {n.name: n for n in cluster.nodes}
+        self.labels = NodeLabels(cluster.nodes)
+        self.pods = _PodsByKey(cluster.pods)
+        self.running_list: list[Pod] = []  # bound, not Succeeded/Failed, wherever (``running_pods``)
+        self.running: dict[str, list[Pod]] = {name: [] for name in self.nodes}
+        self._unbound: list[Pod] = []
+        by_name = self.pods.by_name
+        for pod in cluster.pods:  # one pass over what may be tens of thousands of pods
+            if by_name.setdefault(pod.name, pod) is not pod:
+                self.pods.namesake(pod)
+            node_name = pod.node_name
+            if node_name is None:
+                self._unbound.append(pod)
+            elif pod.running:
+                self.running_list.append(pod)
+                on = self.running.get(node_name)
+                if on is not None:
+                    on.append(pod)
+        self._base: dict[str, NodeState] = {}
+        self._keys: dict[Tiers, dict[Key, int]] = {}
+        self._batches: dict[str, list[Pod]] = {}
+
+    def batch(self, scheduler_name: str) -> list[Pod]:
+        """``batch_pods`` (computed once per scheduler name)."""
+        if scheduler_name not in self._batches:
+            self._batches[scheduler_name] = _batch_of(self._unbound, scheduler_name)
+        return self._batches[scheduler_name]
+
+    def base(self, name: str) -> NodeState:
+        """The node with its running pods only (computed once; never modified)."""
+        state = self._base.get(name)
+        if state is None:
+            state = self._base[name] = NodeState(self.nodes[name])
+            used, ports = state.used, state.ports
+            for pod in self.running[name]:
+                for r, v in pod.requests.items():
+                    if v > 0 and r != POD_COUNT:
+                        used[r] = used.get(r, 0) + v
+                if pod.host_ports:
+                    ports.extend((pod.key, p) for p in pod.host_ports)
+            if self.running[name]:
+                used[POD_COUNT] = len(self.running[name])
+        return state
+
+    def states(
+        self, placed: Iterable[tuple[Pod, str]], *, gone: Collection[str] = (), nodes: Iterable[str] | None = None
+    ) -> dict[str, NodeState]:
+        """The nodes (every node, or ``nodes`` and those of ``placed``) with their running pods but
+        ``gone`` (pod keys), and the ``placed`` pods."""
+        placed = list(placed)
+        names = self.nodes.keys() if nodes is None else {*nodes, *(name for _, name in placed)}
+        states = {}
+        for name in names:
+            b = self.base(name)
+            states[name] = NodeState(b.node, dict(b.used), list(b.ports))
+        for key in gone:
+            pod = self.pods.get(key)
+            if pod is not None and pod.running and pod.node_name in states:
+                states[pod.node_name].release(pod)
+        for pod, node_name in placed:
+            states[node_name].add(pod, batch=True)
+        return states
+
+    def running_keys(self, restart_tiers: Tiers) -> dict[Key, int]:
+        """Running pods on nodes of the cluster, counted per priority key."""
+        if restart_tiers not in self._keys:
+            alike = Counter((p.priority, p.restart_policy) for pods in self.running.values() for p in pods)
+            out: dict[Key, int] = {}
+            for (priority, policy), count in alike.items():
+                key = (priority, RESTART_TIERS[policy] if restart_tiers else 0)
+                out[key] = out.get(key, 0) + count
+            self._keys[restart_tiers] = out
+        return self._keys[restart_tiers]
+
+
+class _PodsByKey(Mapping[str, Pod]):
+    """The cluster's pods by ``namespace/name``, indexed by name (``ClusterIndex`` fills
+    ``by_name`` and reports namesakes): a check looks up a few keys, and formatting every pod's
+    key would cost more than the lookups."""
+
+    def __init__(self, pods: Sequence[Pod]) -> None:
+        self._pods = pods
+        self.by_name: dict[str, Pod] = {}  # the first pod of each name
+        self._namesakes: dict[str, list[Pod]] = {}  # names used in several namespaces
+
+    def namesake(self, pod: Pod) -> None:
+        """Another pod of a name already in ``by_name``."""
+        self._namesakes.setdefault(pod.name, [self.by_name[pod.name]]).append(pod)
+
+    def _named(self, name: str) -> list[Pod]:
+        if name in self._namesakes:
+            return self._namesakes[name]
+        found = self.by_name.get(name)
+        return [] if found is None else [found]
+
+    def __getitem__(self, key: str) -> Pod:
+        namespace, _, name = key.partition("/")
+        for pod in self._named(name):
+            if pod.namespace == namespace:
+                return pod
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (p.key for p in self._pods)
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+
+class _Free:
+    """Free room per node on the resources some pods ask for, as one matrix (nodes by name): the
+    nodes with room for a pod's requests at once, so the exact per-node checks (``NodeState``,
+    eligibility, topology) run only where the pod could fit. Call ``refresh`` after a state changes."""
+
+    def __init__(self, states: Mapping[str, NodeState], pods: Iterable[Pod]) -> None:
+        self.states = states
+        self.names = sorted(states)
+        self.row = {name: i for i, name in enumerate(self.names)}
+        self.resources = sorted({r for p in pods for r in demand(p)} | {POD_COUNT})
+        self.col = {r: j for j, r in enumerate(self.resources)}
+        rows = [self._row(states[name]) for name in self.names]
+        self.free = _matrix(rows, len(self.resources))
+
+    def _row(self, state: NodeState) -> list[int]:
+        have, used = state.node.allocatable, state.used
+        return [have.get(r, DEFAULT_MAX_PODS if r == POD_COUNT else 0) - used.get(r, 0) for r in self.resources]
+
+    def refresh(self, name: str) -> None:
+        self.free[self.row[name]] = _matrix([self._row(self.states[name])], len(self.resources))[0]
+
+    def with_room(self, pod: Pod) -> list[str]:
+        """The nodes (by name) where the pod's requests fit the free room; every node when the pod
+        asks for a resource the matrix does not hold."""
+        need = [0] * len(self.resources)
+        for r, v in demand(pod).items():
+            if r not in self.col:
+                return list(self.names)
+            need[self.col[r]] = v
+        fits = (self.free >= _matrix([need], len(need))).all(axis=1)
+        return [self.names[i] for i in np.flatnonzero(fits)]
+
+
+def _matrix(rows: Sequence[Sequence[int]], width: int) -> npt.NDArray[np.int64] | npt.NDArray[np.object_]:
+    """Exact integers as an int64 matrix, or as Python integers where a value leaves int64."""
+    try:
+        return np.array(rows, dtype=np.int64).reshape(len(rows), width)
+    except OverflowError:
+        return np.array(rows, dtype=object).reshape(len(rows), width)
 
 
 # --- the batch ---------------------------------------------------------------------------------
 
 
 def batch_pods(cluster: Cluster, scheduler_name: str = "placer") -> list[Pod]:
-    """Pending pods the scheduler must consider: addressed to it, ungated, supported and not
-    being deleted."""
+    """Pending pods the scheduler must consider: addressed to it, ungated, supported and not being
+    deleted (a terminating pod is never placed)."""
+    return _batch_of(cluster.pods, scheduler_name)
+
+
+def _batch_of(pods: Iterable[Pod], scheduler_name: str) -> list[Pod]:
     return [
         p
-        for p in cluster.pods
-        if p.pending
+        for p in pods
+        if p.node_name is None
+        and p.pending
         and scheduler_name in ("*", p.scheduler_name)
         and not p.scheduling_gates
         and p.unsupported is None
@@ -515,23 +751,35 @@ def _topology(cluster: Cluster, running: Iterable[Pod], placed: Iterable[tuple[P
 
 @dataclass
 class _Context:
-    cluster: Cluster
-    nodes: dict[str, Node]
-    bindings: dict[str, Binding]
+    index: ClusterIndex
     restart_tiers: Tiers
+    bindings: dict[str, Binding] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, cluster: Cluster, restart_tiers: Tiers) -> _Context:
+        return cls(ClusterIndex(cluster), restart_tiers)
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.index.cluster
+
+    @property
+    def nodes(self) -> dict[str, Node]:
+        return self.index.nodes
 
     def binding(self, pod: Pod) -> Binding:
         if pod.key not in self.bindings:
-            self.bindings[pod.key] = affinity_binding(pod, self.cluster.nodes)
+            matching = self.index.labels.matching(pod.node_selector, pod.required_terms)
+            self.bindings[pod.key] = binding_of(pod, matching)
         return self.bindings[pod.key]
 
 
 def _resolve(
-    cluster: Cluster, placements: Mapping[str, str], scheduler_name: str, violations: list[Violation]
+    index: ClusterIndex, placements: Mapping[str, str], scheduler_name: str, violations: list[Violation]
 ) -> list[tuple[Pod, str]]:
     """(pod, node name) of the placements whose pod and node exist; the others are violations."""
-    pods = {p.key: p for p in cluster.pods}
-    nodes = {n.name for n in cluster.nodes}
+    pods = index.pods
+    nodes = index.nodes
     out: list[tuple[Pod, str]] = []
     for key, node_name in sorted(placements.items()):
         pod = pods.get(key)
@@ -563,7 +811,9 @@ def _resolve(
                 Violation("placement", key, f"{key}: placed on {node_name} but it waits on scheduling gates")
             )
         if pod.terminating:
-            violations.append(Violation("placement", key, f"{key}: placed on {node_name} but it is being deleted"))
+            violations.append(
+                Violation("placement", key, f"{key}: placed on {node_name} but the pod is terminating (being deleted)")
+            )
         if scheduler_name not in ("*", pod.scheduler_name):
             text = f"{key}: placed on {node_name} but it is addressed to scheduler {pod.scheduler_name!r}"
             violations.append(Violation("placement", key, text))
@@ -602,10 +852,10 @@ def _node_violations(states: Mapping[str, NodeState]) -> list[Violation]:
 
 
 def _matching_node_with_room(
-    pod: Pod, binding: Binding, states: Mapping[str, NodeState], topology: TopologyState
+    pod: Pod, binding: Binding, states: Mapping[str, NodeState], topology: TopologyState, free: _Free
 ) -> str | None:
     """A node matching the pod's affinity that could still take it, if any (first by name)."""
-    for other in sorted(binding.matching):
+    for other in sorted(binding.matching.intersection(free.with_room(pod))):
         target = states[other]
         if (
             not eligibility_problems(pod, target.node, binding)
@@ -616,7 +866,9 @@ def _matching_node_with_room(
     return None
 
 
-def _relaxed_violations(ctx: _Context, states: Mapping[str, NodeState], topology: TopologyState) -> list[Violation]:
+def _relaxed_violations(
+    ctx: _Context, states: Mapping[str, NodeState], topology: TopologyState, free: _Free
+) -> list[Violation]:
     """A relaxed-affinity pod may use a non-matching node only while no matching node has room."""
     out: list[Violation] = []
     for name, state in sorted(states.items()):
@@ -624,7 +876,7 @@ def _relaxed_violations(ctx: _Context, states: Mapping[str, NodeState], topology
             binding = ctx.binding(pod)
             if binding.mode != "relaxed" or name in binding.matching:
                 continue
-            other = _matching_node_with_room(pod, binding, states, topology)
+            other = _matching_node_with_room(pod, binding, states, topology, free)
             if other is not None:
                 text = (
                     f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
@@ -635,14 +887,17 @@ def _relaxed_violations(ctx: _Context, states: Mapping[str, NodeState], topology
 
 
 def _left_out_violations(
-    ctx: _Context, states: Mapping[str, NodeState], left: Sequence[Pod], topology: TopologyState
+    ctx: _Context, states: Mapping[str, NodeState], left: Sequence[Pod], topology: TopologyState, free: _Free
 ) -> list[Violation]:
     """Maximality and priority for the unplaced pods of the batch."""
     out: list[Violation] = []
+    holding = {name for name, state in states.items() if state.placed}
     for pod in left:
         key = pod_key(pod, restart_tiers=ctx.restart_tiers)
         binding = ctx.binding(pod)
-        for name, state in sorted(states.items()):
+        # A node without room for the pod and without batch pods to take off cannot take it.
+        for name in sorted(holding.union(free.with_room(pod))):
+            state = states[name]
             if eligibility_problems(pod, state.node, binding):
                 continue
             if not state.room_problems(pod) and topology.allows(pod, name):
@@ -670,12 +925,12 @@ def gang_violations(cluster: Cluster, placements: Mapping[str, str], scheduler_n
 
 
 def gang_rule_violations(
-    cluster: Cluster, placements: Mapping[str, str], scheduler_name: str = "placer"
+    cluster: Cluster, placements: Mapping[str, str], scheduler_name: str = "placer", index: ClusterIndex | None = None
 ) -> list[Violation]:
     """A gang (pods sharing ``gang`` in a namespace) is placed whole or not at all, and never
     while fewer than its ``gang_size`` pods are pending."""
     members: dict[str, list[Pod]] = {}
-    for pod in batch_pods(cluster, scheduler_name):
+    for pod in batch_pods(cluster, scheduler_name) if index is None else index.batch(scheduler_name):
         if pod.gang:
             members.setdefault(f"{pod.namespace}/{pod.gang}", []).append(pod)
     out: list[Violation] = []
@@ -708,12 +963,12 @@ def hard_rule_violations(
     """
     violations: list[Violation] = []
     cluster = holding_nominations(cluster, scheduler_name)
-    resolved = _resolve(cluster, placements, scheduler_name, violations)
-    ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, True)
+    ctx = _Context.of(cluster, True)
+    resolved = _resolve(ctx.index, placements, scheduler_name, violations)
     violations += _eligibility_violations(ctx, resolved)
-    violations += _node_violations(final_states(cluster, resolved))
-    violations += _topology(cluster, running_pods(cluster), resolved).lines()
-    violations += gang_rule_violations(cluster, placements, scheduler_name)
+    violations += _node_violations(ctx.index.states(resolved, nodes=()))
+    violations += _topology(cluster, ctx.index.running_list, resolved).lines()
+    violations += gang_rule_violations(cluster, placements, scheduler_name, ctx.index)
     return violations
 
 
@@ -747,18 +1002,19 @@ def placement_violations(
     """
     violations: list[Violation] = []
     cluster = holding_nominations(cluster, scheduler_name)
-    resolved = _resolve(cluster, placements, scheduler_name, violations)
-    ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, restart_tiers)
-    states = final_states(cluster, resolved)
-    topology = _topology(cluster, running_pods(cluster), resolved)
+    ctx = _Context.of(cluster, restart_tiers)
+    resolved = _resolve(ctx.index, placements, scheduler_name, violations)
+    states = ctx.index.states(resolved)
+    topology = _topology(cluster, ctx.index.running_list, resolved)
+    # Gang members are all-or-nothing: one fitting alone proves nothing about the whole gang.
+    left = [p for p in ctx.index.batch(scheduler_name) if p.key not in placements and not p.gang]
+    free = _Free(states, [*left, *(pod for pod, _ in resolved)])
     violations += _eligibility_violations(ctx, resolved)
     violations += _node_violations(states)
     violations += topology.lines()
-    violations += _relaxed_violations(ctx, states, topology)
-    violations += gang_rule_violations(cluster, placements, scheduler_name)
-    # Gang members are all-or-nothing: one fitting alone proves nothing about the whole gang.
-    left = [p for p in batch_pods(cluster, scheduler_name) if p.key not in placements and not p.gang]
-    violations += _left_out_violations(ctx, states, left, topology)
+    violations += _relaxed_violations(ctx, states, topology, free)
+    violations += gang_rule_violations(cluster, placements, scheduler_name, ctx.index)
+    violations += _left_out_violations(ctx, states, left, topology, free)
     return violations
 
 
@@ -826,14 +1082,22 @@ def kept_vector(
     Running pods count when bound to a node of the cluster; moved pods keep running (their
     replacement takes over), preempted ones (keys in ``preempted``) do not.
     """
-    nodes = {n.name for n in cluster.nodes}
-    gone = set(preempted)
-    out: dict[Key, int] = {}
-    running = [p for p in cluster.pods if p.running and p.node_name in nodes and p.key not in gone]
-    for pod in [*running, *placed]:
+    return _kept(ClusterIndex(cluster), placed, preempted, restart_tiers=restart_tiers)
+
+
+def _kept(
+    index: ClusterIndex, placed: Iterable[Pod], preempted: Iterable[str], *, restart_tiers: Tiers
+) -> dict[Key, int]:
+    """``kept_vector`` from the index's running pods per key."""
+    out = dict(index.running_keys(restart_tiers))
+    gone = [index.pods.get(k) for k in set(preempted)]
+    for pod in gone:
+        if pod is not None and pod.running and pod.node_name in index.nodes:
+            out[pod_key(pod, restart_tiers=restart_tiers)] -= 1
+    for pod in placed:
         key = pod_key(pod, restart_tiers=restart_tiers)
         out[key] = out.get(key, 0) + 1
-    return out
+    return {k: v for k, v in out.items() if v}
 
 
 def per_key(vectors: Sequence[Mapping[Key, int]]) -> list[list[int]]:
@@ -891,7 +1155,7 @@ def _resolve_placements(
         else:
             pending[p.pod] = p.node
     unresolved: list[Violation] = []
-    for pod, node_name in _resolve(cluster, pending, plan.scheduler_name, unresolved):
+    for pod, node_name in _resolve(plan.ctx.index, pending, plan.scheduler_name, unresolved):
         plan.pending[pod.key] = (pod, node_name)
     out += texts(unresolved)
     return replacements
@@ -900,7 +1164,7 @@ def _resolve_placements(
 def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Eviction]) -> list[str]:
     """Who may be evicted, how (move or preempt) and for whom."""
     out: list[str] = []
-    pods = {p.key: p for p in cluster.pods}
+    pods = plan.ctx.index.pods
     for e in evictions:
         what = f"eviction of {e.pod} ({e.kind})"
         pod = pods.get(e.pod)
@@ -978,10 +1242,10 @@ def _replacement_violations(plan: _Plan, replacements: Sequence[Placement]) -> l
     return out
 
 
-def _cap_violations(cluster: Cluster, evictions: Sequence[Eviction], max_evictions: int | None) -> list[str]:
+def _cap_violations(index: ClusterIndex, evictions: Sequence[Eviction], max_evictions: int | None) -> list[str]:
     """Every budget's evictions at most its disruptionsAllowed; all of them at most max_evictions."""
     out: list[str] = []
-    pods = {p.key: p for p in cluster.pods}
+    cluster, pods = index.cluster, index.pods
     evicted = [pods[e.pod] for e in evictions if e.pod in pods]
     for budget in cluster.pdbs:
         hit = sorted(
@@ -1065,11 +1329,13 @@ def _order(steps: Sequence[Step], edges: Mapping[int, Sequence[int]], rank: Mapp
 
 
 def _simulate(plan: _Plan, cluster: Cluster, steps: Mapping[int, Step], order: Sequence[int]) -> dict[int, list[str]]:
-    """Run the steps in ``order`` from the running pods; what each bind lacks when it runs."""
-    rooms = {name: _Room(node) for name, node in plan.ctx.nodes.items()}
-    for pod in cluster.pods:
-        if pod.running and pod.node_name in rooms:
-            rooms[pod.node_name].add(pod)
+    """Run the steps in ``order`` from the running pods; what each bind lacks when it runs (only
+    the nodes the steps name change, so only theirs are simulated)."""
+    index = plan.ctx.index
+    rooms = {name: _Room(index.nodes[name]) for name in {st.node for st in steps.values()} if name in index.nodes}
+    for name, room in rooms.items():
+        for pod in index.running[name]:
+            room.add(pod)
     evicted: set[str] = set()
     out: dict[int, list[str]] = {}
     for sid in order:
@@ -1226,10 +1492,7 @@ def _bind_eligibility(plan: _Plan, steps: Sequence[Step]) -> list[str]:
 def _plan_states(plan: _Plan, cluster: Cluster, *, replacements_placed: bool) -> dict[str, NodeState]:
     """Nodes after the plan: running pods not evicted, replacements, and the placed pending pods
     (``placed``; replacements too when ``replacements_placed``)."""
-    states = {name: NodeState(node) for name, node in plan.ctx.nodes.items()}
-    for pod in cluster.pods:
-        if pod.running and pod.node_name in states and pod.key not in plan.victims:
-            states[pod.node_name].add(pod, batch=False)
+    states = plan.ctx.index.states([], gone=plan.victims)
     for _, stand_in, node_name in plan.replacements.values():
         states[node_name].add(stand_in, batch=replacements_placed)
     for pod, node_name in plan.pending.values():
@@ -1240,7 +1503,8 @@ def _plan_states(plan: _Plan, cluster: Cluster, *, replacements_placed: bool) ->
 def _plan_topology(plan: _Plan, cluster: Cluster) -> TopologyState:
     """The topology rules after the plan: running pods not evicted; replacements and placed
     pending pods are the batch."""
-    running = [p for p in running_pods(cluster) if p.key not in plan.victims]
+    gone = {id(pod) for pod, _ in plan.victims.values()}
+    running = [p for p in plan.ctx.index.running_list if id(p) not in gone]
     placed = [(stand_in, node_name) for _, stand_in, node_name in plan.replacements.values()]
     placed += list(plan.pending.values())
     return _topology(cluster, running, placed)
@@ -1261,6 +1525,8 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
     out = texts(_node_violations(_plan_states(plan, cluster, replacements_placed=True)))
     out += topology.violations()
     states = _plan_states(plan, cluster, replacements_placed=False)
+    left = [p for p in plan.ctx.index.batch(plan.scheduler_name) if p.key not in plan.pending]
+    free = _Free(states, [*left, *(pod for state in states.values() for pod in state.placed)])
     preempted: dict[str, list[Pod]] = {}
     for pod in plan.preempted().values():
         preempted.setdefault(pod.node_name or "", []).append(pod)
@@ -1272,17 +1538,19 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
             others = [p for p in state.placed if p.key != pod.key]
             if not _keeps_preemptors(plan, preempted.get(name, []), others):
                 continue  # it is the preemptor there: moving it would undo the preemption
-            other = _matching_node_with_room(pod, binding, states, topology)
+            other = _matching_node_with_room(pod, binding, states, topology, free)
             if other is not None:
                 out.append(
                     f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
                     f"ignore-affinity) although matching node {other} has room for it after the plan"
                 )
-    left = [p for p in batch_pods(cluster, plan.scheduler_name) if p.key not in plan.pending]
+    holding = {name for name, state in states.items() if state.placed}
     for pod in left:
         key = plan.key(pod)
         binding = ctx.binding(pod)
-        for name, state in sorted(states.items()):
+        # A node without room for the pod and without batch pods to take off cannot take it.
+        for name in sorted(holding.union(free.with_room(pod))):
+            state = states[name]
             if eligibility_problems(pod, state.node, binding):
                 continue
             if not state.room_problems(pod) and topology.allows(pod, name):
@@ -1310,16 +1578,18 @@ def _first_fit(plan: _Plan, cluster: Cluster) -> list[Pod]:
     """A valid answer without evictions: the batch by key (highest first), each pod on the first
     node with room where the topology rules still hold (matching nodes first for relaxed-affinity
     pods)."""
-    states = final_states(cluster, [])
-    topology = _topology(cluster, running_pods(cluster), [])
+    states = plan.ctx.index.states([])
+    topology = _topology(cluster, plan.ctx.index.running_list, [])
     batch = sorted(
-        batch_pods(cluster, plan.scheduler_name),
+        plan.ctx.index.batch(plan.scheduler_name),
         key=lambda p: (tuple(-k for k in plan.key(p)), p.creation, p.namespace, p.name),
     )
+    free = _Free(states, batch)
     placed: list[Pod] = []
     for pod in batch:
         binding = plan.ctx.binding(pod)
-        names = sorted(states, key=lambda n: (binding.mode == "relaxed" and n not in binding.matching, n))
+        # Only nodes with room for its requests can take it.
+        names = sorted(free.with_room(pod), key=lambda n: (binding.mode == "relaxed" and n not in binding.matching, n))
         for name in names:
             state = states[name]
             if (
@@ -1328,6 +1598,7 @@ def _first_fit(plan: _Plan, cluster: Cluster) -> list[Pod]:
                 and topology.allows(pod, name)
             ):
                 state.add(pod, batch=True)
+                free.refresh(name)
                 topology.add(pod, name)
                 placed.append(pod)
                 break
@@ -1339,9 +1610,9 @@ def _improvement_violations(plan: _Plan, cluster: Cluster) -> list[str]:
     an answer without evictions: here a first-fit one, which the engine's own answer matches or
     beats. A plan that evicts nothing can never do that."""
     tiers = plan.ctx.restart_tiers
-    placed, first_fit = [pod for pod, _ in plan.pending.values()], _first_fit(plan, cluster)
-    with_plan = kept_vector(cluster, placed, plan.preempted(), restart_tiers=tiers)
-    without = kept_vector(cluster, first_fit, restart_tiers=tiers)
+    index = plan.ctx.index
+    with_plan = _kept(index, [pod for pod, _ in plan.pending.values()], plan.preempted(), restart_tiers=tiers)
+    without = _kept(index, _first_fit(plan, cluster), (), restart_tiers=tiers)
     ours, theirs = per_key([with_plan, without])
     if ours > theirs:
         return []
@@ -1371,13 +1642,13 @@ def validate_plan(
         placements = {p.pod: p.node for p in result.placements if p.pod is not None}
         return validate_placements(cluster, placements, restart_tiers=restart_tiers, scheduler_name=scheduler_name)
     cluster = holding_nominations(cluster, scheduler_name)
-    ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, restart_tiers)
+    ctx = _Context.of(cluster, restart_tiers)
     plan = _Plan(ctx=ctx, scheduler_name=scheduler_name)
     violations: list[str] = []
     replacements = _resolve_placements(plan, cluster, result.placements, violations)
     violations += _eviction_violations(plan, cluster, result.evictions)
     violations += _replacement_violations(plan, replacements)
-    violations += _cap_violations(cluster, result.evictions, max_evictions)
+    violations += _cap_violations(ctx.index, result.evictions, max_evictions)
     violations += texts(_eligibility_violations(ctx, [(pod, node) for pod, node in plan.pending.values()]))
     violations += _bind_eligibility(plan, result.steps)
     violations += _step_violations(plan, cluster, result.steps)

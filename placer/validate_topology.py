@@ -204,10 +204,13 @@ class TopologyRules:
     def __init__(self, cluster: Cluster, running: Iterable[Pod], spread_nodes: SpreadNodes) -> None:
         self.nodes = {n.name: n for n in cluster.nodes}
         self.namespaces = cluster.namespaces
-        self.running = [
-            _Placed.of(p, self.nodes[p.node_name], batch=False) for p in running if p.node_name in self.nodes
-        ]
-        self.repellers = _Repellers(e for e in self.running if e.pod.pod_anti_affinity)
+        self._pods = running if isinstance(running, list) else list(running)
+        self._running: list[_Placed] | None = None
+        self.repellers = _Repellers(
+            _Placed.of(p, self.nodes[p.node_name], batch=False)
+            for p in self._pods
+            if p.pod_anti_affinity and p.node_name is not None and p.node_name in self.nodes
+        )
         self._spread_nodes = spread_nodes
         self._domains: Domains = {}
         # (term, pod) by identity -> whether the term matches the pod; the value keeps both alive.
@@ -217,6 +220,33 @@ class TopologyRules:
         self._eligible: dict[str, frozenset[str]] = {}
         self._signatures: dict[tuple[str, int], tuple[str, str]] = {}
         self._base_counts: dict[str, dict[str, int]] = {}
+        self._countable: dict[tuple[str, tuple[tuple[str, str], ...]], list[Node]] | None = None
+        self._by_node: dict[str, list[tuple[int, Pod]]] | None = None
+        self._nodes_by_value: dict[str, dict[str, list[Node]]] = {}
+
+    def countable(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], list[Node]]:
+        """The nodes of the running pods a spread constraint may count (not terminating), by the
+        pods' namespace and labels: a selector is then matched once per distinct label set."""
+        if self._countable is None:
+            self._countable = {}
+            nodes = self.nodes
+            for p in self._pods:
+                if not p.terminating and p.node_name is not None and p.node_name in nodes:
+                    alike = (p.namespace, tuple(sorted(p.labels.items())))
+                    self._countable.setdefault(alike, []).append(nodes[p.node_name])
+        return self._countable
+
+    @property
+    def running(self) -> list[_Placed]:
+        """The running pods where they run (built on first use: most checks never need them)."""
+        if self._running is None:
+            nodes = self.nodes
+            self._running = [
+                _Placed.of(p, nodes[p.node_name], batch=False)
+                for p in self._pods
+                if p.node_name is not None and p.node_name in nodes
+            ]
+        return self._running
 
     @staticmethod
     def constrained(pod: Pod) -> bool:
@@ -294,9 +324,30 @@ class TopologyRules:
         return self._groups[pod.key]
 
     def running_in_domain(self, key: str, value: str) -> list[_Placed]:
-        if key not in self._domains:
-            self._domains[key] = _index(self.running, key)
-        return self._domains[key].get(value, [])
+        """The running pods on nodes whose label ``key`` is ``value``, in the order of ``running``
+        (built per domain on first use: most rules ask about a few domains)."""
+        domains = self._domains.setdefault(key, {})
+        found = domains.get(value)
+        if found is None:
+            if self._by_node is None:
+                self._by_node = {}
+                for position, p in enumerate(self._pods):
+                    if p.node_name is not None:
+                        self._by_node.setdefault(p.node_name, []).append((position, p))
+            if key not in self._nodes_by_value:
+                by_value: dict[str, list[Node]] = {}
+                for node in self.nodes.values():
+                    if key in node.labels:
+                        by_value.setdefault(node.labels[key], []).append(node)
+                self._nodes_by_value[key] = by_value
+            entries = [
+                (at, p, node)
+                for node in self._nodes_by_value[key].get(value, [])
+                for at, p in self._by_node.get(node.name, [])
+            ]
+            entries.sort(key=lambda entry: entry[0])
+            found = domains[value] = [_Placed.of(p, node, batch=False) for _, p, node in entries]
+        return found
 
     def seed_blocked(self, pod: Pod) -> bool:
         """A running pod on a node carrying any of the pod's affinity keys matches all its terms."""
@@ -350,9 +401,13 @@ class TopologyRules:
             eligible = self.eligible(pod, index)
             key = c.topology_key
             counts = {self.nodes[n].labels[key]: 0 for n in eligible if key in self.nodes[n].labels}
-            for e in self.running:
-                if e.node.name in eligible and key in e.node.labels and _counts(c, pod, e.pod):
-                    counts[e.node.labels[key]] += 1
+            # ``_counts`` per label set of the running pods (not terminating, the pod's namespace).
+            for (namespace, labels), where in self.countable().items():
+                if namespace != pod.namespace or not label_selector_matches(c.selector, dict(labels)):
+                    continue
+                for node in where:
+                    if node.name in eligible and key in node.labels:
+                        counts[node.labels[key]] += 1
             self._base_counts[signature] = counts
         return self._base_counts[signature]
 

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `benchmarks/` is not an installed package
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import generate, gpu, packing, run, topology  # noqa: E402
+from benchmarks import generate, gpu, guard, packing, run, topology  # noqa: E402
 from placer.inputs import load_cluster, parse_cluster  # noqa: E402
 from placer.models import Cluster  # noqa: E402
 from placer.service import SolveOptions, pending_batch, solve_cluster  # noqa: E402
@@ -271,3 +271,13 @@ def test_gpu_benchmark_writes_the_report(tmp_path: Path) -> None:
     text = (tmp_path / "gpu.md").read_text(encoding="utf-8")
     assert "| 90.0% | 0 |" in text and "Targets (issue 17):" in text
     assert (tmp_path / "gpu.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_guard_benchmark_writes_the_report_and_the_guard_accepts_the_engines_answers(tmp_path: Path) -> None:
+    out = tmp_path / "guard.md"
+    assert guard.main(["--sizes", "12", "--repeats", "1", "--time-limit", "1", "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| ") and " 12 |" in line]
+    assert [r[0].strip() for r in rows] == list(guard.CASES)
+    assert all(r[-1].strip() == "0" for r in rows)  # the guard accepts every answer of the engine
+    assert int(rows[-1][4]) > 0  # the plan case does evict

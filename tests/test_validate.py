@@ -21,7 +21,7 @@ from builders import (
 )
 
 from placer.inputs import parse_cluster
-from placer.models import Cluster, HostPort, Taint, Toleration
+from placer.models import Cluster, HostPort, Node, Pod, Taint, Toleration
 from placer.validate import (
     go_parse_int,
     hard_violations,
@@ -447,3 +447,18 @@ def test_violations_are_data_with_the_same_words() -> None:
     assert [(v.rule, v.subject) for v in found] == [("capacity", "a"), ("maximality", "default/z")]
     assert found[1].about == ("b",)
     assert [v.text for v in found] == validate_placements(c, placed)
+
+
+@pytest.mark.parametrize(
+    ("asks", "left_out_for_nothing"),
+    [pytest.param(2**69, True, id="fits a node beyond int64"), pytest.param(2**71, False, id="exceeds it")],
+)
+def test_room_beyond_int64_is_compared_exactly(asks: int, left_out_for_nothing: bool) -> None:
+    huge = "example.com/huge"
+    c = Cluster(
+        nodes=(Node(name="n1", allocatable={"cpu": 4000, huge: 2**70}),),
+        pods=(Pod(name="big", scheduler_name="placer", requests={"cpu": 1000, huge: asks}),),
+    )
+    found = validate_placements(c, {})
+    assert bool(found) == left_out_for_nothing, found
+    assert all("left unplaced although it fits on node n1" in v for v in found)
