@@ -127,6 +127,15 @@ class PlanRun:
         return [] if ok else [self._abandoned(s, step, f"bind refused: {reason}")]
 
     # -- progress -------------------------------------------------------------------------------
+    def open_binds(self) -> list[Step]:
+        """The binds still to come (or in flight): the room the plan holds for them, which a
+        batch solved meanwhile must not take."""
+        return [
+            s.spec
+            for s in self.steps.values()
+            if s.spec.kind.effect == Effect.BIND and s.state in ("waiting", "running")
+        ]
+
     @property
     def finished(self) -> bool:
         return all(s.state in ("done", "failed", "abandoned") for s in self.steps.values())

@@ -82,6 +82,7 @@ log = logging.getLogger("placer.controller")
 T = TypeVar("T")
 MOVED_AT = "placer.io/moved-at"
 LABEL_POLICY = "placer.io/when-node-labels-change"
+PLANNED = "~planned"  # name suffix of the stand-in holding a running plan's room for a bind
 TICK = 0.2
 PDB_ATTEMPTS = 3  # evictions refused by a PodDisruptionBudget are tried this many times ...
 PDB_RETRY_DELAY = 5.0  # ... this many seconds apart, before the plan step fails
@@ -152,6 +153,7 @@ class Runner:
         self.plan: PlanRun | None = None
         self.reserved: set[str] = set()  # pending pods a running plan will bind
         self.why: dict[str, str] = {}  # victim -> why the running plan evicts it (its event says so)
+        self.plan_pods: dict[str, Pod] = {}  # the running plan's pods to bind and victims, by key
         self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="binder")
         self._parsed: dict[str, tuple[str, Pod]] = {}
         self._parsed_nodes: dict[str, tuple[str, Node]] = {}
@@ -358,7 +360,8 @@ class Runner:
         cluster = model[0]
         if self.plan is not None:
             ok = self._stage("plan", lambda: self._advance(cluster)) and ok
-        if self.plan is None and self.batcher.due(time.monotonic()):
+        if self.batcher.due(time.monotonic()):
+            # Batches keep flowing while a plan runs: solved on a state holding the plan's room.
             ok = self._stage("solve", lambda: self._solve(cluster)) and ok
         if labels_due:
             self._label_checked = time.monotonic()
@@ -376,15 +379,31 @@ class Runner:
         return frozenset(
             p.key
             for p in cluster.pods
-            if not self._in_scope(p)
-            or (MOVED_AT in p.annotations and now - _epoch(p.annotations[MOVED_AT]) < cooldown)
+            if not self._in_scope(p) or (MOVED_AT in p.annotations and now - _epoch(p.annotations[MOVED_AT]) < cooldown)
         )
+
+    def _holding_plan(self, cluster: Cluster) -> Cluster:
+        """The cluster with the running plan's room held: every bind still to come counts as a
+        pod already running on its planned node (victims count as well until they are gone)."""
+        if self.plan is None:
+            return cluster
+        held = []
+        for step in self.plan.open_binds():
+            key = step.pod or step.replaces
+            pod = self.plan_pods.get(key or "")
+            if pod is not None:
+                held.append(
+                    pod.model_copy(update={"name": pod.name + PLANNED, "node_name": step.node, "phase": "Running"})
+                )
+        return cluster.model_copy(update={"pods": (*cluster.pods, *held)}) if held else cluster
 
     def _solve(self, cluster: Cluster) -> None:
         keys = set(self.batcher.take(self._gangs))
         batch = [p for p in cluster.pods if p.key in keys and p.pending]
         if not batch:
             return
+        planning = self.plan is None  # at most one plan in flight: meanwhile batches only place
+        cluster = self._holding_plan(cluster)
         running = [p for p in cluster.pods if p.running] + nominated_holds(cluster, self.cfg.scheduler_name, batch)
         state = build_snapshot(cluster.nodes, running, batch, cluster.namespaces)
         started = time.monotonic()
@@ -394,7 +413,7 @@ class Runner:
             state,
             batch,
             self.cfg.engine,
-            evict=True,
+            evict=planning,
             max_evictions=limits.per_cycle,
             max_per_node=limits.per_node,
             frozen=self._frozen(cluster),
@@ -444,6 +463,7 @@ class Runner:
             await_room=self.cfg.plan_timeouts.await_room,
         )
         self.reserved = {pod.key for pod, _ in plan.placements}
+        self.plan_pods = {pod.key: pod for pod, _ in plan.placements} | {e.pod.key: e.pod for e in plan.evictions}
         self._advance(cluster)
 
     def _world(self, cluster: Cluster) -> World:
@@ -515,6 +535,7 @@ class Runner:
             self._plan_started = None
             self._refused = {}
             self.reserved = set()
+            self.plan_pods = {}
 
     def _refused_again(self, action: Evict, out: Outcome) -> bool:
         """A PodDisruptionBudget's refusal is tried again a few times, spaced out, before the plan

@@ -1,0 +1,52 @@
+"""Issue 13 item 6: batches keep flowing while a plan runs, on a state that holds the plan's room
+(room the plan frees for its pods stays theirs; victims count until gone), and no second plan
+starts meanwhile."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runner_support import feed, make_runner
+from test_scope import Recorder, _pod
+
+from placer.kube.runner import Runner
+
+
+def _node(name: str) -> dict[str, Any]:
+    return {
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"}},
+    }
+
+
+def _batch(r: Runner) -> None:
+    r.batcher.sync(r._pending_keys(), now=0.0)
+    r.batcher.size = 1
+    r._solve(r.cluster())
+
+
+def test_a_batch_solved_while_a_plan_runs_never_takes_the_plans_room() -> None:
+    actions = Recorder()
+    r = make_runner(actions, metricsPort=0)
+    feed(r, "Node", _node("a"), _node("b"))
+    running = [_pod("old", "ns", node="a"), _pod("busy", "ns", node="b", priority=1000)]
+    feed(r, "Pod", *running, _pod("urgent", "ns", priority=100))
+    _batch(r)  # the plan: preempt old on a for urgent; the victim does not go away in this test
+    assert r.plan is not None and [c[1] for c in actions.calls if c[0] == "evict"] == ["ns/old"]
+    # The victim is gone (its room on a is free but the plan's bind has not happened yet), b has
+    # been freed meanwhile, and two more pods arrive.
+    feed(
+        r,
+        "Pod",
+        _pod("urgent", "ns", priority=100),
+        _pod("late", "ns"),
+        _pod("later", "ns", priority=500),
+    )
+    _batch(r)  # runs although the plan is in flight
+    _batch(r)
+    r.pool.shutdown(wait=True)
+    binds = {c[1]: c[2] for c in actions.calls if c[0] == "bind"}
+    assert "ns/urgent" not in binds  # still waiting for its victim
+    assert list(binds.values()) == ["b"], binds  # one of the newcomers takes b, none takes a
+    assert [c[1] for c in actions.calls if c[0] == "evict"] == ["ns/old"]  # no second plan
