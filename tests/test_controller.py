@@ -165,3 +165,50 @@ def test_a_gang_is_never_split_across_batches() -> None:
         "ns/g2",
         "ns/g3",
     ]
+
+
+def test_deadlines_count_from_when_a_step_becomes_ready() -> None:
+    """The bind after await-gone may wait ``await_room`` from when the victim is gone, not from the
+    eviction or the plan's start (issue 13)."""
+    run, victim = _move_plan()  # await_room 60
+    proxy = PodView("ns/proxy-1", "uid-p", None, "rs-proxy", created=90.0, requests={"cpu": 7500, "pods": 1})
+    full = {"a": {"cpu": 2500, "pods": 100}, "b": {"cpu": 15000, "pods": 100}}
+    run.advance(World(100, _views(victim, proxy), full))
+    run.evicted(1, 100, ok=True)
+    terminating = PodView("ns/backend-0", "uid-v", "a", "rs-uid", created=1.0, requests=CPU, deleting=True)
+    assert run.advance(World(120, _views(terminating, proxy), full)) == []
+    # Gone at 150, but node a is still full (someone else's pod took it): step 3 is ready from 150,
+    # so at 200 (100 s after the eviction) it still waits.
+    run.advance(World(150, _views(proxy), full))
+    actions = run.advance(World(200, _views(proxy), full))
+    assert not any(isinstance(a, Abandon) and a.step == 3 for a in actions)
+    late = run.advance(World(211, _views(proxy), full))
+    assert any(isinstance(a, Abandon) and a.step == 3 for a in late)
+
+
+def test_any_failure_abandons_the_plan_by_one_rule() -> None:
+    """Two independent moves; the first eviction is refused by a PodDisruptionBudget: the second
+    eviction is not made any more, while a replacement whose victim is already evicted is still
+    bound to its planned node."""
+    victims = [PodView(f"ns/v{i}", f"uid-v{i}", "a", f"rs-{i}", created=1.0, requests=CPU) for i in range(3)]
+    steps = [
+        Step(id=1, op="evict", pod="ns/v0", node="a"),
+        Step(id=2, op="await-gone", pod="ns/v0", node="a", after=[1]),
+        Step(id=3, op="bind", pod=None, replaces="ns/v0", node="b", after=[2]),
+        Step(id=4, op="evict", pod="ns/v1", node="a"),
+        Step(id=5, op="evict", pod="ns/v2", node="a", after=[1]),
+        Step(id=6, op="bind", pod="ns/new", node="a", after=[2]),
+    ]
+    run = PlanRun(steps, {v.key: v for v in victims}, started=0, await_gone=60, await_replacement=60, await_room=60)
+    new = PodView("ns/new", "uid-n", None, None, created=0.0, requests={"cpu": 1})
+    room = {"a": {"cpu": 100_000, "pods": 100}, "b": {"cpu": 100_000, "pods": 100}}
+    assert run.advance(World(1, _views(*victims, new), room)) == [Evict(1, "ns/v0"), Evict(4, "ns/v1")]
+    assert run.evicted(1, 2, ok=True) == []
+    failed = run.evicted(4, 2, ok=False, reason="429 disruption budget")
+    assert {a.step for a in failed if isinstance(a, Abandon)} == {5, 6}  # no more evictions, ns/new re-queued
+    assert run.failure is not None and "disruption budget" in run.failure
+    replacement = PodView("ns/v0-x", "uid-x", None, "rs-0", created=2.5, requests=CPU)
+    actions = run.advance(World(3, _views(victims[1], victims[2], new, replacement), room))
+    assert Bind(3, "ns/v0-x", "b") in actions
+    run.bound(3, ok=True)
+    assert run.finished

@@ -16,6 +16,12 @@ it carried out; the executor answers with the next actions. Rules:
   by the next batch).
 - A step kind without effect on the cluster (``Effect.MARK``) is done once its predecessors are.
 - When a pod or node the plan relies on disappears, the steps that need it are abandoned.
+- Every deadline counts from when its step became ready (its last predecessor done), not from the
+  plan's start.
+- One rule on any failure (a refusal, a timeout, a conflict, something gone): the plan is
+  abandoned. Nothing more is evicted; a replacement whose victim was already evicted is still
+  bound to its planned node if it gets room in time, else it joins normal batching; every other
+  step still waiting is abandoned, so the pods the plan was for go back to the queue.
 
 Steps are dispatched on their kind's effect (``placer.models.steps``) through ``_HANDLERS``.
 Abandoned pods simply stay Pending and join a later batch, which re-plans on the real state.
@@ -87,6 +93,7 @@ class _Step:
     state: State = "waiting"
     since: float = 0.0
     target: str | None = None  # the pod a replacement bind captured
+    done_at: float | None = None  # when it was done: its successors' deadlines count from then
 
 
 class PlanRun:
@@ -108,23 +115,53 @@ class PlanRun:
         self.await_replacement = await_replacement
         self.await_room = await_room
         self.nominated: set[int] = set()
+        self.now = started  # the latest observation's time
+        self.failure: str | None = None  # why the plan was abandoned, once it was
 
     # -- results of actions -----------------------------------------------------------------
     def evicted(self, step: int, now: float, *, ok: bool, reason: str = "") -> list[Action]:
         s = self.steps[step]
         if ok:
-            s.state = "done"
+            self._done(s, now)
             self.evicted_at[_key(s.spec)] = now
             return []
         s.state = "failed"
-        return self._abandon_dependents(step, f"eviction of {s.spec.subject} refused: {reason}")
+        why = f"eviction of {s.spec.subject} refused: {reason}"
+        return self._abandon_dependents(step, why) + self._fail(why)
 
     def bound(self, step: int, *, ok: bool, reason: str = "") -> list[Action]:
         s = self.steps[step]
-        s.state = "done" if ok else "failed"
-        if not ok and s.target:
+        if ok:
+            self._done(s, self.now)
+            return []
+        s.state = "failed"
+        if s.target:
             self.claimed.discard(s.target)
-        return [] if ok else [self._abandoned(s, step, f"bind refused: {reason}")]
+        why = f"bind of {s.target or s.spec.subject} refused: {reason}"
+        return [self._abandoned(s, step, why), *self._fail(why)]
+
+    def _done(self, s: _Step, now: float) -> None:
+        s.state = "done"
+        s.done_at = now
+
+    def _fail(self, reason: str) -> list[Action]:
+        """The one rule when anything fails (a refusal, a timeout, a conflict, something gone):
+        nothing more is evicted; a replacement whose victim was already evicted is still bound to
+        its planned node if that node gets room in time (else it joins normal batching); every
+        other step still waiting is abandoned, so the pods the plan was for go back to the queue."""
+        self.failure = self.failure or reason
+        out: list[Action] = []
+        for sid, s in sorted(self.steps.items()):
+            if s.state != "waiting":
+                continue
+            effect = s.spec.kind.effect
+            if effect == Effect.AWAIT_GONE and _key(s.spec) in self.evicted_at:
+                continue  # its room is being freed: the replacement's bind still needs to know when
+            if effect == Effect.BIND and s.spec.replaces is not None and s.spec.replaces in self.evicted_at:
+                continue
+            s.state = "abandoned"
+            out.append(self._abandoned(s, sid, f"plan abandoned: {reason}"))
+        return out
 
     # -- progress -------------------------------------------------------------------------------
     def open_binds(self) -> list[Step]:
@@ -141,6 +178,7 @@ class PlanRun:
         return all(s.state in ("done", "failed", "abandoned") for s in self.steps.values())
 
     def advance(self, world: World) -> list[Action]:
+        self.now = world.now
         actions: list[Action] = []
         free = {n: dict(r) for n, r in world.free.items()}
         for sid in sorted(self.steps):
@@ -164,7 +202,7 @@ class PlanRun:
         victim = self.victims.get(pod)
         seen = world.pods.get(pod)
         if victim is None or seen is None or seen.uid != victim.uid:
-            s.state = "done"  # already gone: nothing to evict
+            self._done(s, world.now)  # already gone: nothing to evict
             self.evicted_at[pod] = world.now
             return []
         s.state = "running"
@@ -175,14 +213,14 @@ class PlanRun:
         victim = self.victims.get(pod)
         seen = world.pods.get(pod)
         if seen is None or victim is None or seen.uid != victim.uid:
-            s.state = "done"
+            self._done(s, world.now)
             return []
         if world.now - self._ready_since(s) > self.await_gone:
             return self._abandon(sid, f"{pod} still not gone after {self.await_gone:.0f}s")
         return []
 
     def _mark(self, sid: int, s: _Step, world: World, free: dict[str, dict[str, int]]) -> list[Action]:
-        s.state = "done"
+        self._done(s, world.now)
         return []
 
     def _bind(self, sid: int, s: _Step, world: World, free: dict[str, dict[str, int]]) -> list[Action]:
@@ -215,9 +253,9 @@ class PlanRun:
         return [Bind(sid, target, node)]
 
     def _ready_since(self, s: _Step) -> float:
-        done = [self.steps[a] for a in s.spec.after]
-        stamps = [self.evicted_at.get(_key(p.spec), s.since) for p in done if p.spec.kind.effect == Effect.EVICT]
-        return max([s.since, *stamps])
+        """When the step became ready: when its last predecessor was done (the plan's start for a
+        step that waits for nothing). Every step's deadline counts from then."""
+        return max([s.since, *(self.steps[a].done_at or s.since for a in s.spec.after)])
 
     def _capture(self, victim_key: str, world: World) -> str | None:
         victim = self.victims.get(victim_key)
@@ -244,7 +282,7 @@ class PlanRun:
         s = self.steps[sid]
         s.state = "abandoned"
         out: list[Action] = [self._abandoned(s, sid, reason)]
-        return out + self._abandon_dependents(sid, reason)
+        return out + self._abandon_dependents(sid, reason) + self._fail(reason)
 
     def _abandon_dependents(self, sid: int, reason: str) -> list[Action]:
         out: list[Action] = []
