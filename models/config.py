@@ -22,7 +22,6 @@ __all__ = [
 ]
 
 
-
 class StrategyName(StrEnum):
     """The placement strategies (objective 4); their objectives live in ``placer.engine.objectives``."""
 

@@ -125,6 +125,7 @@ class Reason(_Data):
     gang: GangWait | None = None  # the pod's gang: incomplete, or not placeable whole
     solver: SolveStatus | None = None  # the solver stopped (this status) before deciding the pod
     unsupported: str | None = None  # a constraint placer does not honour
+    invalid: str | None = None  # a field of the pod placer cannot read, named
 
 
 def label(entry: Rejected | Untolerated | Insufficient) -> str:
@@ -148,6 +149,8 @@ def _filters(reason: Reason) -> str:
 
 def describe(reason: Reason) -> str:
     """kube-scheduler's message for the reason (placer's own words for gangs and the solver)."""
+    if reason.invalid is not None:
+        return f"placer cannot read this pod: {reason.invalid}"
     if reason.unsupported is not None:
         return reason.unsupported
     gang = reason.gang

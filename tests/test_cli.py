@@ -126,7 +126,7 @@ def test_a_kubectl_dump_with_unknown_kinds_and_dangling_pods_warns(tmp_path: Pat
     }
     res = runner.invoke(app, ["solve", str(_write(tmp_path, doc)), "-o", "json"])
     assert res.exit_code == 0
-    assert "kind 'Service' ignored" in res.stderr
+    assert "1 object of 1 ignored kind: Service 1" in res.stderr
     assert "which is not in the cluster" in res.stderr
     assert json.loads(res.stdout)["metrics"]["placed"] == 1
 

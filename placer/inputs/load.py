@@ -15,7 +15,11 @@ from placer.inputs.kubectl import is_list, read_list
 from placer.inputs.native import is_native, read_native
 from placer.models import Cluster
 
-__all__ = ["load_cluster", "parse_cluster"]
+__all__ = ["MAX_DEPTH", "load_cluster", "parse_cluster"]
+
+# Real Kubernetes objects nest about 15 levels deep (a List item's affinity term's expression's
+# values); anything far deeper is refused with one line instead of exhausting Python's stack.
+MAX_DEPTH = 64
 
 
 def load_cluster(path: str | Path) -> Cluster:
@@ -28,9 +32,35 @@ def load_cluster(path: str | Path) -> Cluster:
     return parse_cluster(source, text)
 
 
+def _too_deep(source: str, where: str) -> InputError:
+    return InputError(source, where, f"nested more than {MAX_DEPTH} levels deep")
+
+
+def _check_depth(source: str, data: Any) -> None:
+    """Refuse a document nested deeper than MAX_DEPTH, naming where (iterative: no recursion)."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _too_deep(source, path if len(path) <= 60 else path[:60] + "...")
+        if isinstance(value, dict):
+            stack += [(v, f"{path}.{k}" if path else str(k), depth + 1) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+
+
 def _decode(source: str, text: str) -> Any:
     if not text.strip():
         raise InputError(source, "", "file is empty")
+    try:
+        data = _parse(source, text)
+    except RecursionError:  # the JSON and YAML parsers recurse once per level
+        raise _too_deep(source, "") from None
+    _check_depth(source, data)
+    return data
+
+
+def _parse(source: str, text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as json_err:
