@@ -185,8 +185,8 @@ def solve(
             typer.echo(json.dumps(data, indent=2))
         else:
             typer.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
-        for warning in outcome.warnings:
-            typer.echo(f"placer: warning: {warning}", err=True)
+    for warning in outcome.warnings:  # on stderr in every format: stdout stays the answer
+        typer.echo(f"placer: warning: {warning}", err=True)
     if fail_on_unplaced and outcome.result.unplaced:
         raise typer.Exit(1)
 

@@ -44,8 +44,6 @@ def _node_table(outcome: Outcome) -> Table:
 
 def render_outcome(console: Console, outcome: Outcome) -> None:
     result = outcome.result
-    for warning in outcome.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
     if result.placements:
         table = Table(title=f"Placements ({result.policy})")
         table.add_column("pod")
