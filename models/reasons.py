@@ -126,6 +126,10 @@ class Reason(_Data):
     solver: SolveStatus | None = None  # the solver stopped (this status) before deciding the pod
     unsupported: str | None = None  # a constraint placer does not honour
     invalid: str | None = None  # a field of the pod placer cannot read, named
+    # PodDisruptionBudgets (namespace/name) allowing no disruption that alone keep the pod from a
+    # node (preempting or moving through them would make room): kube-scheduler preempts through
+    # them as a last resort, placer never does.
+    pdbs: tuple[str, ...] = ()
 
 
 def label(entry: Rejected | Untolerated | Insufficient) -> str:
@@ -162,4 +166,10 @@ def describe(reason: Reason) -> str:
         text = f"gang {gang.gang} of {gang.size} pods cannot be placed whole: {detail}"
     if reason.solver is not None:
         text = f"the solver stopped ({reason.solver}) before deciding this pod; {text}"
+    if reason.pdbs:
+        budgets = ", ".join(reason.pdbs)
+        text += (
+            f" Evictions that would make room need PodDisruptionBudget {budgets}, which allows no"
+            " disruption: placer never evicts through a PodDisruptionBudget."
+        )
     return text

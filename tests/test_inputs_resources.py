@@ -218,3 +218,30 @@ def test_an_extended_resource_no_device_class_backs_is_placed_as_before() -> Non
     )
     dump = parse_cluster("test.json", json.dumps({"kind": "List", "items": [node, pending]}))
     assert [p.pod for p in solve(dump).result.placements] == ["default/gpu"]
+
+
+def _guarded(pdbs: list[Json]) -> Any:
+    nodes = [{"name": "a", "allocatable": {"cpu": "2", "memory": "8Gi"}}]
+    low = {
+        "name": "low",
+        "node": "a",
+        "requests": {"cpu": "2"},
+        "labels": {"app": "low"},
+        "owner": {"kind": "ReplicaSet", "name": "low"},
+    }
+    high = {"name": "high", "requests": {"cpu": "2"}, "priority": 100}
+    doc = {"nodes": nodes, "pods": [low, high], "pdbs": pdbs}
+    return solve(parse_cluster("test.json", json.dumps(doc)))
+
+
+def test_the_reason_names_the_pdb_placer_will_not_evict_through() -> None:
+    """kube-scheduler would preempt ``low`` through its exhausted budget as a last resort; placer
+    never does, and says which budget keeps the pod Pending."""
+    assert [e.pod for e in _guarded([]).result.evictions] == ["default/low"]
+    open_budget = {"name": "guard", "selector": {"matchLabels": {"app": "low"}}, "disruptionsAllowed": 1}
+    assert [e.pod for e in _guarded([open_budget]).result.evictions] == ["default/low"]
+    outcome = _guarded([dict(open_budget, disruptionsAllowed=0)])
+    assert outcome.result.evictions == []
+    (unplaced,) = outcome.result.unplaced
+    assert unplaced.detail.pdbs == ("default/guard",)
+    assert "PodDisruptionBudget default/guard" in unplaced.reason and "never evicts through" in unplaced.reason
