@@ -360,7 +360,8 @@ def _pod(item: Field, *, isolate: bool = False) -> Pod:
         if not isolate:
             raise
         fields["unaccounted"] = _relative(exc, item)
-        problems.append(f"{fields['unaccounted']} (its requests cannot be read)")
+        held = f"; node {node_name} takes no new pod until it is fixed" if node_name else ""
+        problems.append(f"{fields['unaccounted']} (its requests cannot be read{held})")
     try:
         fields.update(_constraints(item, namespace, name))
     except InputError as exc:
