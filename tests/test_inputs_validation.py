@@ -167,6 +167,16 @@ def test_what_the_api_server_refuses_fails_the_file_in_one_line(
     assert "Traceback" not in res.stderr
 
 
+REFUSED += [
+    pytest.param(
+        "items/1/spec/containers/0/ports",
+        [{"containerPort": 80, "hostPort": -1}],
+        "ports[0].hostPort",
+        "out of range",
+        id="negative hostPort",
+    ),
+]
+
 ACCEPTED = [
     pytest.param(
         "items/1/spec/containers/0/resources/requests",
@@ -229,3 +239,33 @@ def test_ignored_kinds_are_one_warning_line_on_stderr(tmp_path: Path) -> None:
             "placer: warning: 250 objects of 3 ignored kinds: Service 200, ConfigMap 40, Secret 10"
         ]
         assert "ignored" not in res.stdout
+
+
+def _with_pdb(allowed: int) -> Json:
+    doc = _dump()
+    doc["items"].append(
+        {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "guard", "namespace": "shop"},
+            "spec": {"selector": {}},
+            "status": {"disruptionsAllowed": allowed},
+        }
+    )
+    return doc
+
+
+def test_a_negative_disruption_budget_is_refused(tmp_path: Path) -> None:
+    assert _solve(tmp_path, _with_pdb(0)).exit_code == 0
+    res = _solve(tmp_path, _with_pdb(-1))
+    assert res.exit_code == 2 and "status.disruptionsAllowed: must be 0 or more, got -1" in res.stderr
+
+
+def test_an_invalid_pod_is_an_unplaced_entry_not_a_failed_file(tmp_path: Path) -> None:
+    """An unreadable placer annotation is the pod's problem: exit 0 (1 with --fail-on-unplaced)."""
+    doc = _set(_dump(), "items/1/metadata/annotations", {"placer.io/when-no-node-fits": "panic"})
+    res = _solve(tmp_path, doc, "-o", "json")
+    assert res.exit_code == 0
+    (entry,) = json.loads(res.stdout)["unplaced"]
+    assert entry["code"] == "Invalid" and "placer.io/when-no-node-fits" in entry["detail"]["invalid"]
+    assert res.stderr.count("placer: warning:") == 1 and "shop/web" in res.stderr
+    assert _solve(tmp_path, doc, "--fail-on-unplaced").exit_code == 1

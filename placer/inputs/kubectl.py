@@ -375,13 +375,20 @@ def _pod(item: Field, *, isolate: bool = False) -> Pod:
     return refuse_if_unreadable(Pod(**fields))
 
 
+def _not_negative(f: Field) -> int:
+    value = f.int32(0)
+    if value < 0:
+        raise f.fail(f"must be 0 or more, got {value}")
+    return value
+
+
 def _pdb(item: Field) -> PodDisruptionBudget:
     namespace, name, _ = _meta(item)
     return PodDisruptionBudget(
         namespace=namespace,
         name=name,
         selector=parse_label_selector(item.get("spec").get("selector")),
-        disruptions_allowed=item.get("status").get("disruptionsAllowed").integer(0),
+        disruptions_allowed=_not_negative(item.get("status").get("disruptionsAllowed")),
     )
 
 

@@ -135,9 +135,9 @@ def parse_host_ports(containers: list[Field]) -> tuple[HostPort, ...]:
     for c in containers:
         for p in c.get("ports").items():
             host_port = p.get("hostPort").integer(0)
-            if host_port <= 0:
+            if host_port == 0:  # none
                 continue
-            if host_port > 65535:
+            if not 0 < host_port <= 65535:
                 raise p.get("hostPort").fail(f"port {host_port} out of range")
             proto = p.get("protocol").text("TCP") or "TCP"
             if proto not in ("TCP", "UDP", "SCTP"):
