@@ -44,6 +44,7 @@ from placer.models.config import (
     SolverConfig,
     SpreadDefaults,
     StrategyName,
+    TierScope,
 )
 from placer.models.plan import Eviction, Metrics, Placement, Result, Step, Unplaced
 from placer.models.quantities import CPU, QuantityError, format_quantity, parse_quantity, to_units
@@ -126,6 +127,7 @@ __all__ = [
     "StepKind",
     "StrategyName",
     "Taint",
+    "TierScope",
     "Toleration",
     "Unplaced",
     "UnplacedCode",

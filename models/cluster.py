@@ -195,6 +195,8 @@ class Pod(_Frozen):
     volume_problem: str | None = None
     # Being deleted (metadata.deletionTimestamp): kube-scheduler does not count it for spreading.
     terminating: bool = False
+    # status.nominatedNodeName: room a scheduler's preemption freed for this pending pod.
+    nominated_node: str | None = None
     # Why the engine refuses to place this pod (a constraint kind it cannot honour, or with
     # ``invalid`` a field placer cannot read, named in the text).
     unsupported: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "BalanceWeights",
@@ -19,6 +19,7 @@ __all__ = [
     "SolverConfig",
     "SpreadDefaults",
     "StrategyName",
+    "TierScope",
 ]
 
 
@@ -57,8 +58,25 @@ class BalanceWeights(_Strict):
     classes: dict[PodClass, dict[str, float]] = Field(default_factory=_default_class_weights)
 
 
+TierScope = Literal["namespace", "cluster", "off"]
+
+
 class PriorityConfig(_Strict):
-    restart_tiers: bool = Field(True, alias="restartTiers")
+    """``restartTiers``: where the restart tier (Always > OnFailure > Never) ranks pods of equal
+    spec.priority. ``namespace`` (default): only pods of one namespace, so no tenant outranks
+    another by its restart policy; ``cluster``: every pod (single-tenant clusters); ``off`` (or
+    ``false``): pure Kubernetes, spec.priority alone. ``true`` reads as ``cluster``."""
+
+    restart_tiers: TierScope = Field("namespace", alias="restartTiers")
+
+    @field_validator("restart_tiers", mode="before")
+    @classmethod
+    def _booleans(cls, value: object) -> object:
+        if value is True:
+            return "cluster"
+        if value is False:
+            return "off"
+        return value
 
 
 class SolverConfig(_Strict):

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from placer.errors import InputError
 from placer.inputs import load_cluster
-from placer.models import Config, Policy, StrategyName
+from placer.models import Config, Policy, StrategyName, TierScope
 from placer.service import SolveOptions, solve_cluster
 
 __all__ = ["Expectations", "FixtureResult", "find_fixtures", "run_fixture"]
@@ -41,7 +41,7 @@ class FixtureOptions(BaseModel):
     no_evict: bool = Field(False, alias="noEvict")
     strategy: StrategyName = StrategyName.BALANCE
     policy: Policy = "placer"
-    restart_tiers: bool = Field(True, alias="restartTiers")
+    restart_tiers: TierScope | bool = Field("namespace", alias="restartTiers")
 
 
 class Expectations(BaseModel):

@@ -49,6 +49,7 @@ __all__ = [
     "SolveOptions",
     "check_decision",
     "decide",
+    "nominated_holds",
     "pending_batch",
     "plan_steps",
     "solve_cluster",
@@ -75,17 +76,68 @@ class Outcome:
     warnings: list[str]
 
 
+NOMINATED = "~nominated"  # name suffix of the stand-in holding a nominated pod's room
+
+
 def pending_batch(cluster: Cluster, scheduler_name: str) -> tuple[list[Pod], list[str]]:
     """Pending pods addressed to the scheduler, in creation order (``Pod.awaits``: the rule the
-    controller uses too); gated pods wait, terminating ones are never placed."""
-    batch, warnings = [], []
+    controller uses too); gated pods wait, terminating ones are never placed. The warnings say
+    what was left out and why, so that an answer is never silently empty."""
+    batch: list[Pod] = []
+    gated: list[str] = []
+    deleted: list[str] = []
+    others: dict[str, int] = {}
     for pod in cluster.pods:
         if pod.awaits(scheduler_name):
             batch.append(pod)
-        elif pod.pending and scheduler_name in ("*", pod.scheduler_name) and pod.scheduling_gates:
-            warnings.append(f"pod {pod.key} waits on scheduling gates {', '.join(pod.scheduling_gates)}")
+        elif not pod.pending:
+            continue
+        elif scheduler_name not in ("*", pod.scheduler_name):
+            others[pod.scheduler_name] = others.get(pod.scheduler_name, 0) + 1
+        elif pod.terminating:
+            deleted.append(pod.key)
+        elif pod.scheduling_gates:
+            gated.append(f"{pod.key} ({', '.join(pod.scheduling_gates)})")
     batch.sort(key=lambda p: (p.creation, p.namespace, p.name))
+    warnings = []
+    if others:
+        total = sum(others.values())
+        names = ", ".join(f"{name} {count}" for name, count in sorted(others.items(), key=lambda kv: (-kv[1], kv[0])))
+        top = max(others, key=lambda name: (others[name], name))
+        warnings.append(
+            f"{total} pending pod{'s' if total > 1 else ''} addressed to other schedulers ({names}) "
+            f"{'are' if total > 1 else 'is'} not placed: pass --scheduler-name {top} to place them as if "
+            f"placer were that scheduler, or --scheduler-name '*' for every pending pod"
+        )
+    if deleted:
+        warnings.append(f"{len(deleted)} pending pod(s) being deleted are not placed: {_listing(deleted)}")
+    if gated:
+        warnings.append(f"{len(gated)} pending pod(s) wait on scheduling gates: {_listing(gated)}")
     return batch, warnings
+
+
+def _listing(items: Sequence[str], shown: int = 5) -> str:
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
+
+
+def nominated_holds(cluster: Cluster, scheduler_name: str, batch: Sequence[Pod]) -> list[Pod]:
+    """Stand-ins holding the room of nominations, as kube-scheduler holds it for pods of equal or
+    higher priority: each pending pod that is not the scheduler's to place, whose
+    ``status.nominatedNodeName`` is a node of the cluster, not being deleted, with a priority at
+    least the lowest in the batch, as if running on that node (``decide`` never evicts them).
+    kube-scheduler ignores nominations of pods it does not schedule: this works one way only."""
+    supported = [p.priority for p in batch if p.unsupported is None]
+    if not supported:
+        return []
+    lowest = min(supported)
+    keys = {p.key for p in cluster.pods if p.awaits(scheduler_name)}
+    nodes = {n.name for n in cluster.nodes}
+    return [
+        p.model_copy(update={"name": p.name + NOMINATED, "node_name": p.nominated_node, "phase": "Running"})
+        for p in cluster.pods
+        if p.pending and p.key not in keys and p.nominated_node in nodes and not p.terminating and p.priority >= lowest
+    ]
 
 
 def _node_dicts(snap: Snapshot) -> tuple[list[dict[str, int]], list[dict[str, int]]]:
@@ -119,6 +171,7 @@ def decide(
 ) -> Decision:
     """Solve a batch on ``state`` (not modified); plan evictions when it leaves pods unplaced."""
     batch = with_default_spread(batch, cluster.replicasets, config.default_spread)
+    frozen = frozen | {p.key for pods in state.running for p in pods if p.name.endswith(NOMINATED)}
     budget = Budget.of(config)  # one time limit for the whole decision: solve and plan
     may_plan = evict and max_evictions != 0 and could_evict(state)
 
@@ -181,7 +234,11 @@ def check_decision(
         update={
             "nodes": tuple(n for n in cluster.nodes if not local or n.name in touched),
             "pods": tuple(
-                p for p in cluster.pods if p.key in keys or (p.running and (not local or p.node_name in touched))
+                p
+                for p in cluster.pods
+                if p.key in keys
+                or (p.running and (not local or p.node_name in touched))
+                or (p.pending and p.nominated_node is not None and not p.awaits(config.scheduler_name))
             ),
         }
     )
@@ -207,7 +264,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     config = options.config
     pending, warnings = pending_batch(cluster, config.scheduler_name)
     pending = with_default_spread(pending, cluster.replicasets, config.default_spread)
-    running = [p for p in cluster.pods if p.running]
+    running = [p for p in cluster.pods if p.running] + nominated_holds(cluster, config.scheduler_name, pending)
     before = build_snapshot(cluster.nodes, running, pending, cluster.namespaces)
     state = before.copy()
     size = options.batch_size or max(len(pending), 1)

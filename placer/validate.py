@@ -91,6 +91,7 @@ from placer.models import (
     SpreadConstraint,
     Step,
     Taint,
+    TierScope,
     Toleration,
 )
 from placer.validate_topology import TopologyRules, TopologyState, Violation, label_selector_matches, texts
@@ -310,9 +311,32 @@ def demand(pod: Pod) -> dict[str, int]:
     return out
 
 
-def pod_key(pod: Pod, *, restart_tiers: bool = True) -> tuple[int, int]:
-    """The priority key: (priority, restart tier Always=3 > OnFailure=2 > Never=1, or 0)."""
-    return (pod.priority, RESTART_TIERS[pod.restart_policy] if restart_tiers else 0)
+Tiers = TierScope | bool  # True reads as "cluster", False as "off" (as in the configuration)
+
+
+def tier_scope(restart_tiers: Tiers) -> TierScope:
+    if restart_tiers is True:
+        return "cluster"
+    if restart_tiers is False:
+        return "off"
+    return restart_tiers
+
+
+def pod_key(pod: Pod, *, restart_tiers: Tiers = True) -> tuple[int, int]:
+    """The priority key the objective compares: (priority, restart tier Always=3 > OnFailure=2 >
+    Never=1, or 0 with tiers off). Who may preempt whom is ``outranks``."""
+    return (pod.priority, RESTART_TIERS[pod.restart_policy] if tier_scope(restart_tiers) != "off" else 0)
+
+
+def outranks(pod: Pod, other: Pod, *, restart_tiers: Tiers = True) -> bool:
+    """``pod`` ranks strictly above ``other``: higher spec.priority; or equal, and a higher restart
+    tier where tiers count (``cluster``: always; ``namespace``: within one namespace; ``off``: never)."""
+    if pod.priority != other.priority:
+        return pod.priority > other.priority
+    scope = tier_scope(restart_tiers)
+    if scope == "off" or (scope == "namespace" and pod.namespace != other.namespace):
+        return False
+    return RESTART_TIERS[pod.restart_policy] > RESTART_TIERS[other.restart_policy]
 
 
 # --- weak binding -----------------------------------------------------------------------------
@@ -438,12 +462,39 @@ def final_states(cluster: Cluster, placed: Iterable[tuple[Pod, str]]) -> dict[st
 
 
 def batch_pods(cluster: Cluster, scheduler_name: str = "placer") -> list[Pod]:
-    """Pending pods the scheduler must consider: addressed to it, ungated and supported."""
+    """Pending pods the scheduler must consider: addressed to it, ungated, supported and not
+    being deleted."""
     return [
         p
         for p in cluster.pods
-        if p.pending and scheduler_name in ("*", p.scheduler_name) and not p.scheduling_gates and p.unsupported is None
+        if p.pending
+        and scheduler_name in ("*", p.scheduler_name)
+        and not p.scheduling_gates
+        and p.unsupported is None
+        and not p.terminating
     ]
+
+
+def holding_nominations(cluster: Cluster, scheduler_name: str = "placer") -> Cluster:
+    """The cluster with room held for nominations, as kube-scheduler holds it: a pending pod that
+    is not the scheduler's to place, with ``status.nominatedNodeName`` on a node of the cluster and
+    a priority at least the lowest of the scheduler's pending pods, counts as running there."""
+    batch = batch_pods(cluster, scheduler_name)
+    if not batch:
+        return cluster
+    lowest = min(p.priority for p in batch)
+    keys = {p.key for p in cluster.pods if scheduler_name in ("*", p.scheduler_name) and not p.scheduling_gates}
+    nodes = {n.name for n in cluster.nodes}
+    held = [
+        p.model_copy(update={"name": f"{p.name}~nominated", "node_name": p.nominated_node, "phase": "Running"})
+        for p in cluster.pods
+        if p.pending
+        and p.key not in keys
+        and p.nominated_node in nodes
+        and not p.terminating
+        and p.priority >= lowest
+    ]
+    return cluster.model_copy(update={"pods": (*cluster.pods, *held)}) if held else cluster
 
 
 def running_pods(cluster: Cluster) -> list[Pod]:
@@ -467,7 +518,7 @@ class _Context:
     cluster: Cluster
     nodes: dict[str, Node]
     bindings: dict[str, Binding]
-    restart_tiers: bool
+    restart_tiers: Tiers
 
     def binding(self, pod: Pod) -> Binding:
         if pod.key not in self.bindings:
@@ -511,6 +562,8 @@ def _resolve(
             violations.append(
                 Violation("placement", key, f"{key}: placed on {node_name} but it waits on scheduling gates")
             )
+        if pod.terminating:
+            violations.append(Violation("placement", key, f"{key}: placed on {node_name} but it is being deleted"))
         if scheduler_name not in ("*", pod.scheduler_name):
             text = f"{key}: placed on {node_name} but it is addressed to scheduler {pod.scheduler_name!r}"
             violations.append(Violation("placement", key, text))
@@ -654,6 +707,7 @@ def hard_rule_violations(
     the optimality-style rules on top.
     """
     violations: list[Violation] = []
+    cluster = holding_nominations(cluster, scheduler_name)
     resolved = _resolve(cluster, placements, scheduler_name, violations)
     ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, True)
     violations += _eligibility_violations(ctx, resolved)
@@ -667,7 +721,7 @@ def validate_placements(
     cluster: Cluster,
     placements: Mapping[str, str],
     *,
-    restart_tiers: bool = True,
+    restart_tiers: Tiers = True,
     scheduler_name: str = "placer",
 ) -> list[str]:
     """``placement_violations`` in words: every reason the placements are wrong; empty when valid."""
@@ -678,7 +732,7 @@ def placement_violations(
     cluster: Cluster,
     placements: Mapping[str, str],
     *,
-    restart_tiers: bool = True,
+    restart_tiers: Tiers = True,
     scheduler_name: str = "placer",
 ) -> list[Violation]:
     """Every reason the placements (pending pod key -> node name) are wrong; empty when valid.
@@ -692,6 +746,7 @@ def placement_violations(
     batch pods of strictly lower key placed there.
     """
     violations: list[Violation] = []
+    cluster = holding_nominations(cluster, scheduler_name)
     resolved = _resolve(cluster, placements, scheduler_name, violations)
     ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, restart_tiers)
     states = final_states(cluster, resolved)
@@ -756,15 +811,15 @@ def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer") -> 
     return None
 
 
-def may_preempt(preemptor: Pod, victim: Pod, *, restart_tiers: bool = True) -> bool:
-    """A pending pod may preempt a running one: strictly higher key and not ``preemptionPolicy: Never``."""
+def may_preempt(preemptor: Pod, victim: Pod, *, restart_tiers: Tiers = True) -> bool:
+    """A pending pod may preempt a running one: it outranks it and is not ``preemptionPolicy: Never``."""
     if preemptor.preemption_policy == "Never":
         return False
-    return pod_key(preemptor, restart_tiers=restart_tiers) > pod_key(victim, restart_tiers=restart_tiers)
+    return outranks(preemptor, victim, restart_tiers=restart_tiers)
 
 
 def kept_vector(
-    cluster: Cluster, placed: Iterable[Pod], preempted: Iterable[str] = (), *, restart_tiers: bool = True
+    cluster: Cluster, placed: Iterable[Pod], preempted: Iterable[str] = (), *, restart_tiers: Tiers = True
 ) -> dict[Key, int]:
     """Objective (1): placed pending pods plus running pods not preempted, counted per key.
 
@@ -1284,11 +1339,13 @@ def _improvement_violations(plan: _Plan, cluster: Cluster) -> list[str]:
     an answer without evictions: here a first-fit one, which the engine's own answer matches or
     beats. A plan that evicts nothing can never do that."""
     tiers = plan.ctx.restart_tiers
-    with_plan = kept_vector(cluster, [pod for pod, _ in plan.pending.values()], plan.preempted(), restart_tiers=tiers)
-    without = kept_vector(cluster, _first_fit(plan, cluster), restart_tiers=tiers)
+    placed, first_fit = [pod for pod, _ in plan.pending.values()], _first_fit(plan, cluster)
+    with_plan = kept_vector(cluster, placed, plan.preempted(), restart_tiers=tiers)
+    without = kept_vector(cluster, first_fit, restart_tiers=tiers)
     ours, theirs = per_key([with_plan, without])
     if ours > theirs:
         return []
+
     return [
         f"the plan does not strictly improve placed-and-running pods per key: {ours} with it, "
         f"{theirs} already without evictions (keys {sorted(with_plan.keys() | without.keys(), reverse=True)})"
@@ -1299,7 +1356,7 @@ def validate_plan(
     cluster: Cluster,
     result: Result,
     *,
-    restart_tiers: bool = True,
+    restart_tiers: Tiers = True,
     scheduler_name: str = "placer",
     max_evictions: int | None = None,
 ) -> list[str]:
@@ -1313,6 +1370,7 @@ def validate_plan(
     if not result.evictions and not result.steps and all(p.kind == "pending" for p in result.placements):
         placements = {p.pod: p.node for p in result.placements if p.pod is not None}
         return validate_placements(cluster, placements, restart_tiers=restart_tiers, scheduler_name=scheduler_name)
+    cluster = holding_nominations(cluster, scheduler_name)
     ctx = _Context(cluster, {n.name: n for n in cluster.nodes}, {}, restart_tiers)
     plan = _Plan(ctx=ctx, scheduler_name=scheduler_name)
     violations: list[str] = []

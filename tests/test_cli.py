@@ -108,6 +108,25 @@ def test_scheduler_name_selects_the_batch(tmp_path: Path) -> None:
     assert only["metrics"]["placed"] == 1 and every["metrics"]["placed"] == 2
 
 
+def test_a_dump_of_default_scheduler_pods_says_why_nothing_is_placed(tmp_path: Path) -> None:
+    """A real dump's pending pods carry schedulerName default-scheduler: the answer is never an
+    unexplained empty one (issue 16), and the hint given works."""
+    pending = {"phase": "Pending"}
+    items: list[dict[str, Any]] = [
+        {"kind": "Node", "metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "4", "pods": "10"}}}
+    ]
+    for i, scheduler in enumerate(["default-scheduler", "default-scheduler", "batch"]):
+        spec = {"schedulerName": scheduler, "containers": [{"name": "c"}]}
+        items.append({"kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": spec, "status": pending})
+    path = _write(tmp_path, {"kind": "List", "items": items})
+    text = runner.invoke(app, ["solve", str(path)])
+    assert text.exit_code == 0
+    assert "3 pending pods addressed to other schedulers (default-scheduler 2, batch 1)" in text.stdout
+    assert "--scheduler-name default-scheduler" in text.stdout and "Nothing to place" in text.stdout
+    hinted = runner.invoke(app, ["solve", str(path), "-o", "json", "--scheduler-name", "default-scheduler"])
+    assert json.loads(hinted.stdout)["metrics"]["placed"] == 2
+
+
 def test_schema_is_a_json_schema_of_the_native_format() -> None:
     res = runner.invoke(app, ["schema"])
     schema = json.loads(res.stdout)

@@ -8,7 +8,7 @@ from placer.engine.batch import Batch, Group, build_batch, gang_groups, rebased
 from placer.engine.candidates import select_candidates
 from placer.engine.constraints.topology import build as build_topology_constraints
 from placer.engine.encoder import encode
-from placer.engine.keys import pod_key
+from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
 from placer.engine.levels import Budget, LevelReport, LevelSolver, evaluate
 from placer.engine.objectives.decisions import KeptByRank, placed_by_rank
@@ -67,6 +67,7 @@ __all__ = [
     "first_untolerated",
     "fits",
     "gang_groups",
+    "outranks",
     "placed_by_rank",
     "pod_key",
     "pod_vector",
@@ -80,6 +81,7 @@ __all__ = [
     "solve_batch",
     "strategy_objective",
     "term_matches",
+    "tier",
     "uses_topology",
     "with_default_spread",
 ]

@@ -18,7 +18,7 @@ from placer.engine.topology import (
     topology_signature,
     uses_topology,
 )
-from placer.models import Config, Pod
+from placer.models import Config, Pod, TierScope
 from placer.models.reasons import GangWait
 
 __all__ = ["Batch", "Group", "build_batch", "gang_groups", "incomplete_gangs", "rebased"]
@@ -55,14 +55,16 @@ class Batch:
     groups: list[Group]
     key_rank: dict[tuple[int, int], int]
     topology: Topology = field(default_factory=Topology)
+    tiers: TierScope = "cluster"  # where restart tiers rank pods (``placer.engine.keys``)
 
     def rank(self, group: Group) -> int:
         return self.key_rank[group.key]
 
 
-def _signature(pod: Pod, topology: bool) -> tuple[object, ...]:
+def _signature(pod: Pod, topology: bool, tiers: TierScope) -> tuple[object, ...]:
     return (
         topology_signature(pod) if topology else None,
+        pod.namespace if tiers == "namespace" else None,  # tiers rank pods of one namespace only
         pod.volume_terms,
         pod.volume_problem,
         tuple(sorted(pod.requests.items())),
@@ -114,7 +116,7 @@ def build_batch(snapshot: Snapshot, pending: Sequence[Pod], config: Config) -> B
     # Labels and namespace separate groups only when some selector of the batch could look at them.
     topology = any(uses_topology(p) for p in pending) or running_inter_pod_terms(snapshot)
     for pod in sorted(pending, key=pod_order):
-        by_sig.setdefault(_signature(pod, topology), []).append(pod)
+        by_sig.setdefault(_signature(pod, topology, config.priority.restart_tiers), []).append(pod)
     groups: list[Group] = []
     free = snapshot.free
     waiting = incomplete_gangs(pending)
@@ -157,6 +159,7 @@ def build_batch(snapshot: Snapshot, pending: Sequence[Pod], config: Config) -> B
         groups=groups,
         key_rank={k: i for i, k in enumerate(keys)},
         topology=topo,
+        tiers=config.priority.restart_tiers,
     )
 
 
@@ -179,4 +182,5 @@ def rebased(batch: Batch, snapshot: Snapshot, keys: Sequence[tuple[int, int]] = 
         groups=groups,
         key_rank={k: i for i, k in enumerate(ranked)},
         topology=batch.topology,
+        tiers=batch.tiers,
     )

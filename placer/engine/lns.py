@@ -90,7 +90,10 @@ def _sub_batch(batch: Batch, counts: Counts, chosen: npt.NDArray[np.int64]) -> t
             hint[len(groups), n] = c
         groups.append(sub)
         origin.append(gi)
-    return Batch(snapshot=sub_snap, prefilter=batch.prefilter, groups=groups, key_rank=batch.key_rank), origin, hint
+    sub_batch = Batch(
+        snapshot=sub_snap, prefilter=batch.prefilter, groups=groups, key_rank=batch.key_rank, tiers=batch.tiers
+    )
+    return sub_batch, origin, hint
 
 
 def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget: float) -> tuple[Counts, LnsReport]:

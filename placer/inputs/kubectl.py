@@ -304,6 +304,7 @@ def _constraints(item: Field, namespace: str, name: str) -> dict[str, Any]:
         "claims": claims,
         "ephemeral_claims": tuple(sorted(ephemeral)),
         "terminating": _deleting(meta.get("deletionTimestamp")),
+        "nominated_node": status.get("nominatedNodeName").text() or None,
         "unsupported": dra_reason("spec.resourceClaims") if dra else None,
     }
 

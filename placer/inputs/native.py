@@ -78,6 +78,10 @@ class NativePod(_Native):
     )
     owner: NativeOwner | None = None
     scheduling_gates: list[str] = Field(default_factory=list, alias="schedulingGates")
+    terminating: bool = Field(False, description="being deleted (metadata.deletionTimestamp is set)")
+    nominated_node: str | None = Field(
+        None, alias="nominatedNodeName", description="status.nominatedNodeName: room held for this pending pod"
+    )
     claims: list[str] = Field(
         default_factory=list, description="names of the PersistentVolumeClaims the pod mounts (its namespace)"
     )
@@ -224,6 +228,8 @@ def _pod(source: str, i: int, p: NativePod) -> Pod:
                 Doc(source, f"{where}.topologySpreadConstraints", p.topology_spread_constraints), p.labels
             ),
             claims=tuple(dict.fromkeys(p.claims)),
+            terminating=p.terminating,
+            nominated_node=p.nominated_node,
             problems=own.problems,
         )
     )

@@ -61,7 +61,7 @@ from placer.kube.informers import Informer, informers
 from placer.kube.leader import Leadership
 from placer.kube.serving import Metrics, serve
 from placer.models import Cluster, ControllerConfig, Node, Pod, PodDisruptionBudget, Reason, ReplicaSet, describe
-from placer.service import check_decision, decide, plan_steps
+from placer.service import check_decision, decide, nominated_holds, plan_steps
 
 __all__ = ["MOVED_AT", "Runner"]
 
@@ -233,9 +233,7 @@ class Runner:
         out = []
         self._gangs = {}
         for pod in self._pods():
-            if not pod.awaits(self.cfg.scheduler_name):
-                continue
-            if self.cfg.namespaces and pod.namespace not in self.cfg.namespaces:
+            if not pod.awaits(self.cfg.scheduler_name) or not self._in_scope(pod):
                 continue
             if pod.key not in self.reserved and pod.key not in self.assumed:
                 out.append(pod.key)
@@ -266,18 +264,27 @@ class Runner:
             self._label_checked = time.monotonic()
             self._check_labels(cluster)
 
+    def _in_scope(self, pod: Pod) -> bool:
+        """``namespaces:`` (empty: all) bounds every write: placer binds, moves and evicts only there."""
+        return not self.cfg.namespaces or pod.namespace in self.cfg.namespaces
+
     def _frozen(self, cluster: Cluster) -> frozenset[str]:
+        """Running pods no plan may evict: moved too recently, or outside placer's namespaces."""
         cooldown = self.cfg.evictions.move_cooldown
         now = time.time()
         # moved_at is parsed once with the pod; an unreadable stamp is infinitely recent.
-        return frozenset(p.key for p in cluster.pods if p.moved_at is not None and now - p.moved_at < cooldown)
+        return frozenset(
+            p.key
+            for p in cluster.pods
+            if not self._in_scope(p) or (p.moved_at is not None and now - p.moved_at < cooldown)
+        )
 
     def _solve(self, cluster: Cluster) -> None:
         keys = set(self.batcher.take(self._gangs))
         batch = [p for p in cluster.pods if p.key in keys and p.pending]
         if not batch:
             return
-        running = [p for p in cluster.pods if p.running]
+        running = [p for p in cluster.pods if p.running] + nominated_holds(cluster, self.cfg.scheduler_name, batch)
         state = build_snapshot(cluster.nodes, running, batch, cluster.namespaces)
         started = time.monotonic()
         limits = self.cfg.evictions
@@ -459,6 +466,8 @@ class Runner:
         for pod in cluster.pods:
             policy = pod.annotations.get(LABEL_POLICY)
             if policy not in ("reschedule", "kill") or not pod.running or pod.node_name not in nodes:
+                continue
+            if not self._in_scope(pod):
                 continue
             node = nodes[pod.node_name]
             if NodeLabels([node]).selector(pod.node_selector, pod.required_terms)[0]:

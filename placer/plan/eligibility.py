@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from placer.engine import Snapshot, selector_matches
 from placer.models import Cluster, Pod, PodDisruptionBudget
 
-__all__ = ["Eligibility", "classify", "could_evict"]
+__all__ = ["Eligibility", "calm", "classify", "could_evict"]
 
 OPT_OUT = (("placer.io/evictable", "false"), ("cluster-autoscaler.kubernetes.io/safe-to-evict", "false"))
 
@@ -72,3 +72,16 @@ def could_evict(state: Snapshot) -> bool:
         for pods in state.running
         for p in pods
     )
+
+
+def calm(pending: Sequence[Pod], state: Snapshot) -> frozenset[str]:
+    """Pending pods that may cause no eviction, as kube-scheduler's PodEligibleToPreemptOthers
+    decides: ``preemptionPolicy: Never``, or a nomination to a node where a lower-priority pod is
+    still terminating (the victims of an earlier preemption for it are not gone yet)."""
+    index = {node.name: i for i, node in enumerate(state.nodes)}
+
+    def waits(pod: Pod) -> bool:
+        n = index.get(pod.nominated_node or "")
+        return n is not None and any(p.terminating and p.priority < pod.priority for p in state.running[n])
+
+    return frozenset(p.key for p in pending if p.preemption_policy == "Never" or waits(p))

@@ -30,6 +30,7 @@ from placer.engine import (
     Snapshot,
     build_topology_constraints,
     gang_groups,
+    outranks,
     placed_by_rank,
     ports_conflict,
 )
@@ -66,6 +67,8 @@ class PlanModel:
     soft_penalty: list[tuple[int, cp_model.IntVar]] = field(default_factory=list)
 
     moves: dict[int, list[cp_model.IntVar]] = field(default_factory=dict)
+    # Pending pods that may not cause evictions (``plan.eligibility.calm``): their groups never preempt.
+    calm: frozenset[str] = frozenset()
 
     def ub(self, var: cp_model.IntVar) -> int:
         return self.upper[var.index]
@@ -116,6 +119,15 @@ class PlanModel:
             exprs.append(-var)
             out[rank] = (exprs, span + 1)
         return out
+
+    def calm_group(self, group: Group) -> bool:
+        return any(p.key in self.calm for p in group.pods)
+
+    def may_preempt(self, group: Group, mover: Mover) -> bool:
+        return not self.calm_group(group) and outranks(group.pods[0], mover.pod, restart_tiers=self.batch.tiers)
+
+    def may_preempt_pod(self, preemptor: Pod, victim: Pod) -> bool:
+        return preemptor.key not in self.calm and outranks(preemptor, victim, restart_tiers=self.batch.tiers)
 
     def disruptions(self) -> _Disruptions:
         victims: dict[int, list[cp_model.IntVar]] = {}
@@ -184,7 +196,7 @@ class PlanModel:
             preemptors = [
                 v
                 for (gi, n), v in self.y.items()
-                if n == m.home and _may_preempt(self.batch, self.batch.groups[gi], m.rank)
+                if n == m.home and self.may_preempt(self.batch.groups[gi], m)
             ]
             if preemptors:
                 self.cp.add(var <= cp_model.LinearExpr.sum(preemptors))
@@ -243,7 +255,3 @@ class _Disruptions:
     victims: dict[int, list[cp_model.IntVar]]
     moves: list[cp_model.IntVar]
     movers: int
-
-
-def _may_preempt(batch: Batch, group: Group, victim_rank: int) -> bool:
-    return batch.rank(group) > victim_rank and group.pods[0].preemption_policy != "Never"

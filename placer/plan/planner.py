@@ -43,10 +43,11 @@ from placer.engine import (
     running_anti_terms,
     select_candidates,
     term_matches,
+    tier,
     uses_topology,
 )
-from placer.models import Cluster, Config, Effect, Pod, PodAffinityTerm, SolveStatus, step_kind
-from placer.plan.eligibility import classify
+from placer.models import Cluster, Config, Effect, Pod, PodAffinityTerm, SolveStatus, TierScope, step_kind
+from placer.plan.eligibility import calm, classify
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
 
@@ -79,17 +80,41 @@ class Plan:
     movers_considered: int = 0
 
 
-def _preemptible_use(state: Snapshot, top_key: tuple[int, int] | None, tiers: bool) -> npt.NDArray[np.int64]:
-    """Per node, what preempting lower-key pods could free (cheap checks: sizes the neighbourhood)."""
+class Preemptible:
+    """Whether some pending pod that may preempt outranks a running pod (``placer.engine.outranks``
+    against every preemptor, in O(1) per pod)."""
+
+    def __init__(self, pending: list[Pod], tiers: TierScope, calm: frozenset[str]) -> None:
+        preemptors = [p for p in pending if p.key not in calm]
+        self.tiers = tiers
+        self.top = max((p.priority for p in preemptors), default=None)
+        self.best_tier: dict[str, int] = {}  # namespace ("" in cluster scope) -> top tier at the top priority
+        for p in preemptors:
+            if p.priority == self.top:
+                scope = p.namespace if tiers == "namespace" else ""
+                self.best_tier[scope] = max(self.best_tier.get(scope, 0), tier(p))
+
+    def __call__(self, pod: Pod) -> bool:
+        if self.top is None or pod.priority > self.top:
+            return False
+        if pod.priority < self.top:
+            return True
+        if self.tiers == "off":
+            return False
+        return self.best_tier.get(pod.namespace if self.tiers == "namespace" else "", 0) > tier(pod)
+
+
+def _preemptible_use(state: Snapshot, preemptible: Preemptible) -> npt.NDArray[np.int64]:
+    """Per node, what preempting outranked pods could free (cheap checks: sizes the neighbourhood)."""
     use = np.zeros_like(state.used)
-    if top_key is None:
+    if preemptible.top is None:
         return use
     names = state.resources
     for n, pods in enumerate(state.running):
         rows = [
             [1 if r == "pods" else p.requests.get(r, 0) for r in names]
             for p in pods
-            if pod_key(p, restart_tiers=tiers) < top_key
+            if preemptible(p)
             and not p.mirror
             and not (p.owner is not None and p.owner.kind == "DaemonSet")
         ]
@@ -149,7 +174,11 @@ def plan_batch(
     pods in ``frozen`` (for example moved too recently) are never evicted.
     """
     started = time.monotonic()
-    unplaced = [pod for pod, code, _ in first.unplaced if code != "Unsupported"]
+    # Pods that may cause no eviction (``calm``: preemptionPolicy Never, or victims evicted for
+    # them still terminating): the plan is never made for them and keeps them where the batch
+    # solve put them.
+    still_calm = calm(pending, state)
+    unplaced = [pod for pod, code, _ in first.unplaced if code != "Unsupported" and pod.key not in still_calm]
     if not unplaced or max_evictions == 0 or first.batch is None:
         return None
     first_batch = first.batch  # the solve's groups, masks and inter-pod rules, reused
@@ -158,8 +187,8 @@ def plan_batch(
     # the masks and counts of the batch are computed with them in place.
     sensitive = first_batch.topology.sensitive
     repelling = running_anti_terms(state)
-    top_key = max((pod_key(p, restart_tiers=tiers) for p in pending if p.preemption_policy != "Never"), default=None)
-    evictable_use = _preemptible_use(state, top_key, tiers)
+    preemptible_pod = Preemptible(pending, tiers, still_calm)
+    evictable_use = _preemptible_use(state, preemptible_pod)
     hood, destinations = _neighbourhood(state, unplaced, evictable_use, first_batch.prefilter)
     candidates = [(pod, n) for n in sorted(hood) for pod in state.running[n]]
     elig = {pod.key: classify(cluster, pod, config.scheduler_name) for pod, _ in candidates}
@@ -170,8 +199,7 @@ def plan_batch(
         e = elig[pod.key]
         if not e.evictable or pod.key in frozen or pod.key in sensitive:
             continue
-        preemptible = top_key is not None and pod_key(pod, restart_tiers=tiers) < top_key
-        if not (preemptible or e.movable):
+        if not (preemptible_pod(pod) or e.movable):
             continue
         chosen.append((pod, n))
         base.remove(pod, n)
@@ -193,9 +221,8 @@ def plan_batch(
         targets = np.zeros(0, dtype=np.int64)
         if e.movable and _may_move(pod, repelling, state.namespaces):
             targets = _move_targets(pod, n, batch, state, destinations)
-        preemptible = top_key is not None and pod_key(pod, restart_tiers=tiers) < top_key
-        movers.append(_mover(pod, n, batch, e.pdbs, targets, preemptible=preemptible, tiers=tiers))
-    model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer)
+        movers.append(_mover(pod, n, batch, e.pdbs, targets, preemptible=preemptible_pod(pod), tiers=tiers))
+    model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer, calm=still_calm)
     model.build(
         pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs],
         max_evictions=max_evictions,
@@ -208,6 +235,9 @@ def plan_batch(
             at = hint_nodes.get(pod.key)
             if at is not None and (gi, at) in model.y:
                 hint[gi, at] = hint.get((gi, at), 0) + 1
+    for (gi, n), var in model.y.items():
+        if model.calm_group(batch.groups[gi]):
+            model.cp.add(var == hint.get((gi, n), 0))
     return _solve(model, batch, config, hint, started, len(hood), budget or Budget.of(config))
 
 
@@ -239,7 +269,7 @@ def _mover(
     targets: npt.NDArray[np.int64],
     *,
     preemptible: bool,
-    tiers: bool,
+    tiers: TierScope,
 ) -> Mover:
     return Mover(
         pod=pod,
@@ -350,12 +380,12 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
             return None
         room = free[n].copy()
         victims: list[int] = []
-        if group.pods[0].preemption_policy != "Never":
+        if not model.calm_group(group):
             for ri in on_node.get(n, []):
                 if bool(np.all(room >= group.vec)):
                     break
                 m = model.movers[ri]
-                if ri in evicted or m.rank >= batch.rank(group) or any(budget[b] <= 0 for b in m.pdbs):
+                if ri in evicted or not model.may_preempt(group, m) or any(budget[b] <= 0 for b in m.pdbs):
                     continue
                 room += m.vec
                 victims.append(ri)
@@ -374,6 +404,8 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
         group = batch.groups[gi]
         if group.has_ports or group.gang is not None or gi in batch.topology.involved:
             continue  # host-port clashes, whole gangs and inter-pod rules are left to the solver
+        if model.calm_group(group):
+            continue  # kept where the batch solve put them
         nodes = sorted(n for (g, n) in model.y if g == gi)
         options = {n: option(gi, n) for n in nodes}
         placed = sum(values[model.y[gi, n].index] for n in nodes)
@@ -439,7 +471,6 @@ def _extract(
     model: PlanModel, batch: Batch, values: dict[int, int], proven: bool, started: float, hood_size: int
 ) -> Plan:
     placements: list[tuple[Pod, int]] = []
-    rank_of = {pod.key: batch.rank(g) for g in batch.groups for pod in g.pods}
     for gi, group in enumerate(batch.groups):
         nodes: list[int] = []
         for (g, n), var in sorted(model.y.items()):
@@ -455,9 +486,7 @@ def _extract(
         if values[var.index]:
             m = model.movers[ri]
             preemptors = sorted(
-                pod.key
-                for pod, n in placements
-                if n == m.home and rank_of[pod.key] > m.rank and pod.preemption_policy != "Never"
+                pod.key for pod, n in placements if n == m.home and model.may_preempt_pod(pod, m.pod)
             )
             evictions.append(PlannedEviction(pod=m.pod, node=m.home, kind="preempt", for_=preemptors))
     evictions.sort(key=lambda e: e.pod.key)
@@ -479,7 +508,7 @@ def _extract(
                 if before.pod is not None and step_kind(before.op).effect == Effect.AWAIT_GONE:
                     waiting.setdefault(before.pod, set()).add(st.pod)
     for e in evictions:
-        e.for_ = sorted(waiting.get(e.pod.key, set()) | set(e.for_))
+        e.for_ = sorted((waiting.get(e.pod.key, set()) - model.calm) | set(e.for_))
     return Plan(
         placements=placements,
         evictions=evictions,
