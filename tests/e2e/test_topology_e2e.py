@@ -14,11 +14,11 @@ from collections.abc import Callable
 
 import kube_helpers as kh
 import pytest
-from kubernetes import client
 
 # The controller fixtures (placer run with the ServiceAccount token of k8s/rbac.yaml) live with
 # the controller's own e2e tests.
-from test_controller_e2e import Controller, controllers, placer_kubeconfig  # noqa: F401
+from controller_support import Controller
+from kubernetes import client
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,7 @@ def test_three_replicas_with_zone_anti_affinity_land_one_per_zone(
     apps: client.AppsV1Api,
     namespace: str,
     make_nodes: NodeFactory,
-    controllers: Callable[..., Controller],  # noqa: F811
+    controllers: Callable[..., Controller],
 ) -> None:
     selector, zone_of = _zones(make_nodes)
     controllers()
@@ -83,7 +83,7 @@ def test_six_replicas_with_zone_spread_max_skew_1_land_two_per_zone(
     apps: client.AppsV1Api,
     namespace: str,
     make_nodes: NodeFactory,
-    controllers: Callable[..., Controller],  # noqa: F811
+    controllers: Callable[..., Controller],
 ) -> None:
     selector, zone_of = _zones(make_nodes)
     controllers()

@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterator
 
 import kube_helpers as kh
 import pytest
-from kubernetes import client
 
 # The controller fixtures (placer run with the ServiceAccount token of k8s/rbac.yaml) live with
 # the controller's own e2e tests.
-from test_controller_e2e import Controller, controllers, placer_kubeconfig  # noqa: F401
+from controller_support import Controller
+from kubernetes import client
 
 from placer.inputs.volumes import SELECTED_NODE
 
@@ -79,7 +79,7 @@ def test_a_wait_for_first_consumer_claim_gets_the_chosen_node_before_its_pod_is_
     storage: client.StorageV1Api,
     namespace: str,
     make_nodes: NodeFactory,
-    controllers: Callable[..., Controller],  # noqa: F811
+    controllers: Callable[..., Controller],
     cleanup: list[tuple[str, str]],
 ) -> None:
     mark = {"volume-test": kh.unique("wffc")}
@@ -108,7 +108,7 @@ def test_a_claim_bound_to_a_volume_with_node_affinity_puts_the_pod_on_that_node(
     core: client.CoreV1Api,
     namespace: str,
     make_nodes: NodeFactory,
-    controllers: Callable[..., Controller],  # noqa: F811
+    controllers: Callable[..., Controller],
     cleanup: list[tuple[str, str]],
 ) -> None:
     mark = {"volume-test": kh.unique("pv")}
@@ -150,7 +150,7 @@ def test_a_pod_whose_claim_does_not_exist_waits_with_kube_schedulers_message(
     core: client.CoreV1Api,
     namespace: str,
     make_nodes: NodeFactory,
-    controllers: Callable[..., Controller],  # noqa: F811
+    controllers: Callable[..., Controller],
 ) -> None:
     mark = {"volume-test": kh.unique("none")}
     make_nodes(1, cpu="4", labels=mark)
