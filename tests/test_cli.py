@@ -121,8 +121,9 @@ def test_a_dump_of_default_scheduler_pods_says_why_nothing_is_placed(tmp_path: P
     path = _write(tmp_path, {"kind": "List", "items": items})
     text = runner.invoke(app, ["solve", str(path)])
     assert text.exit_code == 0
-    assert "3 pending pods addressed to other schedulers (default-scheduler 2, batch 1)" in text.stdout
-    assert "--scheduler-name default-scheduler" in text.stdout and "Nothing to place" in text.stdout
+    # The warning goes to stderr (stdout stays the answer), the "nothing to place" line to stdout.
+    assert "3 pending pods addressed to other schedulers (default-scheduler 2, batch 1)" in text.stderr
+    assert "--scheduler-name default-scheduler" in text.stderr and "Nothing to place" in text.stdout
     hinted = runner.invoke(app, ["solve", str(path), "-o", "json", "--scheduler-name", "default-scheduler"])
     assert json.loads(hinted.stdout)["metrics"]["placed"] == 2
 
