@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from placer.errors import InputError
@@ -172,20 +173,37 @@ def _container_statuses(status: Field) -> dict[str, Field]:
     return out
 
 
-Pick = Callable[[Field, Field | None], dict[str, int] | None]
+@dataclass(frozen=True)
+class _Container:
+    """One container's requests as each party sees them (None: that party reports nothing)."""
+
+    spec: dict[str, int]
+    actual: dict[str, int] | None  # status ...resources.requests: what the kubelet actuated
+    allocated: dict[str, int] | None  # status ...allocatedResources
+    init: bool
+    sidecar: bool
+
+
+def _read_container(c: Field, statuses: Mapping[str, Field], *, init: bool) -> _Container:
+    cs = statuses.get(c.get("name").text())
+    actual = allocated = None
+    if cs is not None:
+        if cs.get("resources").get("requests").present():
+            actual = cs.get("resources").get("requests").quantities()
+        if cs.get("allocatedResources").present():
+            allocated = cs.get("allocatedResources").quantities()
+    sidecar = init and c.get("restartPolicy").text() == "Always"
+    return _Container(_container_requests(c), actual, allocated, init, sidecar)
+
+
 Variant = tuple[list[dict[str, int]], list[ContainerRequests]]
 
 
-def _variant(spec: Field, pick: Pick, statuses: Mapping[str, Field]) -> Variant:
-    def one(c: Field) -> dict[str, int]:
-        return pick(c, statuses.get(c.get("name").text())) or {}
-
-    containers = [one(c) for c in spec.get("containers").items()]
-    inits = [
-        ContainerRequests(one(c), sidecar=c.get("restartPolicy").text() == "Always")
-        for c in spec.get("initContainers").items()
-    ]
-    return containers, inits
+def _variant(containers: Sequence[_Container], pick: Callable[[_Container], dict[str, int] | None]) -> Variant:
+    return (
+        [pick(c) or {} for c in containers if not c.init],
+        [ContainerRequests(pick(c) or {}, sidecar=c.sidecar) for c in containers if c.init],
+    )
 
 
 def _max(lists: Sequence[Mapping[str, int]]) -> dict[str, int]:
@@ -212,22 +230,21 @@ def pod_resources(spec: Field, status: Field | None = None) -> tuple[dict[str, i
     status = status if status is not None else Field(spec.source, spec.path, None)
     infeasible = resize_infeasible(status)
     statuses = _container_statuses(status)
+    containers = [_read_container(c, statuses, init=False) for c in spec.get("containers").items()]
+    containers += [_read_container(c, statuses, init=True) for c in spec.get("initContainers").items()]
 
-    def spec_side(c: Field) -> dict[str, int] | None:
-        return None if infeasible else _container_requests(c)
+    def spec_side(c: _Container) -> dict[str, int] | None:
+        return None if infeasible else c.spec
 
-    def allocated(c: Field, cs: Field | None) -> dict[str, int] | None:
-        if cs is not None and cs.get("allocatedResources").present():
-            return cs.get("allocatedResources").quantities()
-        return spec_side(c)
+    def allocated(c: _Container) -> dict[str, int] | None:
+        return c.allocated if c.allocated is not None else spec_side(c)
 
-    def actuated(c: Field, cs: Field | None) -> dict[str, int] | None:
-        if cs is not None and cs.get("resources").get("requests").present():
-            return cs.get("resources").get("requests").quantities()
-        return allocated(c, cs)
+    def actuated(c: _Container) -> dict[str, int] | None:
+        return c.actual if c.actual is not None else allocated(c)
 
-    picks: list[Pick] = [actuated, allocated] if infeasible else [lambda c, _: spec_side(c), actuated, allocated]
-    variants = [_variant(spec, pick, statuses) for pick in picks]
+    resized = infeasible or any(c.actual is not None or c.allocated is not None for c in containers)
+    picks = [actuated, allocated] if infeasible else [spec_side, actuated, allocated] if resized else [spec_side]
+    variants = [_variant(containers, pick) for pick in picks]
     overhead = spec.get("overhead").quantities()
     pod_level = spec.get("resources").get("requests").quantities()
     if pod_level:
