@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -126,19 +127,28 @@ class Field:
     def quantities(self) -> dict[str, int]:
         """A resource list (``{cpu: "500m", memory: "1Gi"}``) in scheduler units."""
         out: dict[str, int] = {}
-        for name, q in self.entries():
-            if q.value is None or isinstance(q.value, bool | dict | list):
-                raise q.fail(f"expected a quantity, got {q.value!r}")
+        obj = self.obj()
+        for key, value in obj.items():
+            name = str(key)
+            if value is None or isinstance(value, bool | dict | list):
+                raise self.get(name).fail(f"expected a quantity, got {value!r}")
             try:
-                exact = parse_quantity(q.value)
+                out[name] = _units(name, value)
             except QuantityError as exc:
-                raise q.fail(str(exc)) from None
-            if exact.denominator != 1 and must_be_whole(name):
-                raise q.fail(f"{q.value!r} must be a whole number ({name} cannot be fractional)")
-            out[name] = to_units(name, exact)
-            if out[name] >= _MAX_UNITS:
-                raise q.fail(f"{q.value!r} is too large (placer keeps quantities below 2^62 units)")
+                raise self.get(name).fail(str(exc)) from None
         return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _units(name: str, value: str | int | float) -> int:
+    """One quantity in scheduler units, validated (a dump repeats the same few: cached)."""
+    exact = parse_quantity(value)
+    if exact.denominator != 1 and must_be_whole(name):
+        raise QuantityError(f"{value!r} must be a whole number ({name} cannot be fractional)")
+    units = to_units(name, exact)
+    if units >= _MAX_UNITS:
+        raise QuantityError(f"{value!r} is too large (placer keeps quantities below 2^62 units)")
+    return units
 
 
 def api_object(raw: Any, kind: str, source: str = "api") -> Field:
