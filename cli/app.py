@@ -8,7 +8,7 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import asdict, replace
 from enum import StrEnum
 from importlib.metadata import version
 from pathlib import Path
@@ -21,10 +21,21 @@ from rich.console import Console
 from rich.table import Table
 
 from placer.check import find_fixtures, run_fixture
-from placer.cli.render import render_compare, render_outcome
+from placer.cli.render import render_compare, render_explanation, render_outcome
 from placer.errors import InputError
-from placer.inputs import cluster_schema, load_cluster
-from placer.models import BASELINES, POLICIES, Config, ControllerConfig, Policy, StrategyName
+from placer.explain import explain_pod
+from placer.inputs import cluster_schema, load_cluster, read_cluster
+from placer.models import (
+    BASELINES,
+    POLICIES,
+    Cluster,
+    Config,
+    ControllerConfig,
+    Policy,
+    StrategyName,
+    compare_schema,
+    result_schema,
+)
 from placer.service import SolveOptions, solve_cluster
 
 __all__ = ["app", "main"]
@@ -123,7 +134,10 @@ def load_config(path: Path | None) -> Config:
 
 @app.command()
 def solve(
-    file: Annotated[Path, typer.Argument(help="kubectl List dump or native-schema cluster (JSON or YAML)")],
+    file: Annotated[
+        Path | None,
+        typer.Argument(help="kubectl List dump or native-schema cluster (JSON or YAML); none: the live cluster"),
+    ] = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="text, json or yaml")] = Output.text,
     policy: Annotated[
         str, typer.Option(parser=_choice(POLICIES), help=f"placer, or a kube-scheduler simulation: {_or(POLICIES)}")
@@ -144,11 +158,21 @@ def solve(
     fail_on_unplaced: Annotated[bool, typer.Option(help="exit 1 when pods stay unplaced")] = False,
     no_evict: Annotated[bool, typer.Option("--no-evict", help="never plan evictions or moves")] = False,
     max_evictions: Annotated[int | None, typer.Option(min=0, help="cap on moves + preemptions")] = None,
+    plot: Annotated[
+        Path | None, typer.Option(help="also draw per-node utilisation before/after (and --compare's) to a PNG")
+    ] = None,
+    kubeconfig: Annotated[
+        str | None, typer.Option(help="without FILE: read this kubeconfig's cluster (default: as kubectl)")
+    ] = None,
+    context: Annotated[str | None, typer.Option(help="without FILE: the kubeconfig context to read")] = None,
 ) -> None:
-    """Place the pending pods of a cluster and show where each goes, what stays unplaced and why."""
+    """Place the pending pods of a cluster and show where each goes, what stays unplaced and why.
+
+    Without FILE the cluster is read from the API server (read-only: list calls only), as kubectl
+    would with the same kubeconfig and context; placer writes nothing to it."""
     try:
         cfg = load_config(config)
-        cluster = load_cluster(file)
+        cluster = _live(kubeconfig, context) if file is None else load_cluster(file)
     except InputError as exc:
         raise _fail(str(exc)) from None
     updates: dict[str, Any] = {}
@@ -172,11 +196,11 @@ def solve(
     if compare is not None:
         other = solve_cluster(cluster, replace(options, policy=cast(Policy, compare)))
     if output is Output.text:
-        console = Console(width=max(Console().width, 120))
+        console = Console()  # the terminal's width (COLUMNS when not a terminal)
         render_outcome(console, outcome)
         if other is not None:
             console.print()
-            render_compare(console, outcome, other)
+            render_compare(console, outcome, other, {p.key: p.priority for p in cluster.pods})
     else:
         data: Any = outcome.result.contract()
         if other is not None:
@@ -187,8 +211,59 @@ def solve(
             typer.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
     for warning in outcome.warnings:  # on stderr in every format: stdout stays the answer
         typer.echo(f"placer: warning: {warning}", err=True)
+    if plot is not None:
+        from placer.cli.plot import PlotUnavailableError, plot_outcomes  # noqa: PLC0415  (matplotlib is optional)
+
+        try:
+            plot_outcomes(plot, outcome, other)
+        except PlotUnavailableError as exc:
+            raise _fail(str(exc)) from None
+        except OSError as exc:
+            raise _fail(f"{plot}: cannot write the plot: {exc.strerror or exc}") from None
     if fail_on_unplaced and outcome.result.unplaced:
         raise typer.Exit(1)
+
+
+def _live(kubeconfig: str | None, context: str | None) -> Cluster:
+    # Imported here so that a solve from a file never loads the Kubernetes client.
+    from placer.kube.live import read_live  # noqa: PLC0415
+
+    source, data = read_live(kubeconfig, context)
+    return read_cluster(source, data)
+
+
+@app.command()
+def explain(
+    pod: Annotated[str, typer.Argument(help="the pod, namespace/name")],
+    file: Annotated[Path, typer.Argument(help="kubectl List dump or native-schema cluster")],
+    output: Annotated[Output, typer.Option("--output", "-o", help="text, json or yaml")] = Output.text,
+    scheduler_name: Annotated[str | None, typer.Option(help="the scheduler whose batch it is; '*' all")] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML/JSON engine configuration")] = None,
+    time_limit: Annotated[float | None, typer.Option(min=0.01, help="solver time limit in seconds")] = None,
+) -> None:
+    """One pod's whole story: the filters that turned nodes away, the nodes left and what each
+    costs, and the decision (its node, or why it stays pending, and the evictions made for it)."""
+    try:
+        cfg = load_config(config)
+        cluster = load_cluster(file)
+    except InputError as exc:
+        raise _fail(str(exc)) from None
+    updates: dict[str, Any] = {}
+    if scheduler_name is not None:
+        updates["scheduler_name"] = scheduler_name
+    if time_limit is not None:
+        updates["solver"] = cfg.solver.model_copy(update={"time_limit": time_limit})
+    story = explain_pod(cluster, SolveOptions(config=cfg.model_copy(update=updates)), pod)
+    if story is None:
+        raise _fail(f"{file}: no pod {pod!r} (give namespace/name)")
+    if output is not Output.text:
+        data = asdict(story)
+        data["filters"] = story.filters.model_dump(by_alias=True) if story.filters else None
+        data["evictions"] = [e.model_dump(by_alias=True) for e in story.evictions]
+        text = json.dumps(data, indent=2) if output is Output.json else yaml.safe_dump(data, sort_keys=False)
+        typer.echo(text, nl=output is Output.json)
+        return
+    render_explanation(Console(), story)
 
 
 @app.command()
@@ -202,7 +277,7 @@ def check(
     except InputError as exc:
         raise _fail(str(exc)) from None
     results = [run_fixture(f, time_limit=time_limit) for f in fixtures]
-    console = Console(width=max(Console().width, 120))
+    console = Console()
     table = Table(title=f"placer check {directory}")
     table.add_column("fixture")
     table.add_column("result")
@@ -251,14 +326,27 @@ def run(
     from placer.kube.client import api_client  # noqa: PLC0415
     from placer.kube.runner import Runner  # noqa: PLC0415
 
-    runner = Runner(api_client(kubeconfig), cfg, identity or os.environ.get("POD_NAME") or socket.gethostname())
+    who = identity or os.environ.get("POD_NAME") or socket.gethostname()
+    runner = Runner(api_client(kubeconfig, who), cfg, who)
     raise typer.Exit(runner.run())
 
 
+class SchemaKind(StrEnum):
+    cluster = "cluster"
+    result = "result"
+    compare = "compare"
+
+
 @app.command()
-def schema() -> None:
-    """Print the JSON Schema of placer's native cluster format."""
-    typer.echo(json.dumps(cluster_schema(), indent=2))
+def schema(
+    kind: Annotated[
+        SchemaKind,
+        typer.Argument(help="cluster: the native input; result: `solve -o json`; compare: `solve --compare -o json`"),
+    ] = SchemaKind.cluster,
+) -> None:
+    """Print a JSON Schema: placer's native cluster format, or one of its JSON answers."""
+    shapes = {"cluster": cluster_schema, "result": result_schema, "compare": compare_schema}
+    typer.echo(json.dumps(shapes[kind.value](), indent=2))
 
 
 def main() -> None:

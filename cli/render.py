@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.console import Console
 from rich.table import Table
 
+from placer.explain import Explanation
 from placer.models import format_quantity
 from placer.service import Outcome
 
-__all__ = ["render_compare", "render_outcome"]
+__all__ = ["render_compare", "render_explanation", "render_outcome"]
 
 _COLUMNS = ("cpu", "memory", "ephemeral-storage", "placer.io/bandwidth", "pods")
+_GPU_HINTS = ("gpu", "neuron", "tpu")  # extended resources shown when some node offers them
 _MAX_ROWS = 40
 
 
@@ -20,7 +24,8 @@ def _pct(used: int, alloc: int) -> str:
 
 def _node_table(outcome: Outcome) -> Table:
     before, after = outcome.before, outcome.after
-    cols = [r for r in _COLUMNS if r in before.resources and before.alloc[:, before.column(r)].sum() > 0]
+    devices = tuple(r for r in before.resources if any(h in r.lower() for h in _GPU_HINTS))
+    cols = [r for r in (*_COLUMNS, *devices) if r in before.resources and before.alloc[:, before.column(r)].sum() > 0]
     changed = [i for i in range(len(before.nodes)) if (after.used[i] != before.used[i]).any()]
     rows = list(range(len(before.nodes))) if len(before.nodes) <= _MAX_ROWS else changed
     title = "Nodes (utilisation before -> after)"
@@ -63,10 +68,11 @@ def render_outcome(console: Console, outcome: Outcome) -> None:
         console.print(table)
     if result.evictions:
         table = Table(title="Global plan: evictions")
-        for col in ("pod", "node", "kind", "to", "for"):
+        for col in ("pod", "node", "kind", "to", "for", "why"):
             table.add_column(col, overflow="fold")
         for e in result.evictions:
-            table.add_row(e.pod, e.node, e.kind, e.to or "-", ", ".join(e.for_) or "-")
+            why = "; ".join((e.reason or "-").split("; ")[1:]) or "-"  # the first part repeats kind/to/for
+            table.add_row(e.pod, e.node, e.kind, e.to or "-", ", ".join(e.for_) or "-", why)
         console.print(table)
         steps = Table(title="Global plan: steps (each waits for the steps in 'after')")
         for col in ("id", "op", "pod", "node", "after"):
@@ -83,17 +89,47 @@ def render_outcome(console: Console, outcome: Outcome) -> None:
     )
 
 
-def render_compare(console: Console, a: Outcome, b: Outcome) -> None:
-    table = Table(title="Side by side")
+def _better(a: float, b: float, higher: bool) -> str:
+    if a == b:
+        return "="
+    return "<-" if (a > b) == higher else "->"
+
+
+def render_compare(console: Console, a: Outcome, b: Outcome, priorities: Mapping[str, int]) -> None:
+    """One table, both policies side by side; ``priorities``: pod key -> spec.priority. The last
+    column points at the better one (README, "Reading the numbers", defines each row)."""
+    table = Table(title="Side by side (the arrow points at the better policy)")
     table.add_column("")
     table.add_column(a.result.policy, justify="right")
     table.add_column(b.result.policy, justify="right")
-    ma, mb = a.result.metrics, b.result.metrics
-    table.add_row("placed", str(ma.placed), str(mb.placed))
-    table.add_row("unplaced", str(ma.unplaced), str(mb.unplaced))
-    table.add_row("imbalance", f"{ma.imbalance:.4f}", f"{mb.imbalance:.4f}")
-    table.add_row("std_score", f"{ma.std_score:.4f}", f"{mb.std_score:.4f}")
-    table.add_row("seconds", f"{ma.solve_seconds:.3f}", f"{mb.solve_seconds:.3f}")
+    table.add_column("better", justify="center")
+    ra, rb = a.result, b.result
+    ma, mb = ra.metrics, rb.metrics
+    levels = sorted({priorities.get(p.pod, 0) for r in (ra, rb) for p in r.placements if p.pod}, reverse=True)
+    if len(levels) > 1:
+        for level in levels:
+            pa = sum(1 for p in ra.placements if p.pod and p.kind == "pending" and priorities.get(p.pod, 0) == level)
+            pb = sum(1 for p in rb.placements if p.pod and p.kind == "pending" and priorities.get(p.pod, 0) == level)
+            table.add_row(f"placed, priority {level} (higher is better)", str(pa), str(pb), _better(pa, pb, True))
+    table.add_row("placed (higher is better)", str(ma.placed), str(mb.placed), _better(ma.placed, mb.placed, True))
+    table.add_row("unplaced", str(ma.unplaced), str(mb.unplaced), _better(ma.unplaced, mb.unplaced, False))
+    table.add_row("moved (fewer is better)", str(ma.moved), str(mb.moved), _better(ma.moved, mb.moved, False))
+    table.add_row(
+        "preempted (fewer is better)", str(ma.preempted), str(mb.preempted), _better(ma.preempted, mb.preempted, False)
+    )
+    table.add_row(
+        "imbalance (lower is better)",
+        f"{ma.imbalance:.4f}",
+        f"{mb.imbalance:.4f}",
+        _better(ma.imbalance, mb.imbalance, False),
+    )
+    table.add_row(
+        "std_score (lower is better)",
+        f"{ma.std_score:.4f}",
+        f"{mb.std_score:.4f}",
+        _better(ma.std_score, mb.std_score, False),
+    )
+    table.add_row("seconds", f"{ma.solve_seconds:.3f}", f"{mb.solve_seconds:.3f}", "")
     console.print(table)
     where_a = {p.pod: p.node for p in a.result.placements}
     where_b = {p.pod: p.node for p in b.result.placements}
@@ -108,3 +144,36 @@ def render_compare(console: Console, a: Outcome, b: Outcome) -> None:
         console.print(diff)
     else:
         console.print("Both policies place every pod on the same node.")
+
+
+def render_explanation(console: Console, story: Explanation) -> None:
+    console.print(f"[bold]{story.pod}[/]")
+    if not story.in_batch:
+        console.print(story.note)
+        return
+    if story.filters is not None and story.filters.filters:
+        filters = Table(title=f"Filters (kube-scheduler's order) on {story.filters.nodes} nodes")
+        filters.add_column("filter")
+        filters.add_column("nodes turned away", justify="right")
+        filters.add_column("detail", overflow="fold")
+        for f in story.filters.filters:
+            extra = {
+                k: v for k, v in f.model_dump(by_alias=True).items() if k not in ("filter", "nodes") and v is not None
+            }
+            filters.add_row(str(f.filter), str(f.nodes), ", ".join(f"{k} {v}" for k, v in extra.items()))
+        console.print(filters)
+    console.print(f"Nodes that pass every filter with room now: {story.feasible}. {story.note}.")
+    if story.candidates:
+        table = Table(title="Candidate nodes, cheapest first")
+        for col in ("node", "cost", "left free after it", "chosen"):
+            table.add_column(col)
+        for c in story.candidates:
+            left = ", ".join(f"{r.replace('placer.io/', '')} {100 * v:.0f}%" for r, v in c.free_after.items())
+            table.add_row(c.node, f"{c.cost:.4f}", left, "yes" if c.chosen else "")
+        console.print(table)
+    if story.node is not None:
+        console.print(f"Decision: placed on [bold]{story.node}[/].")
+    else:
+        console.print(f"Decision: stays pending ({story.unplaced_code}): {story.unplaced_reason}")
+    for e in story.evictions:
+        console.print(f"For it: {e.pod} on {e.node} is {'moved' if e.kind == 'move' else 'preempted'}: {e.reason}")

@@ -46,7 +46,20 @@ from placer.models.config import (
     StrategyName,
     TierScope,
 )
-from placer.models.plan import Eviction, Metrics, Placement, Result, Step, Unplaced
+from placer.models.plan import (
+    SCHEMA_VERSION,
+    Eviction,
+    EvictionChoice,
+    EvictionDetail,
+    Metrics,
+    Placement,
+    Result,
+    Step,
+    Unplaced,
+    compare_schema,
+    describe_eviction,
+    result_schema,
+)
 from placer.models.quantities import CPU, QuantityError, format_quantity, parse_quantity, to_units
 from placer.models.reasons import (
     Filter,
@@ -80,6 +93,7 @@ __all__ = [
     "EVICT",
     "POD_COUNT",
     "POLICIES",
+    "SCHEMA_VERSION",
     "SOLVE_STATUSES",
     "UNPLACED_CODES",
     "BalanceWeights",
@@ -91,6 +105,8 @@ __all__ = [
     "DefaultSpreadConstraint",
     "Effect",
     "Eviction",
+    "EvictionChoice",
+    "EvictionDetail",
     "EvictionLimits",
     "Filter",
     "GangWait",
@@ -133,11 +149,14 @@ __all__ = [
     "UnplacedCode",
     "Untolerated",
     "WeightedPodAffinityTerm",
+    "compare_schema",
     "describe",
+    "describe_eviction",
     "format_quantity",
     "label",
     "parse_quantity",
     "register_step_kind",
+    "result_schema",
     "step_kind",
     "step_kinds",
     "to_units",

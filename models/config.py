@@ -158,7 +158,14 @@ class ControllerConfig(_Strict):
     batch_window: float = Field(30.0, gt=0, alias="batchWindowSeconds")
     batch_size: int = Field(99, ge=1, alias="batchSize")
     label_check_period: float = Field(60.0, gt=0, alias="labelCheckPeriodSeconds")
+    # Unused since informers never relist periodically (only after 410 Gone); kept so configs load.
     resync_period: float = Field(300.0, gt=0, alias="resyncPeriodSeconds")
+    # Server-side timeoutSeconds of each watch; the client's read timeout is 10 s longer, so a watch
+    # that goes silent without closing is restarted (resumed from its last resourceVersion) by then.
+    watch_timeout: int = Field(60, ge=5, alias="watchTimeoutSeconds")
+    # /healthz fails on a leader with pods pending and the API answering when no scheduling cycle has
+    # completed for this many batch windows (at least 30 s).
+    healthz_stall_windows: float = Field(4.0, gt=0, alias="healthzStallWindows")
     bind_workers: int = Field(8, ge=1, alias="bindWorkers")
     requeue_backoff: float = Field(5.0, gt=0, alias="requeueBackoffSeconds")
     max_requeue_backoff: float = Field(60.0, gt=0, alias="maxRequeueBackoffSeconds")

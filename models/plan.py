@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -11,12 +11,18 @@ from placer.models.reasons import Reason
 from placer.models.steps import StepKind, step_kind
 
 __all__ = [
+    "SCHEMA_VERSION",
     "Eviction",
+    "EvictionChoice",
+    "EvictionDetail",
     "Metrics",
     "Placement",
     "Result",
     "Step",
     "Unplaced",
+    "compare_schema",
+    "describe_eviction",
+    "result_schema",
 ]
 
 
@@ -39,12 +45,49 @@ class Unplaced(_Out):
     detail: Reason | None = None  # the same as data
 
 
+EvictionChoice = Literal["move", "lowest-key", "fewest-evictions"]
+
+
+class EvictionDetail(_Out):
+    """Why a pod is evicted, as data: what the pods it makes room for lacked on its node
+    (``shortOf``: resources, or empty when room was not the problem there, e.g. a move that frees a
+    chain), which of them outrank it (a preemption's preemptors), and why this victim
+    (``choice``): ``move`` (it keeps running, its replacement is bound elsewhere), ``lowest-key``
+    (no pod of a lower key on the node could have made the room) or ``fewest-evictions`` (a
+    lower-key pod stays because evicting this one needed fewer evictions in all)."""
+
+    short_of: list[str] = Field(default_factory=list, alias="shortOf")
+    outranked_by: list[str] = Field(default_factory=list, alias="outrankedBy")
+    choice: EvictionChoice
+
+
+def describe_eviction(kind: str, node: str, to: str | None, for_: list[str], detail: EvictionDetail) -> str:
+    """An eviction's reason in words, e.g. 'preempted for ns/web, which outranks it; node a lacked
+    cpu for what the plan binds there; the lowest key on the node'."""
+    parts = [f"moved to {to}" if kind == "move" else "preempted"]
+    if for_:
+        parts[0] += f" to make room for {', '.join(for_)}"
+    if detail.outranked_by:
+        parts.append(f"outranked by {', '.join(detail.outranked_by)}")
+    if detail.short_of:
+        parts.append(f"node {node} lacked {', '.join(detail.short_of)} for what the plan binds there")
+    choices = {
+        "move": "a move keeps it running (its owner re-creates it)",
+        "lowest-key": "no lower-key pod on the node could make the room",
+        "fewest-evictions": "a lower-key pod stays: this needed fewer evictions",
+    }
+    parts.append(choices[detail.choice])
+    return "; ".join(parts)
+
+
 class Eviction(_Out):
     pod: str
     node: str
     kind: Literal["move", "preempt"]
     to: str | None = None
     for_: list[str] = Field(default_factory=list, alias="for")
+    reason: str | None = None  # ``detail`` in words
+    detail: EvictionDetail | None = None
 
 
 class Step(_Out):
@@ -92,8 +135,11 @@ class Metrics(_Out):
     gap: float = 0.0
 
 
+SCHEMA_VERSION = 3  # 2: evictions gained reason and detail; 3: unplaced code Invalid, detail.invalid and detail.pdbs
+
+
 class Result(_Out):
-    schema_version: int = Field(1, alias="schemaVersion")
+    schema_version: int = Field(SCHEMA_VERSION, alias="schemaVersion")
     status: SolveStatus = "optimal"
     policy: Policy = "placer"
     placements: list[Placement] = Field(default_factory=list)
@@ -120,3 +166,23 @@ class Result(_Out):
 
 def _placement_sort(p: dict[str, object]) -> str:
     return str(p["pod"] if p["pod"] is not None else p.get("replaces"))
+
+
+def result_schema() -> dict[str, Any]:
+    """The JSON Schema of ``placer solve -o json`` (versioned by ``schemaVersion``)."""
+    return Result.model_json_schema(by_alias=True, mode="serialization")
+
+
+def compare_schema() -> dict[str, Any]:
+    """The JSON Schema of ``placer solve --compare POLICY -o json``: placer's answer under
+    ``result``, the simulation's under ``compare``, each a ``result`` document."""
+    single = result_schema()
+    defs = single.pop("$defs", {})
+    return {
+        "title": "Compare",
+        "type": "object",
+        "properties": {"result": single, "compare": {"$ref": "#/properties/result"}},
+        "required": ["result", "compare"],
+        "additionalProperties": False,
+        "$defs": defs,
+    }

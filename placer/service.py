@@ -26,6 +26,7 @@ from placer.models import (
     Config,
     Effect,
     Eviction,
+    EvictionDetail,
     Metrics,
     Placement,
     Pod,
@@ -37,6 +38,7 @@ from placer.models import (
     Unplaced,
     UnplacedCode,
     describe,
+    describe_eviction,
     step_kind,
     worst_status,
 )
@@ -362,13 +364,17 @@ def _apply_plan(
     replaced = 0
     for e in plan.evictions:
         state.remove(e.pod, e.node)
+        detail = EvictionDetail(short_of=e.short_of, outranked_by=e.outranked_by, choice=e.choice)
+        to = names[e.to] if e.to is not None else None
         evictions.append(
             Eviction(
                 pod=e.pod.key,
                 node=names[e.node],
                 kind=e.kind,
-                to=names[e.to] if e.to is not None else None,
+                to=to,
                 for_=e.for_,
+                reason=describe_eviction(e.kind, names[e.node], to, e.for_, detail),
+                detail=detail,
             )
         )
         if e.kind == "move" and e.to is not None:

@@ -6,6 +6,7 @@ Bad input: each case is one line on stderr naming the file and the object/field,
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ def test_json_output_follows_the_contract(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert set(data) == {"schemaVersion", "status", "policy", "placements", "unplaced", "evictions", "steps", "metrics"}
-    assert data["schemaVersion"] == 1 and data["policy"] == "placer" and data["status"] == "optimal"
+    assert data["schemaVersion"] == 3 and data["policy"] == "placer" and data["status"] == "optimal"
     assert [p["pod"] for p in data["placements"]] == sorted(p["pod"] for p in data["placements"])
     assert {p["kind"] for p in data["placements"]} == {"pending"}
     assert set(data["metrics"]) >= {
@@ -119,7 +120,7 @@ def test_a_dump_of_default_scheduler_pods_says_why_nothing_is_placed(tmp_path: P
         spec = {"schedulerName": scheduler, "containers": [{"name": "c"}]}
         items.append({"kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": spec, "status": pending})
     path = _write(tmp_path, {"kind": "List", "items": items})
-    text = runner.invoke(app, ["solve", str(path)])
+    text = runner.invoke(app, ["solve", str(path)], env={"COLUMNS": "300"})
     assert text.exit_code == 0
     # The warning goes to stderr (stdout stays the answer), the "nothing to place" line to stdout.
     assert "3 pending pods addressed to other schedulers (default-scheduler 2, batch 1)" in text.stderr
@@ -260,3 +261,69 @@ def test_a_bad_config_file_is_exit_2_naming_the_field(tmp_path: Path) -> None:
 def test_usage_errors_are_exit_2(tmp_path: Path) -> None:
     assert runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--batch-size", "0"]).exit_code == 2
     assert runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--policy", "random"]).exit_code == 2
+
+
+def test_text_output_follows_the_terminal_width_and_shows_gpus(tmp_path: Path) -> None:
+    nodes = [node("a", allocatable={"nvidia.com/gpu": 4}), node("b")]
+    pods = [pod("train", requests={"nvidia.com/gpu": 2})]
+    path = _write(tmp_path, {"nodes": nodes, "pods": pods})
+    wide = runner.invoke(app, ["solve", str(path)], env={"COLUMNS": "200"})
+    assert "nvidia.com/gpu" in wide.stdout and "50% of 4" in wide.stdout
+    narrow = runner.invoke(app, ["solve", str(path)], env={"COLUMNS": "60"})
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 60
+
+
+def test_every_json_answer_follows_the_published_schema(tmp_path: Path) -> None:
+    import jsonschema  # noqa: PLC0415  (dev dependency)
+
+    pods = [
+        pod("job", cpu="2", node="a", restartPolicy="Never"),
+        pod("web", cpu="2"),
+        pod("huge", cpu="64"),
+    ]
+    path = _write(tmp_path, {"nodes": [node("a", cpu="2")], "pods": pods})
+    schemas = {k: json.loads(runner.invoke(app, ["schema", k]).stdout) for k in ("result", "compare")}
+    single = json.loads(runner.invoke(app, ["solve", str(path), "-o", "json"]).stdout)
+    assert single["evictions"] and single["unplaced"] and single["unplaced"][0]["detail"]
+    jsonschema.validate(single, schemas["result"])
+    both = json.loads(runner.invoke(app, ["solve", str(path), "-o", "json", "--compare", "default"]).stdout)
+    jsonschema.validate(both, schemas["compare"])
+    for broken in ({**single, "status": "perfect"}, {**single, "surprise": 1}, {"result": single}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, schemas["compare" if "result" in broken else "result"])
+
+
+def test_plot_draws_a_png_and_says_what_to_install_without_matplotlib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "nodes.png"
+    res = runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--compare", "default", "--plot", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+    missing = tmp_path / "missing.png"
+    res = runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--plot", str(missing)])
+    assert res.exit_code == 2 and "pip install 'placer[plot]'" in res.stderr and not missing.exists()
+
+
+def test_explain_tells_one_pods_whole_story(tmp_path: Path) -> None:
+    pods = [
+        pod("job", cpu="2", node="a", restartPolicy="Never"),
+        pod("web", cpu="2"),
+        pod("small", cpu="1", creationTimestamp="2024-01-01T00:00:00Z"),
+        pod("other", schedulerName="default-scheduler"),
+    ]
+    path = _write(tmp_path, {"nodes": [node("a", cpu="2"), node("b", cpu="1")], "pods": pods})
+    story = json.loads(runner.invoke(app, ["explain", "default/web", str(path), "-o", "json"]).stdout)
+    assert story["in_batch"] and story["node"] == "a" and story["feasible"] == 0
+    (filt,) = story["filters"]["filters"]
+    assert (filt["filter"], filt["resource"], filt["nodes"]) == ("NodeResourcesFit", "cpu", 2)
+    assert [e["pod"] for e in story["evictions"]] == ["default/job"]
+    small = json.loads(runner.invoke(app, ["explain", "default/small", str(path), "-o", "json"]).stdout)
+    assert [c["node"] for c in small["candidates"]] == ["b"] and small["candidates"][0]["chosen"]
+    other = runner.invoke(app, ["explain", "default/other", str(path)], env={"COLUMNS": "200"})
+    assert "addressed to scheduler 'default-scheduler'" in other.stdout
+    text = runner.invoke(app, ["explain", "default/web", str(path)], env={"COLUMNS": "200"})
+    assert "Decision: placed on a" in text.stdout and "default/job on a is preempted" in text.stdout
+    missing = runner.invoke(app, ["explain", "default/nope", str(path)])
+    assert missing.exit_code == 2 and "no pod 'default/nope'" in missing.stderr

@@ -204,3 +204,29 @@ def test_check_reports_every_failing_fixture_and_still_runs_the_good_ones(tmp_pa
 def test_version_is_printed() -> None:
     res = CliRunner().invoke(app, ["--version"])
     assert res.exit_code == 0 and res.stdout.startswith("placer ")
+
+
+def test_every_eviction_says_why_as_data_and_in_words() -> None:
+    """Issue 16: the pods it makes room for, what their node lacked, and why this victim."""
+    (move,) = _solve(_fragmented()).result.evictions
+    assert move.detail is not None and move.detail.choice == "move" and move.detail.outranked_by == []
+    assert move.for_ and move.detail.short_of == ["cpu"] and move.reason is not None
+    assert move.reason.startswith(f"moved to {move.to} to make room for {move.for_[0]}")
+
+    # The thesis case (fixture 16): the Never pod of 400m goes (lowest key), the OnFailure pod of
+    # 400m goes although 100m Never pods stay (fewer evictions in all).
+    sizes = {"pod-1": ("400m", "Never"), "pod-2": ("400m", "OnFailure"), "pod-3": ("400m", "Always")}
+    sizes |= {"pod-4": ("100m", "Never"), "pod-5": ("100m", "OnFailure"), "pod-6": ("100m", "Always")}
+    running = [
+        pod(name, cpu=cpu, memory="800Mi" if cpu == "400m" else "200Mi", node="n", restartPolicy=restart)
+        for name, (cpu, restart) in sizes.items()
+    ]
+    arrival = pod("arrival", cpu="500m", memory="2000Mi")
+    out = _solve(cluster([node("n", cpu="1700m", memory="3500Mi")], [*running, arrival])).result
+    why = {e.pod: e.detail for e in out.evictions}
+    assert set(why) == {"default/pod-1", "default/pod-2"}
+    assert why["default/pod-1"] is not None and why["default/pod-1"].choice == "lowest-key"
+    assert why["default/pod-2"] is not None and why["default/pod-2"].choice == "fewest-evictions"
+    for detail in why.values():
+        assert detail is not None and detail.outranked_by == ["default/arrival"]
+        assert set(detail.short_of) == {"cpu", "memory"}

@@ -57,7 +57,7 @@ def _runner(actions: FakeActions, victim_namespace: str) -> Runner:
 
 
 class Recorder(FakeActions):
-    def evict(self, key: str) -> Outcome:
+    def evict(self, key: str, uid: str | None = None) -> Outcome:
         with self.lock:
             self.calls.append(("evict", key))
         return Outcome(ok=True)

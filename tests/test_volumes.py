@@ -428,7 +428,7 @@ def test_a_refused_claim_patch_means_no_bind_an_event_and_a_back_off() -> None:
 
 def test_dry_run_never_patches_a_claim() -> None:
     r = make_runner(dryRun=True)
-    r.actions.core = None  # type: ignore[assignment]  # any API call would fail loudly
+    r.actions.http = None  # type: ignore[assignment]  # any API call would fail loudly
     assert r.actions.select_node("default/data", "b").ok
 
 

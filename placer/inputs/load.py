@@ -15,7 +15,7 @@ from placer.inputs.kubectl import is_list, read_list
 from placer.inputs.native import is_native, read_native
 from placer.models import Cluster
 
-__all__ = ["MAX_DEPTH", "load_cluster", "parse_cluster"]
+__all__ = ["MAX_DEPTH", "load_cluster", "parse_cluster", "read_cluster"]
 
 # Real Kubernetes objects nest about 15 levels deep (a List item's affinity term's expression's
 # values); anything far deeper is refused with one line instead of exhausting Python's stack.
@@ -100,7 +100,11 @@ def _parse(source: str, text: str) -> Any:
 
 
 def parse_cluster(source: str, text: str) -> Cluster:
-    data = _decode(source, text)
+    return read_cluster(source, _decode(source, text))
+
+
+def read_cluster(source: str, data: Any) -> Cluster:
+    """A decoded document (a file's, or the List ``placer.kube.live`` reads from the API)."""
     if is_native(data):
         objs = read_native(source, data)
     elif is_list(data):

@@ -1,9 +1,16 @@
 """List-and-watch caches of Nodes, Pods, PodDisruptionBudgets, ReplicaSets, Namespaces,
 PersistentVolumes, PersistentVolumeClaims and StorageClasses.
 
-Each informer lists (raw JSON, so the same readers as ``placer solve`` parse it), then watches
-from the list's resourceVersion in a thread; on 410 Gone it lists again, on any other watch
-error it backs off and resumes; every ``resync`` seconds it lists again regardless.
+Each informer lists once, in pages (``limit``/``continue``; raw JSON, so the same readers as
+``placer solve`` parse it), then watches from the list's resourceVersion in a thread, for ever:
+
+- every watch asks the server to end it after ``timeoutSeconds`` and has a client read timeout a
+  little longer, so a watch that stops delivering without closing raises and is restarted;
+- a watch that ends (timeout, dropped connection, any error) is resumed from the last
+  resourceVersion it delivered; bookmarks keep that version fresh on quiet kinds;
+- only 410 Gone (the version is too old) makes it list again, paged. There is no periodic relist.
+
+``ListWatch`` is the I/O edge (``ApiListWatch`` on the API; tests pass a fake).
 """
 
 from __future__ import annotations
@@ -12,16 +19,40 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
-from kubernetes import client, watch
-from kubernetes.client.exceptions import ApiException
+from placer.kube.policy import Budget, Outcome, Policy, Timeouts
 
-__all__ = ["Informer", "informers"]
+__all__ = ["PATHS", "ApiListWatch", "GoneError", "Informer", "ListWatch", "informers"]
 
 log = logging.getLogger("placer.kube.informers")
 Raw = dict[str, Any]
+PAGE = 500
+PATHS = {
+    "Node": "/api/v1/nodes",
+    "Pod": "/api/v1/pods",
+    "PodDisruptionBudget": "/apis/policy/v1/poddisruptionbudgets",
+    "ReplicaSet": "/apis/apps/v1/replicasets",
+    # Namespace labels, for namespaceSelector in pod affinity terms.
+    "Namespace": "/api/v1/namespaces",
+    # Volumes: a bound volume's node affinity, and which unbound claims wait for their first consumer.
+    "PersistentVolume": "/api/v1/persistentvolumes",
+    "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+}
+
+
+class GoneError(Exception):
+    """410: the resourceVersion is older than the server keeps; list again."""
+
+
+class ListWatch(Protocol):
+    def list(self, *, limit: int, cont: str | None) -> Outcome: ...
+
+    def watch(self, *, version: str, timeout: int) -> Iterator[Raw]:
+        """Watch events from ``version``; raises ``GoneError`` on 410, anything else on other trouble."""
+        ...
 
 
 def _key(obj: Raw) -> str:
@@ -31,17 +62,27 @@ def _key(obj: Raw) -> str:
 
 
 class Informer:
-    def __init__(self, kind: str, list_fn: Callable[..., Any], *, resync: float, namespace: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        lw: ListWatch,
+        *,
+        watch_timeout: int = 60,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.kind = kind
-        self._list_fn = list_fn
-        self._namespace = namespace
-        self._resync = resync
+        self._lw = lw
+        self._watch_timeout = watch_timeout
+        self._clock = clock
         self._lock = threading.Lock()
         self._items: dict[str, Raw] = {}
         self._synced = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"informer-{kind}", daemon=True)
         self.changes = 0  # bumped on every event (cheap change detection)
+        self.version: str | None = None  # the last resourceVersion delivered (None: list next)
+        self.last_event: float | None = None  # clock time of the last list or watch event, bookmarks included
+        self.lists = 0  # full (paged) lists so far
 
     def start(self) -> None:
         self._thread.start()
@@ -64,58 +105,48 @@ class Informer:
         with self._lock:
             return self._items.get(key)
 
-    def _kwargs(self) -> dict[str, Any]:
-        return {"namespace": self._namespace} if self._namespace else {}
+    def relist(self) -> str | None:
+        """List every object, page by page, and replace the cache at once. None: it failed (the
+        cache is kept as it was). An expired continue token starts the list over, once."""
+        for _ in range(2):
+            items: dict[str, Raw] = {}
+            cont: str | None = None
+            while True:
+                out = self._lw.list(limit=PAGE, cont=cont)
+                if not out.ok:
+                    break
+                data = out.json() or {}
+                for obj in data.get("items") or []:
+                    obj.setdefault("kind", self.kind)
+                    items[_key(obj)] = obj
+                meta = data.get("metadata") or {}
+                cont = meta.get("continue") or None
+                if cont is None:
+                    with self._lock:
+                        self._items = items
+                        self.changes += 1
+                    self.lists += 1
+                    self.last_event = self._clock()
+                    self._synced.set()
+                    return str(meta.get("resourceVersion", ""))
+            if out.status != 410:
+                log.warning("%s list failed: %s %s", self.kind, out.result, out.reason)
+                return None
+        return None
 
-    def _list(self) -> str:
-        resp = self._list_fn(**self._kwargs(), _preload_content=False)
-        data = json.loads(resp.data)
-        items = {}
-        for obj in data.get("items", []):
-            obj.setdefault("kind", self.kind)
-            items[_key(obj)] = obj
-        with self._lock:
-            self._items = items
-            self.changes += 1
-        self._synced.set()
-        return str(data["metadata"]["resourceVersion"])
-
-    def _run(self) -> None:
-        backoff = 0.5
-        while not self._stop.is_set():
-            try:
-                version = self._list()
-                listed = time.monotonic()
-                backoff = 0.5
-                while not self._stop.is_set() and time.monotonic() - listed < self._resync:
-                    version = self._watch(version, timeout=min(60.0, self._resync))
-            except ApiException as exc:
-                if exc.status != 410:
-                    log.warning("%s watch failed: %s; retrying in %.1fs", self.kind, exc.reason, backoff)
-                    self._stop.wait(backoff)
-                    backoff = min(backoff * 2, 30.0)
-            except Exception as exc:
-                log.warning("%s watch error: %s; retrying in %.1fs", self.kind, exc, backoff)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, 30.0)
-
-    def _watch(self, version: str, timeout: float) -> str:
-        w = watch.Watch()
-        for event in w.stream(
-            self._list_fn,
-            **self._kwargs(),
-            resource_version=version,
-            timeout_seconds=int(timeout),
-            allow_watch_bookmarks=True,
-        ):
+    def watch_once(self) -> None:
+        """One watch from ``version`` until the server ends it; events update the cache."""
+        assert self.version is not None
+        for event in self._lw.watch(version=self.version, timeout=self._watch_timeout):
             if self._stop.is_set():
-                w.stop()
-                break
-            kind, obj = event["type"], event["raw_object"]
+                return
+            kind, obj = event.get("type"), event.get("object") or {}
+            self.last_event = self._clock()
             if kind == "ERROR":
-                code = obj.get("code")
-                raise ApiException(status=code or 500, reason=obj.get("message", "watch error"))
-            version = obj.get("metadata", {}).get("resourceVersion", version)
+                if obj.get("code") == 410:
+                    raise GoneError(obj.get("message", "resourceVersion too old"))
+                raise RuntimeError(f"watch error {obj.get('code')}: {obj.get('message')}")
+            self.version = str((obj.get("metadata") or {}).get("resourceVersion") or self.version)
             if kind == "BOOKMARK":
                 continue
             obj.setdefault("kind", self.kind)
@@ -125,27 +156,69 @@ class Informer:
                 else:
                     self._items[_key(obj)] = obj
                 self.changes += 1
-        return version
+
+    def step(self) -> None:
+        """List if needed, else watch once; raises what the watch raised (the loop backs off)."""
+        if self.version is None:
+            self.version = self.relist()
+            if self.version is None:
+                raise RuntimeError("list failed")
+            return
+        try:
+            self.watch_once()
+        except GoneError:
+            log.info("%s watch: resourceVersion %s expired; listing again", self.kind, self.version)
+            self.version = None
+
+    def _run(self) -> None:
+        backoff = 0.5
+        while not self._stop.is_set():
+            try:
+                self.step()
+                backoff = 0.5
+            except Exception as exc:
+                log.warning("%s watch: %s; resuming from %s in %.1fs", self.kind, exc, self.version, backoff)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
 
 
-def informers(api: client.ApiClient, *, resync: float) -> dict[str, Informer]:
-    core = client.CoreV1Api(api)
-    policy = client.PolicyV1Api(api)
-    apps = client.AppsV1Api(api)
-    storage = client.StorageV1Api(api)
+class ApiListWatch:
+    """List pages through the call policy; watches streamed with a read timeout a little longer
+    than the server-side ``timeoutSeconds`` (``http`` is ``placer.kube.client.Http``)."""
+
+    def __init__(self, http: Any, policy: Policy, path: str, *, margin: float = 10.0) -> None:
+        self._http, self._policy, self._path, self._margin = http, policy, path, margin
+        self._budget = Budget(attempts=3, deadline=120.0, read=60.0)
+
+    def list(self, *, limit: int, cont: str | None) -> Outcome:
+        query: dict[str, Any] = {"limit": limit}
+        if cont:
+            query["continue"] = cont
+        call = self._http.call("GET", self._path, query=query)
+        return self._policy.call(f"list {self._path}", call, budget=self._budget)
+
+    def watch(self, *, version: str, timeout: int) -> Iterator[Raw]:
+        query = {"watch": "true", "resourceVersion": version, "timeoutSeconds": timeout, "allowWatchBookmarks": "true"}
+        resp = self._http.stream(self._path, Timeouts(connect=5.0, read=timeout + self._margin), query=query)
+        try:
+            if resp.status == 410:
+                raise GoneError(f"watch {self._path}: 410")
+            if resp.status != 200:
+                raise RuntimeError(f"watch {self._path}: HTTP {resp.status} {resp.data[:200]!r}")
+            self._policy.last_answer = time.monotonic()
+            buffer = b""
+            for chunk in resp.stream(amt=None, decode_content=False):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+        finally:
+            resp.release_conn()
+
+
+def informers(http: Any, policy: Policy, *, watch_timeout: int = 60) -> dict[str, Informer]:
     return {
-        "Node": Informer("Node", core.list_node, resync=resync),
-        "Pod": Informer("Pod", core.list_pod_for_all_namespaces, resync=resync),
-        "PodDisruptionBudget": Informer(
-            "PodDisruptionBudget", policy.list_pod_disruption_budget_for_all_namespaces, resync=resync
-        ),
-        "ReplicaSet": Informer("ReplicaSet", apps.list_replica_set_for_all_namespaces, resync=resync),
-        # Namespace labels, for namespaceSelector in pod affinity terms.
-        "Namespace": Informer("Namespace", core.list_namespace, resync=resync),
-        # Volumes: a bound volume's node affinity, and which unbound claims wait for their first consumer.
-        "PersistentVolume": Informer("PersistentVolume", core.list_persistent_volume, resync=resync),
-        "PersistentVolumeClaim": Informer(
-            "PersistentVolumeClaim", core.list_persistent_volume_claim_for_all_namespaces, resync=resync
-        ),
-        "StorageClass": Informer("StorageClass", storage.list_storage_class, resync=resync),
+        kind: Informer(kind, ApiListWatch(http, policy, path), watch_timeout=watch_timeout)
+        for kind, path in PATHS.items()
     }

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -57,10 +58,24 @@ from placer.inputs.volumes import (
     parse_storage_class,
 )
 from placer.kube.actions import Actions, Outcome
+from placer.kube.assume import AssumeCache
+from placer.kube.client import Http
 from placer.kube.informers import Informer, informers
-from placer.kube.leader import Leadership
+from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence
+from placer.kube.policy import Policy, Result
 from placer.kube.serving import Metrics, serve
-from placer.models import Cluster, ControllerConfig, Node, Pod, PodDisruptionBudget, Reason, ReplicaSet, describe
+from placer.models import (
+    Cluster,
+    ControllerConfig,
+    EvictionDetail,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    Reason,
+    ReplicaSet,
+    describe,
+    describe_eviction,
+)
 from placer.service import check_decision, decide, nominated_holds, plan_steps
 
 __all__ = ["MOVED_AT", "Runner"]
@@ -68,11 +83,21 @@ __all__ = ["MOVED_AT", "Runner"]
 log = logging.getLogger("placer.controller")
 T = TypeVar("T")
 TICK = 0.2
+PDB_ATTEMPTS = 3  # evictions refused by a PodDisruptionBudget are tried this many times ...
+PDB_RETRY_DELAY = 5.0  # ... this many seconds apart, before the plan step fails
+MIN_STALL = 30.0  # /healthz never calls a loop stuck sooner, however short the batch window
 
 
 def _epoch(stamp: str) -> float:
     """A validated creationTimestamp in seconds (0 when absent)."""
     return (parse_timestamp(stamp) or 0.0) if stamp else 0.0
+
+
+def _label(out: Outcome) -> str:
+    """The ``result`` label of a write's metric: ok, the HTTP status, or what happened without one."""
+    if out.ok:
+        return "ok"
+    return str(out.status) if out.status else str(out.result)
 
 
 def _view(pod: Pod) -> PodView:
@@ -92,9 +117,16 @@ class Runner:
     def __init__(self, api: client.ApiClient, cfg: ControllerConfig, identity: str) -> None:
         self.cfg = cfg
         self.identity = identity
-        self.informers: dict[str, Informer] = informers(api, resync=cfg.resync_period)
+        self.metrics = Metrics()
+        election = cfg.leader_election
+        self.fence = LeaseFence(always=not election.enabled)
+        http = Http(api)
+        retried = self.metrics.api_retries.labels
+        self.policy = Policy(fence=self.fence, retried=lambda cause: retried(cause=cause).inc())
+        self.informers: dict[str, Informer] = informers(http, self.policy, watch_timeout=cfg.watch_timeout)
         self.actions = Actions(
-            api,
+            http,
+            self.policy,
             scheduler_name=cfg.scheduler_name,
             identity=identity,
             dry_run=cfg.dry_run,
@@ -107,13 +139,18 @@ class Runner:
             backoff=cfg.requeue_backoff,
             max_backoff=cfg.max_requeue_backoff,
         )
-        self.metrics = Metrics()
         self.stop = threading.Event()
         self.exit_code = 0
-        self.leadership = Leadership(api, cfg.leader_election, identity, self._lost)
-        self.assumed: dict[str, tuple[str, float]] = {}
+        elector = None
+        if election.enabled:
+            leases = ApiLeases(http, self.policy, election)  # reads: the fence does not apply
+            elector = Elector(leases, election, identity, self.fence)
+        self.leadership = Leadership(elector, self._lost, fence=self.fence)
+        self.assumed = AssumeCache()
+        self._recheck: dict[str, tuple[Pod, str, float]] = {}  # binds of unknown outcome -> next read-back
         self.plan: PlanRun | None = None
         self.reserved: set[str] = set()  # pending pods a running plan will bind
+        self.why: dict[str, str] = {}  # victim -> why the running plan evicts it (its event says so)
         self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="binder")
         self._parsed: dict[str, tuple[str, Pod | None]] = {}
         self._parsed_nodes: dict[str, tuple[str, Node | None]] = {}
@@ -126,23 +163,76 @@ class Runner:
         self.inflight: list[tuple[Pod, str, Future[Outcome]]] = []
         self._gangs: dict[str, str] = {}  # pending pod -> its gang, to keep gangs in one batch
         self._last_tick = time.monotonic()
+        self._last_cycle = time.monotonic()  # the last tick all of whose stages completed
+        self._pending = 0
+        self._plan_started: float | None = None
+        self._refused: dict[tuple[int, str], tuple[int, float]] = {}  # plan evictions a PDB refused
+        self._errors_said: dict[str, float] = {}
         self._label_checked = 0.0
+        self.metrics.refresh = self._refresh_metrics
 
     # -- lifecycle ------------------------------------------------------------------------------
     def _lost(self) -> None:
         self.exit_code = 1
         self.stop.set()
 
+    def _api_answered(self) -> float | None:
+        """When the API last answered anything (a call, a list, a watch event)."""
+        times = [self.policy.last_answer] + [i.last_event for i in self.informers.values()]
+        known = [t for t in times if t is not None]
+        return max(known) if known else None
+
+    def health(self) -> tuple[bool, str]:
+        """Unhealthy only when restarting would help: a leader with pods pending and the API
+        answering, whose loop has completed no cycle for ``healthzStallWindows`` batch windows.
+        A standby, or any replica during an API outage, stays healthy (no crash loop)."""
+        now = time.monotonic()
+        limit = max(MIN_STALL, self.cfg.healthz_stall_windows * self.cfg.batch_window)
+        stalled = now - self._last_cycle
+        if stalled < limit:
+            return True, "ok"
+        if not self.fence.allows():
+            return True, "ok (standby)"
+        if self._pending == 0:
+            return True, "ok (nothing pending)"
+        answered = self._api_answered()
+        if answered is None or now - answered > limit:
+            return True, "ok (the API is not answering)"
+        return False, f"stuck: no scheduling cycle completed for {stalled:.0f}s with {self._pending} pods pending"
+
     def healthy(self) -> bool:
-        return time.monotonic() - self._last_tick < max(30.0, 10 * TICK)
+        return self.health()[0]
+
+    def readiness(self) -> tuple[bool, str]:
+        """Ready once every cache is synced; otherwise, or when the election cannot work, why not."""
+        unsynced = [i.kind for i in self.informers.values() if not i.synced]
+        if unsynced:
+            return False, f"caches not synced: {', '.join(unsynced)}"
+        problem = self.leadership.problem
+        if problem:
+            return False, problem
+        return True, "ok"
 
     def ready(self) -> bool:
         return all(i.synced for i in self.informers.values())
 
+    def _refresh_metrics(self) -> None:
+        """Gauges that age: set when /metrics is scraped, so they keep moving if the loop is stuck."""
+        now = time.monotonic()
+        for inf in self.informers.values():
+            if inf.last_event is not None:
+                self.metrics.watch_event_age.labels(kind=inf.kind).set(now - inf.last_event)
+        plan = self.plan
+        self.metrics.plan_in_progress.set(0 if plan is None else 1)
+        started = self._plan_started
+        self.metrics.plan_age.set(0.0 if plan is None or started is None else max(0.0, time.time() - started))
+
     def run(self) -> int:
         for inf in self.informers.values():
             inf.start()
-        server = serve(self.cfg.metrics_port, self.metrics, self.healthy, self.ready) if self.cfg.metrics_port else None
+        server = (
+            serve(self.cfg.metrics_port, self.metrics, self.health, self.readiness) if self.cfg.metrics_port else None
+        )
         for inf in self.informers.values():
             if not inf.wait_synced(60):
                 log.error("%s informer did not sync within 60s", inf.kind)
@@ -150,17 +240,21 @@ class Runner:
         try:
             while not self.stop.is_set():
                 self._last_tick = time.monotonic()
-                try:
-                    self.tick()
-                except Exception:
-                    log.exception("scheduling cycle failed")
+                if self._stage("tick", self.tick):
+                    self._last_cycle = time.monotonic()
                 self.stop.wait(TICK)
         finally:
+            self.leadership.stop()
             for inf in self.informers.values():
                 inf.stop()
-            self.pool.shutdown(wait=False)
+            self.pool.shutdown(wait=False, cancel_futures=True)  # queued binds are dropped
             if server is not None:
                 server.shutdown()
+        if self.exit_code:
+            # Lost the lease: exit now, as kube-scheduler does, without waiting for calls still in
+            # flight (read-backs may take a call's whole deadline; writes are fenced anyway).
+            logging.shutdown()
+            os._exit(self.exit_code)
         return self.exit_code
 
     # -- the model of the cluster ---------------------------------------------------------------
@@ -208,19 +302,7 @@ class Runner:
         objs.volumes = self._parse_cached("PersistentVolume", parse_persistent_volume, self._parsed_volumes)
         objs.claims = self._parse_cached("PersistentVolumeClaim", parse_claim, self._parsed_claims)
         objs.classes = self._parse_cached("StorageClass", parse_storage_class, self._parsed_classes)
-        pods = self._pods()
-        keys = {p.key for p in pods}
-        for key in [k for k in self.assumed if k not in keys]:
-            del self.assumed[key]
-        for pod in pods:
-            assumed = self.assumed.get(pod.key)
-            if assumed is None:
-                objs.pods.append(pod)
-            elif pod.node_name is None:
-                objs.pods.append(pod.model_copy(update={"node_name": assumed[0], "phase": "Running"}))
-            else:
-                del self.assumed[pod.key]  # the bind is observed
-                objs.pods.append(pod)
+        objs.pods = self.assumed.apply(self._pods())
         return objs
 
     def cluster(self) -> Cluster:
@@ -235,34 +317,59 @@ class Runner:
         for pod in self._pods():
             if not pod.awaits(self.cfg.scheduler_name) or not self._in_scope(pod):
                 continue
-            if pod.key not in self.reserved and pod.key not in self.assumed:
+            if pod.key not in self.reserved and pod not in self.assumed:
                 out.append(pod.key)
                 if pod.gang_key is not None:
                     self._gangs[pod.key] = pod.gang_key
         return out
 
     # -- one cycle ------------------------------------------------------------------------------
-    def tick(self) -> None:
-        """Feed the batcher every tick; build the full cluster model only when there is work."""
-        self._collect()
+    def _stage(self, stage: str, fn: Callable[[], object]) -> bool:
+        """Run one stage of a cycle; an exception is logged (with its traceback at most once a
+        minute per stage) and counted in ``placer_cycle_errors_total{stage}``, and never escapes."""
+        try:
+            return fn() is not False
+        except Exception as exc:
+            self.metrics.cycle_errors.labels(stage=stage).inc()
+            now = time.monotonic()
+            if now - self._errors_said.get(stage, -MIN_STALL * 2) >= 60.0:
+                self._errors_said[stage] = now
+                log.exception("scheduling cycle failed in %s; the next cycle runs", stage)
+            else:
+                log.debug("scheduling cycle failed in %s: %s", stage, exc)
+            return False
+
+    def _queue(self) -> None:
         pending = self._pending_keys()
+        self._pending = len(pending)
         self.metrics.pending.set(len(pending))
         self.batcher.sync(pending, time.monotonic())
-        leading = self.leadership.leading.is_set()
+
+    def tick(self) -> bool:
+        """Feed the batcher every tick; build the full cluster model only when there is work.
+        Each stage that fails is logged and counted; the others, and the next tick, still run.
+        True when every stage completed."""
+        ok = self._stage("collect", self._collect)
+        ok = self._stage("queue", self._queue) and ok
+        leading = self.leadership.leading.is_set() and self.fence.allows()
         self.metrics.leader.set(1 if leading else 0)
         if not leading or not self.ready():
-            return
+            return ok
         labels_due = time.monotonic() - self._label_checked >= self.cfg.label_check_period
         if self.plan is None and not self.batcher.due(time.monotonic()) and not labels_due:
-            return
-        cluster = self.cluster()
+            return ok
+        model: list[Cluster] = []
+        if not self._stage("model", lambda: model.append(self.cluster())):
+            return False
+        cluster = model[0]
         if self.plan is not None:
-            self._advance(cluster)
+            ok = self._stage("plan", lambda: self._advance(cluster)) and ok
         if self.plan is None and self.batcher.due(time.monotonic()):
-            self._solve(cluster)
+            ok = self._stage("solve", lambda: self._solve(cluster)) and ok
         if labels_due:
             self._label_checked = time.monotonic()
-            self._check_labels(cluster)
+            ok = self._stage("labels", lambda: self._check_labels(cluster)) and ok
+        return ok
 
     def _in_scope(self, pod: Pod) -> bool:
         """``namespaces:`` (empty: all) bounds every write: placer binds, moves and evicts only there."""
@@ -324,6 +431,16 @@ class Runner:
         log.info("global plan: %d evictions, %d steps", len(plan.evictions), len(plan.steps))
         steps = plan_steps(plan.steps, names)
         victims = {e.pod.key: _view(e.pod) for e in plan.evictions}
+        self.why = {
+            e.pod.key: describe_eviction(
+                e.kind,
+                names[e.node],
+                names[e.to] if e.to is not None else None,
+                e.for_,
+                EvictionDetail(short_of=e.short_of, outranked_by=e.outranked_by, choice=e.choice),
+            )
+            for e in plan.evictions
+        }
         self.plan = PlanRun(
             steps,
             victims,
@@ -347,21 +464,28 @@ class Runner:
 
     def _advance(self, cluster: Cluster) -> None:
         assert self.plan is not None
+        if self._plan_started is None:
+            self._plan_started = time.time()
         pods = {p.key: p for p in cluster.pods}
-        queue = self.plan.advance(self._world(cluster))
+        now = time.monotonic()
+        again = [Evict(step, pod) for (step, pod), (_, due) in self._refused.items() if due <= now]
+        queue = again + self.plan.advance(self._world(cluster))
         while queue:
             action = queue.pop(0)
             if isinstance(action, Evict):
-                out = self.actions.evict(action.pod)
+                victim = self.plan.victims.get(action.pod)
+                out = self.actions.evict(action.pod, victim.uid if victim else None)
                 kind = "plan"
-                self.metrics.evictions.labels(kind=kind, result="ok" if out.ok else str(out.status)).inc()
+                self.metrics.evictions.labels(kind=kind, result=_label(out)).inc()
+                if self._refused_again(action, out):
+                    continue
                 if out.ok:
                     view = self.plan.victims.get(action.pod)
                     self.actions.event(
                         action.pod,
                         view.uid if view else "",
                         reason="Preempted",
-                        note=f"evicted by placer's global plan ({self.identity})",
+                        note=f"evicted by placer's global plan ({self.identity}): {self.why.get(action.pod, '')}",
                         kind="Normal",
                     )
                 queue += self.plan.evicted(action.step, time.time(), ok=out.ok, reason=out.reason)
@@ -371,10 +495,14 @@ class Runner:
                 pod = pods.get(action.pod)
                 out = self._select_nodes(pod, action.node) if pod is not None else Outcome(ok=True)
                 if out.ok:
-                    out = self.actions.bind(action.pod, action.node)
-                self.metrics.binds.labels(result="ok" if out.ok else str(out.status)).inc()
+                    out = self.actions.bind(action.pod, action.node, pod.uid if pod is not None else None)
+                if pod is not None and (out.ok or out.result is Result.UNKNOWN) and not self.cfg.dry_run:
+                    self.assumed.assume(pod, action.node, time.time())  # maybe bound: keep its room booked
+                if pod is not None and out.result is Result.UNKNOWN:
+                    self._account(pod, action.node, out)  # counted; read back until known
+                else:
+                    self.metrics.binds.labels(result=_label(out)).inc()
                 if out.ok:
-                    self.assumed[action.pod] = (action.node, time.time())
                     self.actions.event(
                         action.pod, "", reason="Scheduled", note=f"Successfully assigned {action.pod} to {action.node}"
                     )
@@ -388,9 +516,27 @@ class Runner:
                 if action.pod is not None and action.pod in self.reserved:  # a pending pod: drop its nomination
                     self.actions.nominate(action.pod, None)
         if self.plan.finished:
-            log.info("global plan finished")
+            log.info("global plan finished in %.1fs", time.time() - (self._plan_started or time.time()))
             self.plan = None
+            self._plan_started = None
+            self._refused = {}
             self.reserved = set()
+
+    def _refused_again(self, action: Evict, out: Outcome) -> bool:
+        """A PodDisruptionBudget's refusal is tried again a few times, spaced out, before the plan
+        hears of it (budgets often allow the eviction a moment later, once a pod is ready again).
+        True: retried later, the step keeps running."""
+        key = (action.step, action.pod)
+        if out.result is not Result.REFUSED:
+            self._refused.pop(key, None)
+            return False
+        tries = self._refused.get(key, (0, 0.0))[0] + 1
+        if tries >= PDB_ATTEMPTS:
+            self._refused.pop(key, None)
+            return False
+        self._refused[key] = (tries, time.monotonic() + PDB_RETRY_DELAY)
+        log.info("eviction of %s refused (%s); trying again in %.0fs", action.pod, out.reason, PDB_RETRY_DELAY)
+        return True
 
     def _refuse(self, batch: list[Pod], kind: str, problems: list[str]) -> None:
         """The validator rejected the answer: write nothing, say so, try these pods again later."""
@@ -438,28 +584,58 @@ class Runner:
         these binds are in flight without double-booking; a refused bind drops the assumption."""
         now = time.time()
         for pod, node in binds:
-            self.assumed[pod.key] = (node, now)
+            self.assumed.assume(pod, node, now)
             self.inflight.append((pod, node, self.pool.submit(self._bind_one, pod, node)))
 
     def _collect(self) -> None:
-        """Account the binds that finished since the last tick."""
+        """Account the binds (and read-backs of binds of unknown outcome) that finished since the
+        last tick. A bind's exception is taken for an unknown outcome; nothing here raises, and
+        every finished future is consumed exactly once."""
         pending: list[tuple[Pod, str, Future[Outcome]]] = []
+        done: list[tuple[Pod, str, Outcome]] = []
         for pod, node, future in self.inflight:
             if not future.done():
                 pending.append((pod, node, future))
                 continue
-            out = future.result()
-            self.metrics.binds.labels(result="ok" if out.ok else str(out.status)).inc()
-            if out.ok:
-                self.batcher.forget(pod.key)
-            elif out.prebind:
-                self.assumed.pop(pod.key, None)
-                delay = self.batcher.defer(pod.key, time.monotonic())
-                log.info("%s not bound to %s (its volumes): retried in %.1fs", pod.key, node, delay)
-            else:
-                self.assumed.pop(pod.key, None)
-                log.info("bind of %s to %s refused (%s %s): re-queued", pod.key, node, out.status, out.reason)
+            try:
+                out = future.result()
+            except Exception as exc:
+                out = Outcome(ok=False, reason=f"{type(exc).__name__}: {exc}", result=Result.UNKNOWN)
+            done.append((pod, node, out))
         self.inflight = pending
+        for pod, node, out in done:
+            self._account(pod, node, out)
+        now = time.monotonic()
+        for uid, (pod, node, due) in list(self._recheck.items()):
+            if due <= now:
+                del self._recheck[uid]
+                self.inflight.append((pod, node, self.pool.submit(self.actions.confirm_bind, pod.key, pod.uid, node)))
+
+    def _account(self, pod: Pod, node: str, out: Outcome) -> None:
+        """What one bind's outcome means for the assume cache and the queue."""
+        self.metrics.binds.labels(result=_label(out)).inc()
+        if out.ok:
+            self.batcher.forget(pod.key)
+            if self.cfg.dry_run:  # nothing was bound: the shadow's picture stays the cluster's
+                self.assumed.release(pod)
+            return
+        if out.result is Result.UNKNOWN:
+            # Maybe bound: the room stays booked until a read of the pod (or the watch) tells.
+            checks = self.assumed.mark_unknown(pod)
+            if checks == 0:  # the watch has settled it meanwhile (bound or gone)
+                return
+            delay = min(30.0, 2.0 ** max(0, checks - 1))
+            self._recheck[pod.uid or pod.key] = (pod, node, time.monotonic() + delay)
+            log.info("bind of %s to %s: %s; reading the pod back in %.0fs", pod.key, node, out.reason, delay)
+            return
+        self.assumed.release(pod)
+        if out.prebind or out.result in (Result.THROTTLED, Result.UNAVAILABLE):
+            delay = self.batcher.defer(pod.key, time.monotonic())
+            log.info("%s not bound to %s (%s: %s): retried in %.1fs", pod.key, node, out.result, out.reason, delay)
+        elif out.result is Result.FENCED:
+            log.info("bind of %s to %s dropped: %s", pod.key, node, out.reason)
+        else:
+            log.info("bind of %s to %s refused (%s %s): re-queued", pod.key, node, out.status, out.reason)
 
     def _check_labels(self, cluster: Cluster) -> None:
         nodes = {n.name: n for n in cluster.nodes}
@@ -473,7 +649,8 @@ class Runner:
             if NodeLabels([node]).selector(pod.node_selector, pod.required_terms)[0]:
                 continue
             note = f"node {node.name} no longer matches the pod's selector/affinity ({LABEL_POLICY}: {policy})"
-            out = self.actions.evict(pod.key) if policy == "reschedule" else self.actions.delete(pod.key)
-            self.metrics.evictions.labels(kind=f"labels-{policy}", result="ok" if out.ok else str(out.status)).inc()
+            act = self.actions.evict if policy == "reschedule" else self.actions.delete
+            out = act(pod.key, pod.uid or None)
+            self.metrics.evictions.labels(kind=f"labels-{policy}", result=_label(out)).inc()
             if out.ok:
                 self.actions.event(pod.key, pod.uid, reason="NodeLabelsChanged", note=note, kind="Warning")

@@ -38,19 +38,40 @@ class Metrics:
             ["kind"],
             registry=r,
         )
+        self.cycle_errors = Counter(
+            "placer_cycle_errors_total",
+            "Scheduling cycles (ticks) whose stage failed; the next cycle runs",
+            ["stage"],
+            registry=r,
+        )
+        self.api_retries = Counter(
+            "placer_api_retries_total", "API calls retried, by cause (connection or HTTP status)", ["cause"], registry=r
+        )
+        self.plan_in_progress = Gauge("placer_plan_in_progress", "1 while a global plan runs", registry=r)
+        self.plan_age = Gauge("placer_plan_age_seconds", "Seconds since the running global plan started", registry=r)
+        self.watch_event_age = Gauge(
+            "placer_watch_event_age_seconds",
+            "Seconds since the last list or watch event (bookmarks included), per kind",
+            ["kind"],
+            registry=r,
+        )
+        self.refresh: Callable[[], None] = lambda: None  # sets the ageing gauges before a scrape
 
 
-def serve(port: int, metrics: Metrics, healthy: Callable[[], bool], ready: Callable[[], bool]) -> ThreadingHTTPServer:
+Verdict = Callable[[], tuple[bool, str]]
+
+
+def serve(port: int, metrics: Metrics, health: Verdict, readiness: Verdict) -> ThreadingHTTPServer:
+    """/healthz and /readyz answer 200 or 503 with the reason in the body."""
+
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             if self.path == "/metrics":
+                metrics.refresh()
                 body, code, ctype = generate_latest(metrics.registry), 200, CONTENT_TYPE_LATEST
-            elif self.path == "/healthz":
-                ok = healthy()
-                body, code, ctype = (b"ok" if ok else b"stalled"), (200 if ok else 503), "text/plain"
-            elif self.path == "/readyz":
-                ok = ready()
-                body, code, ctype = (b"ok" if ok else b"not ready"), (200 if ok else 503), "text/plain"
+            elif self.path in ("/healthz", "/readyz"):
+                ok, why = (health if self.path == "/healthz" else readiness)()
+                body, code, ctype = why.encode(), (200 if ok else 503), "text/plain; charset=utf-8"
             else:
                 body, code, ctype = b"not found", 404, "text/plain"
             self.send_response(code)

@@ -46,7 +46,17 @@ from placer.engine import (
     tier,
     uses_topology,
 )
-from placer.models import Cluster, Config, Effect, Pod, PodAffinityTerm, SolveStatus, TierScope, step_kind
+from placer.models import (
+    Cluster,
+    Config,
+    Effect,
+    EvictionChoice,
+    Pod,
+    PodAffinityTerm,
+    SolveStatus,
+    TierScope,
+    step_kind,
+)
 from placer.plan.eligibility import calm, classify
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
@@ -67,6 +77,11 @@ class PlannedEviction:
     kind: Literal["move", "preempt"]
     to: int | None = None
     for_: list[str] = field(default_factory=list)
+    # Why (models.EvictionDetail): resources the node lacked for what the plan puts there, the
+    # preemptors that outrank the victim, and why this victim.
+    short_of: list[str] = field(default_factory=list)
+    outranked_by: list[str] = field(default_factory=list)
+    choice: EvictionChoice = "move"
 
 
 @dataclass
@@ -488,7 +503,23 @@ def _extract(
             preemptors = sorted(
                 pod.key for pod, n in placements if n == m.home and model.may_preempt_pod(pod, m.pod)
             )
-            evictions.append(PlannedEviction(pod=m.pod, node=m.home, kind="preempt", for_=preemptors))
+            lower_stays = any(
+                values[model.p[rj].index] == 0
+                and model.movers[rj].home == m.home
+                and model.movers[rj].rank < m.rank
+                and model.movers[rj].preemptible
+                for rj in model.p
+            )
+            evictions.append(
+                PlannedEviction(
+                    pod=m.pod,
+                    node=m.home,
+                    kind="preempt",
+                    for_=preemptors,
+                    outranked_by=preemptors,
+                    choice="fewest-evictions" if lower_stays else "lowest-key",
+                )
+            )
     evictions.sort(key=lambda e: e.pod.key)
     snap = model.current
     evict_specs = [EvictSpec(pod=e.pod.key, node=e.node, vec=pod_vector(e.pod, snap.resources)) for e in evictions]
@@ -507,8 +538,13 @@ def _extract(
                 before = by_id[a]
                 if before.pod is not None and step_kind(before.op).effect == Effect.AWAIT_GONE:
                     waiting.setdefault(before.pod, set()).add(st.pod)
+    arriving = np.zeros_like(snap.free)
+    for b in binds:
+        arriving[b.node] += b.vec
     for e in evictions:
         e.for_ = sorted((waiting.get(e.pod.key, set()) - model.calm) | set(e.for_))
+        short = np.flatnonzero(arriving[e.node] > snap.free[e.node])
+        e.short_of = [snap.resources[j] for j in short.tolist()]
     return Plan(
         placements=placements,
         evictions=evictions,
