@@ -209,8 +209,8 @@ def solve(
             typer.echo(json.dumps(data, indent=2))
         else:
             typer.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
-        for warning in outcome.warnings:
-            typer.echo(f"placer: warning: {warning}", err=True)
+    for warning in outcome.warnings:  # on stderr in every format: stdout stays the answer
+        typer.echo(f"placer: warning: {warning}", err=True)
     if plot is not None:
         from placer.cli.plot import PlotUnavailableError, plot_outcomes  # noqa: PLC0415  (matplotlib is optional)
 

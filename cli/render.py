@@ -49,10 +49,8 @@ def _node_table(outcome: Outcome) -> Table:
 
 def render_outcome(console: Console, outcome: Outcome) -> None:
     result = outcome.result
-    for warning in outcome.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
     if not result.placements and not result.unplaced and not result.evictions:
-        console.print("Nothing to place: no pending pod is addressed to this scheduler (see the warnings above).")
+        console.print("Nothing to place: no pending pod is addressed to this scheduler (see the warnings).")
     if result.placements:
         table = Table(title=f"Placements ({result.policy})")
         table.add_column("pod")

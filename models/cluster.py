@@ -197,8 +197,19 @@ class Pod(_Frozen):
     terminating: bool = False
     # status.nominatedNodeName: room a scheduler's preemption freed for this pending pod.
     nominated_node: str | None = None
-    # Why the engine refuses to place this pod (a constraint kind it cannot honour).
+    # Why the engine refuses to place this pod (a constraint kind it cannot honour, or with
+    # ``invalid`` a field placer cannot read, named in the text).
     unsupported: str | None = None
+    # The refusal is about a field placer cannot read (code Invalid), not a constraint it lacks.
+    invalid: bool = False
+    # ``placer.io/moved-at`` in seconds since the epoch (None: never moved by placer); an
+    # unreadable stamp reads as infinitely recent, so the pod is not moved again until it is fixed.
+    moved_at: float | None = None
+    # Why the pod's requests could not be read (None: read). A running pod is kept with what could
+    # be read and its node takes no new pod until it is fixed.
+    unaccounted: str | None = None
+    # Unreadable fields that were given their safe reading, one line each (for warnings).
+    problems: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

@@ -22,8 +22,9 @@ __all__ = [
 ]
 
 # Unsupported: a constraint placer does not honour; NotSolved: the solver stopped before deciding
-# the pod; Outranked: pods of a higher key took the room it could use; Unschedulable: no node can take it.
-UnplacedCode = Literal["Unschedulable", "Outranked", "NotSolved", "Unsupported"]
+# the pod; Outranked: pods of a higher key took the room it could use; Unschedulable: no node can take it;
+# Invalid: a field of the pod placer cannot read (the reason names it).
+UnplacedCode = Literal["Unschedulable", "Outranked", "NotSolved", "Unsupported", "Invalid"]
 UNPLACED_CODES: tuple[UnplacedCode, ...] = get_args(UnplacedCode)
 
 SolveStatus = Literal["optimal", "feasible", "fallback"]  # proven; time limit hit; greedy answer

@@ -135,7 +135,7 @@ class Metrics(_Out):
     gap: float = 0.0
 
 
-SCHEMA_VERSION = 2  # 2: evictions gained reason and detail
+SCHEMA_VERSION = 3  # 2: evictions gained reason and detail; 3: unplaced code Invalid, detail.invalid and detail.pdbs
 
 
 class Result(_Out):

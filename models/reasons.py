@@ -125,6 +125,11 @@ class Reason(_Data):
     gang: GangWait | None = None  # the pod's gang: incomplete, or not placeable whole
     solver: SolveStatus | None = None  # the solver stopped (this status) before deciding the pod
     unsupported: str | None = None  # a constraint placer does not honour
+    invalid: str | None = None  # a field of the pod placer cannot read, named
+    # PodDisruptionBudgets (namespace/name) allowing no disruption that alone keep the pod from a
+    # node (preempting or moving through them would make room): kube-scheduler preempts through
+    # them as a last resort, placer never does.
+    pdbs: tuple[str, ...] = ()
 
 
 def label(entry: Rejected | Untolerated | Insufficient) -> str:
@@ -148,6 +153,8 @@ def _filters(reason: Reason) -> str:
 
 def describe(reason: Reason) -> str:
     """kube-scheduler's message for the reason (placer's own words for gangs and the solver)."""
+    if reason.invalid is not None:
+        return f"placer cannot read this pod: {reason.invalid}"
     if reason.unsupported is not None:
         return reason.unsupported
     gang = reason.gang
@@ -159,4 +166,10 @@ def describe(reason: Reason) -> str:
         text = f"gang {gang.gang} of {gang.size} pods cannot be placed whole: {detail}"
     if reason.solver is not None:
         text = f"the solver stopped ({reason.solver}) before deciding this pod; {text}"
+    if reason.pdbs:
+        budgets = ", ".join(reason.pdbs)
+        text += (
+            f" Evictions that would make room need PodDisruptionBudget {budgets}, which allows no"
+            " disruption: placer never evicts through a PodDisruptionBudget."
+        )
     return text

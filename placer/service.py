@@ -42,7 +42,7 @@ from placer.models import (
     step_kind,
     worst_status,
 )
-from placer.plan import Plan, StepSpec, could_evict, plan_batch
+from placer.plan import Plan, StepSpec, could_evict, name_blocking_pdbs, plan_batch
 from placer.validate import hard_violations, validate_plan
 
 __all__ = [
@@ -203,13 +203,15 @@ def decide(
             budget=budget,
         )
     if plan is None:
+        if may_plan:
+            left = name_blocking_pdbs(cluster, state, left, config.scheduler_name)
         return Decision(res.placements, left, None, res.status, res.gap)
     after = state.copy()
     for e in plan.evictions:
         after.remove(e.pod, e.node)
         if e.kind == "move" and e.to is not None:
             after.add(_stand_in(e.pod, after.nodes[e.to].name), e.to)
-    left = after_plan(after, batch, plan.placements, left)
+    left = name_blocking_pdbs(cluster, after, after_plan(after, batch, plan.placements, left), config.scheduler_name)
     status = worst_status(res.status, plan.status)
     return Decision(plan.placements, left, plan, status, res.gap)
 

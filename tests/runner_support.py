@@ -33,6 +33,11 @@ class FakeActions:
             self.calls.append(("bind", key, node))
         return Outcome(ok=True)
 
+    def unschedulable(self, key: str, message: str) -> Outcome:
+        with self.lock:
+            self.calls.append(("unschedulable", key, message))
+        return Outcome(ok=True)
+
     def event(self, key: str, uid: str, *, reason: str, note: str, kind: str = "Normal", **_: Any) -> None:
         with self.lock:
             self.calls.append(("event", key, reason, note))

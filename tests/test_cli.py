@@ -37,7 +37,7 @@ def test_json_output_follows_the_contract(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert set(data) == {"schemaVersion", "status", "policy", "placements", "unplaced", "evictions", "steps", "metrics"}
-    assert data["schemaVersion"] == 2 and data["policy"] == "placer" and data["status"] == "optimal"
+    assert data["schemaVersion"] == 3 and data["policy"] == "placer" and data["status"] == "optimal"
     assert [p["pod"] for p in data["placements"]] == sorted(p["pod"] for p in data["placements"])
     assert {p["kind"] for p in data["placements"]} == {"pending"}
     assert set(data["metrics"]) >= {
@@ -122,8 +122,9 @@ def test_a_dump_of_default_scheduler_pods_says_why_nothing_is_placed(tmp_path: P
     path = _write(tmp_path, {"kind": "List", "items": items})
     text = runner.invoke(app, ["solve", str(path)], env={"COLUMNS": "300"})
     assert text.exit_code == 0
-    assert "3 pending pods addressed to other schedulers (default-scheduler 2, batch 1)" in text.stdout
-    assert "--scheduler-name default-scheduler" in text.stdout and "Nothing to place" in text.stdout
+    # The warning goes to stderr (stdout stays the answer), the "nothing to place" line to stdout.
+    assert "3 pending pods addressed to other schedulers (default-scheduler 2, batch 1)" in text.stderr
+    assert "--scheduler-name default-scheduler" in text.stderr and "Nothing to place" in text.stdout
     hinted = runner.invoke(app, ["solve", str(path), "-o", "json", "--scheduler-name", "default-scheduler"])
     assert json.loads(hinted.stdout)["metrics"]["placed"] == 2
 
@@ -146,7 +147,7 @@ def test_a_kubectl_dump_with_unknown_kinds_and_dangling_pods_warns(tmp_path: Pat
     }
     res = runner.invoke(app, ["solve", str(_write(tmp_path, doc)), "-o", "json"])
     assert res.exit_code == 0
-    assert "kind 'Service' ignored" in res.stderr
+    assert "1 object of 1 ignored kind: Service 1" in res.stderr
     assert "which is not in the cluster" in res.stderr
     assert json.loads(res.stdout)["metrics"]["placed"] == 1
 

@@ -35,7 +35,7 @@ PROPERTY = property_settings("PLACER_PROPERTY_EXAMPLES", 60)
 
 LABELS = {"zone": ["a", "b"], "disk": ["ssd", "hdd"], "gen": ["1", "2", "10", "x"]}
 KEYS = [*LABELS, "gpu"]  # "gpu" is a key no node carries
-INT_BOUNDS = ["-1", "0", "1", "2", "5", "abc"]
+INT_BOUNDS = ["-1", "0", "1", "2", "5"]  # the API server refuses a non-integer Gt/Lt value
 NODE_NAMES = [f"n{i}" for i in range(8)]
 GPU = "example.com/gpu"
 # Fractional devices: an extended resource in thousandths of a device (integers, as Kubernetes requires).

@@ -95,7 +95,10 @@ VALID = [
         id="higher key placed, lower key left out",
     ),
     pytest.param(
-        cluster([node("n1", cpu=1)], [pod("a", cpu=1, created="1"), pod("b", cpu=1, created="2")]),
+        cluster(
+            [node("n1", cpu=1)],
+            [pod("a", cpu=1, created="2024-01-01T00:00:01Z"), pod("b", cpu=1, created="2024-01-01T00:00:02Z")],
+        ),
         {"b": "n1"},
         id="equal keys: either one may take the room",
     ),

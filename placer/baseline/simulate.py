@@ -29,7 +29,7 @@ from placer.baseline.interpod import interpod_scores
 from placer.baseline.preemption import preempt
 from placer.baseline.spread import spread_scores
 from placer.baseline.topology import Topology
-from placer.engine import Prefilter, Snapshot
+from placer.engine import Prefilter, Snapshot, refused
 from placer.models import Baseline, Pod, PodDisruptionBudget, Reason, ReplicaSet, UnplacedCode
 
 __all__ = ["SimResult", "simulate"]
@@ -109,7 +109,7 @@ class _Run:
 
     def schedule(self, pod: Pod, pdbs: Sequence[PodDisruptionBudget], *, preemption: bool) -> None:
         if pod.unsupported:
-            self.unplaced.append((pod, "Unsupported", Reason(nodes=len(self.snap.nodes), unsupported=pod.unsupported)))
+            self.unplaced.append(refused(pod, len(self.snap.nodes)))
             return
         filters = self._filters(pod)
         nodes = np.flatnonzero(filters.ok())

@@ -26,7 +26,7 @@ from placer.engine.spread_defaults import with_default_spread
 from placer.engine.taints import UNSCHEDULABLE_TAINT, first_untolerated
 from placer.engine.tally import Tally
 from placer.engine.topology import running_anti_terms, term_matches, uses_topology
-from placer.engine.unplaced import Unplaced, after_plan
+from placer.engine.unplaced import Unplaced, after_plan, refused
 
 __all__ = [
     "LEVELS",
@@ -73,6 +73,7 @@ __all__ = [
     "pod_vector",
     "ports_conflict",
     "rebased",
+    "refused",
     "running_anti_terms",
     "select_candidates",
     "selector_matches",

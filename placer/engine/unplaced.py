@@ -1,6 +1,7 @@
 """Why pods stay unplaced: one diagnosis, for a batch's answer and for the state after a plan.
 
-Codes: ``Unsupported`` (a constraint placer does not honour), ``NotSolved`` (a node could take the
+Codes: ``Unsupported`` (a constraint placer does not honour), ``Invalid`` (a field of the pod placer
+cannot read), ``NotSolved`` (a node could take the
 pod in the final state: the solver stopped before deciding it), ``Outranked`` (pods of a higher key
 took nodes it could use), ``Unschedulable`` (no node can take it). The reason is data
 (``placer.models.Reason``), rendered at the edge.
@@ -18,7 +19,7 @@ from placer.engine.snapshot import Snapshot
 from placer.engine.topology import TopologyState
 from placer.models import GangWait, Pod, Reason, SolveStatus, UnplacedCode
 
-__all__ = ["Counts", "Unplaced", "after_plan", "extract"]
+__all__ = ["Counts", "Unplaced", "after_plan", "extract", "refused"]
 
 Counts = dict[tuple[int, int], int]  # (group, node) -> pods of the group placed there
 Unplaced = tuple[Pod, UnplacedCode, Reason]
@@ -57,7 +58,7 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
         higher = set().union(*(nodes for r, nodes in placed_nodes_by_rank.items() if r > rank))
         for pod in rest:
             if pod.unsupported:
-                unplaced.append(_unsupported(pod, n_nodes))
+                unplaced.append(refused(pod, n_nodes))
                 continue
             if group.gang in waiting:
                 unplaced.append((pod, "Unschedulable", Reason(nodes=n_nodes, gang=waiting[group.gang])))
@@ -98,13 +99,17 @@ def after_plan(
         if pod.key in placed:
             continue
         code = codes.get(pod.key, "Unschedulable")
-        if code == "Unsupported":
-            out.append(_unsupported(pod, len(state.nodes)))
+        if code in ("Unsupported", "Invalid"):
+            out.append(refused(pod, len(state.nodes)))
             continue
         # The plan decided every pod it could (NotSolved does not carry over); Outranked does.
         out.append((pod, "Outranked" if code == "Outranked" else "Unschedulable", pre.diagnose(pod)))
     return out
 
 
-def _unsupported(pod: Pod, nodes: int) -> Unplaced:
+def refused(pod: Pod, nodes: int) -> Unplaced:
+    """A pod the engine refuses to place (``Pod.unsupported``): Invalid when placer cannot read
+    one of its fields, Unsupported when it asks for a constraint placer does not honour."""
+    if pod.invalid:
+        return pod, "Invalid", Reason(nodes=nodes, invalid=pod.unsupported or "")
     return pod, "Unsupported", Reason(nodes=nodes, unsupported=pod.unsupported or "")

@@ -5,6 +5,12 @@ engine sees here: names unique per kind, pods bound to a node the cluster lacks 
 not a consistent snapshot; an informer can see a pod before its node), and every pod's volumes
 resolved against the claims, volumes and classes. A file with problems is refused (``InputError``
 naming the file and the field); the controller's caches never are: problems become warnings.
+
+Two rules protect the other pods from one pod placer cannot fully read: a running pod whose
+requests cannot be read (``Pod.unaccounted``) makes its node take no new pod (it is cordoned in
+the model, with a warning) until fixed, since nobody knows how much room is left there; a pod
+asking for an extended resource that a DeviceClass backs is allocated by DRA and so is
+``Unsupported``.
 """
 
 from __future__ import annotations
@@ -13,9 +19,9 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from placer.errors import InputError
-from placer.inputs.kubectl import KubeObjects
+from placer.inputs.kubectl import DRA_CLASS_PREFIX, KubeObjects, dra_reason
 from placer.inputs.volumes import Storage, resolve_volumes
-from placer.models import Cluster
+from placer.models import Cluster, Node, Pod
 
 __all__ = ["assemble_cluster"]
 
@@ -70,6 +76,8 @@ def assemble_cluster(objs: KubeObjects, *, source: str | None = None) -> Cluster
             )
             continue
         kept.append(pod)
+    nodes = _cordon_unaccounted(nodes, kept, warnings)
+    kept = [_refuse_dra(pod, objs.device_resources) for pod in kept]
     storage = Storage.of(objs.volumes, objs.claims, objs.classes)
     return Cluster(
         nodes=tuple(nodes),
@@ -79,3 +87,22 @@ def assemble_cluster(objs: KubeObjects, *, source: str | None = None) -> Cluster
         namespaces=objs.namespaces,
         warnings=tuple(warnings),
     )
+
+
+def _cordon_unaccounted(nodes: list[Node], pods: list[Pod], warnings: list[str]) -> list[Node]:
+    blocked: dict[str, str] = {}
+    for pod in pods:
+        if pod.running and pod.unaccounted is not None and pod.node_name is not None:
+            blocked.setdefault(pod.node_name, pod.key)
+    for name, key in sorted(blocked.items()):
+        warnings.append(f"node {name} takes no new pod: the requests of pod {key} on it cannot be read")
+    return [n.model_copy(update={"unschedulable": True}) if n.name in blocked else n for n in nodes]
+
+
+def _refuse_dra(pod: Pod, device_resources: set[str]) -> Pod:
+    if pod.unsupported is not None:
+        return pod
+    backed = sorted(r for r in pod.requests if r in device_resources or r.startswith(DRA_CLASS_PREFIX))
+    if not backed:
+        return pod
+    return pod.model_copy(update={"unsupported": dra_reason(f"{backed[0]}, backed by a DeviceClass")})

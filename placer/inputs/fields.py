@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
 from placer.errors import InputError
+from placer.inputs.stamps import parse_timestamp
 from placer.models import QuantityError, parse_quantity, to_units
 
-__all__ = ["Field", "api_object"]
+__all__ = ["Field", "api_object", "must_be_whole"]
 
 _MAX_UNITS = 2**62
+INT32 = (-(2**31), 2**31 - 1)
+# Resources the API server lets be counted in whole units only, besides extended resources.
+_WHOLE = frozenset({"pods"})
+
+
+def must_be_whole(resource: str) -> bool:
+    """The API server's rule: ``pods`` and extended resources (a domain-prefixed name outside
+    ``kubernetes.io/``, e.g. ``nvidia.com/gpu``) are whole numbers; cpu, memory, hugepages-*,
+    ephemeral-storage and the other native resources may be fractional."""
+    if resource in _WHOLE:
+        return True
+    return "/" in resource and "kubernetes.io/" not in resource and not resource.startswith("requests.")
 
 
 class Field:
@@ -75,6 +89,20 @@ class Field:
             raise self.fail(f"expected an integer, got {self.value!r}")
         return self.value
 
+    def int32(self, default: int = 0) -> int:
+        """An integer the API server keeps in 32 bits (``spec.priority``)."""
+        value = self.integer(default)
+        if not INT32[0] <= value <= INT32[1]:
+            raise self.fail(f"{value} is out of range for a 32-bit integer")
+        return value
+
+    def timestamp(self) -> str:
+        """An RFC 3339 time as the API server writes it ('' when absent)."""
+        text = self.text()
+        if text and parse_timestamp(text) is None:
+            raise self.fail(f"expected an RFC 3339 time such as 2025-01-02T03:04:05Z, got {text!r}")
+        return text
+
     def flag(self, default: bool = False) -> bool:
         if self.value is None:
             return default
@@ -83,11 +111,14 @@ class Field:
         return self.value
 
     def str_map(self) -> dict[str, str]:
+        """Labels, annotations, a nodeSelector: string values only, as the API server requires
+        (``zone: 1`` unquoted in YAML is a number, which it rejects)."""
         out: dict[str, str] = {}
         for k, v in self.entries():
-            if isinstance(v.value, bool) or v.value is None:
-                raise v.fail("expected a string")
-            out[k] = v.value if isinstance(v.value, str) else str(v.value)
+            if not isinstance(v.value, str):
+                shown = "null" if v.value is None else f"{type(v.value).__name__} {v.value!r}"
+                raise v.fail(f"expected a string, got {shown}")
+            out[k] = v.value
         return out
 
     def str_list(self) -> tuple[str, ...]:
@@ -96,16 +127,28 @@ class Field:
     def quantities(self) -> dict[str, int]:
         """A resource list (``{cpu: "500m", memory: "1Gi"}``) in scheduler units."""
         out: dict[str, int] = {}
-        for name, q in self.entries():
-            if q.value is None or isinstance(q.value, bool | dict | list):
-                raise q.fail(f"expected a quantity, got {q.value!r}")
+        obj = self.obj()
+        for key, value in obj.items():
+            name = str(key)
+            if value is None or isinstance(value, bool | dict | list):
+                raise self.get(name).fail(f"expected a quantity, got {value!r}")
             try:
-                out[name] = to_units(name, parse_quantity(q.value))
+                out[name] = _units(name, value)
             except QuantityError as exc:
-                raise q.fail(str(exc)) from None
-            if out[name] >= _MAX_UNITS:
-                raise q.fail(f"{q.value!r} is too large (placer keeps quantities below 2^62 units)")
+                raise self.get(name).fail(str(exc)) from None
         return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _units(name: str, value: str | int | float) -> int:
+    """One quantity in scheduler units, validated (a dump repeats the same few: cached)."""
+    exact = parse_quantity(value)
+    if exact.denominator != 1 and must_be_whole(name):
+        raise QuantityError(f"{value!r} must be a whole number ({name} cannot be fractional)")
+    units = to_units(name, exact)
+    if units >= _MAX_UNITS:
+        raise QuantityError(f"{value!r} is too large (placer keeps quantities below 2^62 units)")
+    return units
 
 
 def api_object(raw: Any, kind: str, source: str = "api") -> Field:

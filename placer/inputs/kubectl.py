@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from placer.errors import InputError
+from placer.inputs.annotations import EVICTABLE, PlacerFields, read_placer_fields
 from placer.inputs.fields import Field, api_object
 from placer.inputs.requests import ContainerRequests, effective_requests, scoring_requests
 from placer.inputs.shapes import (
@@ -26,7 +31,7 @@ from placer.inputs.volumes import (
 )
 from placer.models import Node, Owner, Pod, PodDisruptionBudget, ReplicaSet
 
-__all__ = ["KubeObjects", "parse_namespace", "read_list"]
+__all__ = ["DRA_CLASS_PREFIX", "KubeObjects", "dra_reason", "parse_namespace", "read_list"]
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 KINDS = (
@@ -38,7 +43,10 @@ KINDS = (
     "PersistentVolume",
     "PersistentVolumeClaim",
     "StorageClass",
+    "DeviceClass",
 )
+# The extended resource every DeviceClass implicitly backs (DRA extended resources, 1.34+).
+DRA_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
 class KubeObjects:
@@ -51,6 +59,9 @@ class KubeObjects:
         self.volumes: list[PersistentVolume] = []
         self.claims: list[PersistentVolumeClaim] = []
         self.classes: list[StorageClass] = []
+        # Extended resources backed by a DeviceClass (``spec.extendedResourceName``): allocated
+        # by DRA, which placer does not do.
+        self.device_resources: set[str] = set()
         self.warnings: list[str] = []
 
 
@@ -60,6 +71,7 @@ def read_list(doc: Field) -> KubeObjects:
     items = [doc] if kind in KINDS else list(doc.get("items").items())
     if kind not in KINDS and not doc.get("items").present():
         raise doc.fail("expected a Kubernetes List with items, or placer's native schema (nodes, pods)")
+    ignored: Counter[str] = Counter()
     for item in items:
         item_kind = item.get("kind").text()
         if item_kind == "Node":
@@ -79,9 +91,27 @@ def read_list(doc: Field) -> KubeObjects:
             out.claims.append(read_claim(item))
         elif item_kind == "StorageClass":
             out.classes.append(read_storage_class(item))
+        elif item_kind == "DeviceClass":
+            resource = item.get("spec").get("extendedResourceName").text()
+            if resource:
+                out.device_resources.add(resource)
         else:
-            out.warnings.append(f"{item.path}: kind {item_kind or '(none)'!r} ignored")
+            ignored[item_kind or "(no kind)"] += 1
+    if ignored:
+        out.warnings.append(ignored_kinds(ignored))
+    for pod in out.pods:
+        out.warnings += [f"pod {pod.key}: {problem}" for problem in pod.problems]
     return out
+
+
+def ignored_kinds(counts: Mapping[str, int]) -> str:
+    """One line for every object of a kind placer does not read: ``250 objects of 3 ignored kinds:
+    Service 200, ConfigMap 40, Secret 10``."""
+    total = sum(counts.values())
+    kinds = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    noun = "object" if total == 1 else "objects"
+    what = "kind" if len(kinds) == 1 else "kinds"
+    return f"{total} {noun} of {len(kinds)} ignored {what}: " + ", ".join(f"{k} {n}" for k, n in kinds)
 
 
 def _meta(item: Field) -> tuple[str, str, Field]:
@@ -124,18 +154,109 @@ def _container_requests(c: Field) -> dict[str, int]:
     return requests
 
 
-def pod_resources(spec: Field) -> tuple[dict[str, int], int, int]:
-    """(effective requests, scoring cpu, scoring memory) of a pod spec."""
-    containers = [_container_requests(c) for c in spec.get("containers").items()]
-    inits = [
-        ContainerRequests(_container_requests(c), sidecar=c.get("restartPolicy").text() == "Always")
-        for c in spec.get("initContainers").items()
-    ]
-    pod_level = spec.get("resources").get("requests").quantities()
+def resize_infeasible(status: Field) -> bool:
+    """The kubelet refused an in-place resize as infeasible: ``status.resize: Infeasible`` before
+    Kubernetes 1.33, a ``PodResizePending`` condition with reason ``Infeasible`` since."""
+    if status.get("resize").text() == "Infeasible":
+        return True
+    return any(
+        c.get("type").text() == "PodResizePending" and c.get("reason").text() == "Infeasible"
+        for c in status.get("conditions").items()
+    )
+
+
+def _container_statuses(status: Field) -> dict[str, Field]:
+    out: dict[str, Field] = {}
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for cs in status.get(key).items():
+            out.setdefault(cs.get("name").text(), cs)
+    return out
+
+
+@dataclass(frozen=True)
+class _Container:
+    """One container's requests as each party sees them (None: that party reports nothing)."""
+
+    spec: dict[str, int]
+    actual: dict[str, int] | None  # status ...resources.requests: what the kubelet actuated
+    allocated: dict[str, int] | None  # status ...allocatedResources
+    init: bool
+    sidecar: bool
+
+
+def _read_container(c: Field, statuses: Mapping[str, Field], *, init: bool) -> _Container:
+    cs = statuses.get(c.get("name").text())
+    actual = allocated = None
+    if cs is not None:
+        if cs.get("resources").get("requests").present():
+            actual = cs.get("resources").get("requests").quantities()
+        if cs.get("allocatedResources").present():
+            allocated = cs.get("allocatedResources").quantities()
+    sidecar = init and c.get("restartPolicy").text() == "Always"
+    return _Container(_container_requests(c), actual, allocated, init, sidecar)
+
+
+Variant = tuple[list[dict[str, int]], list[ContainerRequests]]
+
+
+def _variant(containers: Sequence[_Container], pick: Callable[[_Container], dict[str, int] | None]) -> Variant:
+    return (
+        [pick(c) or {} for c in containers if not c.init],
+        [ContainerRequests(pick(c) or {}, sidecar=c.sidecar) for c in containers if c.init],
+    )
+
+
+def _max(lists: Sequence[Mapping[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for one in lists:
+        for name, value in one.items():
+            out[name] = max(out.get(name, 0), value)
+    return out
+
+
+def _minus(amounts: dict[str, int], overhead: Mapping[str, int]) -> dict[str, int]:
+    return {k: max(0, v - overhead.get(k, 0)) for k, v in amounts.items()}
+
+
+def pod_resources(spec: Field, status: Field | None = None) -> tuple[dict[str, int], int, int]:
+    """(effective requests, scoring cpu, scoring memory) of a pod, as the kubelet holds them.
+
+    During an in-place resize a pod holds the most of what its spec asks, what the kubelet
+    actuated (``status.containerStatuses[].resources.requests``) and what it allocated
+    (``allocatedResources``), each aggregated as kube-scheduler aggregates containers; when the
+    resize is infeasible the spec side is dropped (it will never be granted). Pod-level requests
+    likewise take the most of the spec and ``status.resources`` / ``status.allocatedResources``.
+    """
+    status = status if status is not None else Field(spec.source, spec.path, None)
+    infeasible = resize_infeasible(status)
+    statuses = _container_statuses(status)
+    containers = [_read_container(c, statuses, init=False) for c in spec.get("containers").items()]
+    containers += [_read_container(c, statuses, init=True) for c in spec.get("initContainers").items()]
+
+    def spec_side(c: _Container) -> dict[str, int] | None:
+        return None if infeasible else c.spec
+
+    def allocated(c: _Container) -> dict[str, int] | None:
+        return c.allocated if c.allocated is not None else spec_side(c)
+
+    def actuated(c: _Container) -> dict[str, int] | None:
+        return c.actual if c.actual is not None else allocated(c)
+
+    resized = infeasible or any(c.actual is not None or c.allocated is not None for c in containers)
+    picks = [actuated, allocated] if infeasible else [spec_side, actuated, allocated] if resized else [spec_side]
+    variants = [_variant(containers, pick) for pick in picks]
     overhead = spec.get("overhead").quantities()
-    requests = effective_requests(containers=containers, inits=inits, pod_level=pod_level, overhead=overhead)
-    cpu, mem = scoring_requests(containers=containers, inits=inits, pod_level=pod_level, overhead=overhead)
-    return requests, cpu, mem
+    pod_level = spec.get("resources").get("requests").quantities()
+    if pod_level:
+        sides = [
+            _minus(status.get("resources").get("requests").quantities(), overhead),
+            _minus(status.get("allocatedResources").quantities(), overhead),
+        ]
+        pod_level = _max(sides if infeasible else [pod_level, *sides])
+    aggregate = _max([effective_requests(containers=c, inits=i) for c, i in variants])
+    requests = effective_requests(containers=[aggregate], pod_level=pod_level, overhead=overhead)
+    scores = [scoring_requests(containers=c, inits=i, pod_level=pod_level, overhead=overhead) for c, i in variants]
+    return requests, max(s[0] for s in scores), max(s[1] for s in scores)
 
 
 def parse_namespace_item(item: Field) -> tuple[str, dict[str, str]]:
@@ -145,28 +266,28 @@ def parse_namespace_item(item: Field) -> tuple[str, dict[str, str]]:
     return name, labels
 
 
-GANG = "placer.io/gang"
-GANG_SIZE = "placer.io/gang-size"
-POD_GROUP = "scheduling.x-k8s.io/pod-group"
+def dra_reason(what: str) -> str:
+    return (
+        f"the pod uses dynamic resource allocation ({what}); placer does not allocate DRA devices, "
+        "so it never binds such a pod: leave it to kube-scheduler"
+    )
 
 
-def gang_of(meta: Field, labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
-    """Gang membership: ``placer.io/gang`` (label or annotation) or the scheduler-plugins PodGroup
-    label, with the size from ``placer.io/gang-size`` when given."""
-    name = labels.get(GANG) or annotations.get(GANG) or labels.get(POD_GROUP)
-    size_text = labels.get(GANG_SIZE) or annotations.get(GANG_SIZE)
-    size = None
-    if size_text is not None:
-        if not size_text.isdigit() or int(size_text) < 1:
-            raise meta.get("annotations").fail(f"{GANG_SIZE} must be a positive integer, got {size_text!r}")
-        size = int(size_text)
-    return {"gang": name or None, "gang_size": size if name else None}
+def _relative(exc: InputError, item: Field) -> str:
+    """The error's field relative to its object: ``spec.containers[0].resources.requests.cpu: ...``."""
+    where = exc.where[len(item.path) :].lstrip(".") if exc.where.startswith(item.path) else exc.where
+    return f"{where}: {exc.message}" if where else exc.message
 
 
-def _pod(item: Field) -> Pod:
-    namespace, name, meta = _meta(item)
-    spec, status = item.get("spec"), item.get("status")
-    requests, score_cpu, score_mem = pod_resources(spec)
+def _accounted(spec: Field, status: Field) -> dict[str, Any]:
+    """What Kubernetes itself accounts for the pod on its node (validated by the API server)."""
+    requests, cpu, mem = pod_resources(spec, status)
+    return {"requests": requests, "score_cpu": cpu, "score_memory": mem}
+
+
+def _constraints(item: Field, namespace: str, name: str) -> dict[str, Any]:
+    """Everything else placer reads of the pod: its labels, annotations and scheduling constraints."""
+    meta, spec, status = item.get("metadata"), item.get("spec"), item.get("status")
     required, preferred = parse_node_affinity(spec.get("affinity"))
     restart = spec.get("restartPolicy").text("Always") or "Always"
     if restart not in ("Always", "OnFailure", "Never"):
@@ -176,41 +297,107 @@ def _pod(item: Field) -> Pod:
         raise spec.get("preemptionPolicy").fail(f"invalid preemptionPolicy {preemption!r}")
     annotations = meta.get("annotations").str_map()
     labels = meta.get("labels").str_map()
-    node_name = spec.get("nodeName").text() or None
     claims, ephemeral = pod_volume_claims(spec, name)
-    return Pod(
-        namespace=namespace,
-        name=name,
-        uid=meta.get("uid").text(),
-        node_name=node_name,
-        phase=status.get("phase").text("Running" if node_name else "Pending") or "Pending",
-        scheduler_name=spec.get("schedulerName").text("default-scheduler") or "default-scheduler",
-        creation=meta.get("creationTimestamp").text(),
-        start_time=status.get("startTime").text(),
-        labels=labels,
-        annotations=annotations,
-        requests=requests,
-        score_cpu=score_cpu,
-        score_memory=score_mem,
-        node_selector=spec.get("nodeSelector").str_map(),
-        required_terms=required,
-        preferred_terms=preferred,
-        tolerations=parse_tolerations(spec.get("tolerations")),
-        host_ports=parse_host_ports(list(spec.get("containers").items()) + list(spec.get("initContainers").items())),
-        priority=spec.get("priority").integer(0),
-        restart_policy=restart,
-        preemption_policy=preemption,
-        owner=_owner(meta),
-        scheduling_gates=tuple(g.get("name").text() for g in spec.get("schedulingGates").items()),
-        mirror=MIRROR_ANNOTATION in annotations,
-        **gang_of(meta, labels, annotations),
+    dra = list(spec.get("resourceClaims").items())
+    return {
+        "scheduler_name": spec.get("schedulerName").text("default-scheduler") or "default-scheduler",
+        "creation": meta.get("creationTimestamp").timestamp(),
+        "start_time": status.get("startTime").timestamp(),
+        "labels": labels,
+        "annotations": annotations,
+        "node_selector": spec.get("nodeSelector").str_map(),
+        "required_terms": required,
+        "preferred_terms": preferred,
+        "tolerations": parse_tolerations(spec.get("tolerations")),
+        "host_ports": parse_host_ports(list(spec.get("containers").items()) + list(spec.get("initContainers").items())),
+        "priority": spec.get("priority").int32(0),
+        "restart_policy": restart,
+        "preemption_policy": preemption,
+        "owner": _owner(meta),
+        "scheduling_gates": tuple(g.get("name").text() for g in spec.get("schedulingGates").items()),
+        "mirror": MIRROR_ANNOTATION in annotations,
         **parse_pod_affinity(spec.get("affinity"), namespace, labels),
-        spread=parse_spread(spec.get("topologySpreadConstraints"), labels),
-        claims=claims,
-        ephemeral_claims=tuple(sorted(ephemeral)),
-        terminating=meta.get("deletionTimestamp").present(),
-        nominated_node=status.get("nominatedNodeName").text() or None,
-    )
+        "spread": parse_spread(spec.get("topologySpreadConstraints"), labels),
+        "claims": claims,
+        "ephemeral_claims": tuple(sorted(ephemeral)),
+        "terminating": _deleting(meta.get("deletionTimestamp")),
+        "nominated_node": status.get("nominatedNodeName").text() or None,
+        "unsupported": dra_reason("spec.resourceClaims") if dra else None,
+    }
+
+
+def _deleting(stamp: Field) -> bool:
+    stamp.timestamp()  # validated like the other times
+    return stamp.present()
+
+
+def placer_fields(fields: PlacerFields) -> dict[str, Any]:
+    """The Pod fields of placer's own annotations and labels (``read_placer_fields``)."""
+    return {
+        "gang": fields.gang,
+        "gang_size": fields.gang_size,
+        "moved_at": fields.moved_at,
+        "annotations": fields.annotations,
+    }
+
+
+def refuse_if_unreadable(pod: Pod) -> Pod:
+    """A pending pod with a field placer cannot read is refused (code Invalid, the first such
+    field named); a running one keeps running in the model. A pod whose requests could not be read
+    is never evicted either: nobody knows what its eviction would free."""
+    update: dict[str, Any] = {}
+    if pod.node_name is None and pod.problems:
+        update.update(unsupported=pod.problems[0], invalid=True)
+    if pod.unaccounted is not None:
+        update["annotations"] = {**pod.annotations, EVICTABLE: "false"}
+    return pod.model_copy(update=update) if update else pod
+
+
+def _pod(item: Field, *, isolate: bool = False) -> Pod:
+    """One Pod object. Identity, node and phase must be readable (otherwise ``InputError``).
+
+    A file (``isolate`` False) is refused for anything the API server would refuse. The
+    controller's caches (``isolate`` True) hold what the API server accepted, so a field placer
+    still cannot read there affects only this pod: its requests are read apart from everything
+    else, and what fails is named in ``problems``. placer's own annotations are isolated in both.
+    """
+    namespace, name, meta = _meta(item)
+    spec, status = item.get("spec"), item.get("status")
+    node_name = spec.get("nodeName").text() or None
+    fields: dict[str, Any] = {
+        "namespace": namespace,
+        "name": name,
+        "uid": meta.get("uid").text(),
+        "node_name": node_name,
+        "phase": status.get("phase").text("Running" if node_name else "Pending") or "Pending",
+    }
+    problems: list[str] = []
+    try:
+        fields.update(_accounted(spec, status))
+    except InputError as exc:
+        if not isolate:
+            raise
+        fields["unaccounted"] = _relative(exc, item)
+        held = f"; node {node_name} takes no new pod until it is fixed" if node_name else ""
+        problems.append(f"{fields['unaccounted']} (its requests cannot be read{held})")
+    try:
+        fields.update(_constraints(item, namespace, name))
+    except InputError as exc:
+        if not isolate:
+            raise
+        problems.append(_relative(exc, item))
+        fields["annotations"] = {EVICTABLE: "false"}  # its priority and owner are unknown: never evict it
+    own = read_placer_fields(fields.get("labels", {}), fields.get("annotations", {}))
+    fields.update(placer_fields(own))
+    fields["problems"] = (*problems, *own.problems)
+    return refuse_if_unreadable(Pod(**fields))
+
+
+def _not_negative(f: Field) -> int:
+    value = f.int32(0)
+    if value < 0:
+        raise f.fail(f"must be 0 or more, got {value}")
+    return value
 
 
 def _pdb(item: Field) -> PodDisruptionBudget:
@@ -219,7 +406,7 @@ def _pdb(item: Field) -> PodDisruptionBudget:
         namespace=namespace,
         name=name,
         selector=parse_label_selector(item.get("spec").get("selector")),
-        disruptions_allowed=item.get("status").get("disruptionsAllowed").integer(0),
+        disruptions_allowed=_not_negative(item.get("status").get("disruptionsAllowed")),
     )
 
 
@@ -241,8 +428,10 @@ def is_list(data: Any) -> bool:
 
 
 def parse_pod(raw: Any, source: str = "api") -> Pod:
-    """One Pod object as the API returns it (watch/list), with errors naming the object."""
-    return _pod(api_object(raw, "Pod", source))
+    """One Pod object as the API returns it (watch/list), with errors naming the object. Only an
+    unreadable identity, node or phase raises; any other field placer cannot read is isolated to
+    this pod (``Pod.problems``, ``Pod.unaccounted``, code Invalid while pending)."""
+    return _pod(api_object(raw, "Pod", source), isolate=True)
 
 
 def parse_node(raw: Any, source: str = "api") -> Node:

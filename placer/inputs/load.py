@@ -15,7 +15,11 @@ from placer.inputs.kubectl import is_list, read_list
 from placer.inputs.native import is_native, read_native
 from placer.models import Cluster
 
-__all__ = ["load_cluster", "parse_cluster", "read_cluster"]
+__all__ = ["MAX_DEPTH", "load_cluster", "parse_cluster", "read_cluster"]
+
+# Real Kubernetes objects nest about 15 levels deep (a List item's affinity term's expression's
+# values); anything far deeper is refused with one line instead of exhausting Python's stack.
+MAX_DEPTH = 64
 
 
 def load_cluster(path: str | Path) -> Cluster:
@@ -28,9 +32,57 @@ def load_cluster(path: str | Path) -> Cluster:
     return parse_cluster(source, text)
 
 
+def _too_deep(source: str, where: str) -> InputError:
+    return InputError(source, where, f"nested more than {MAX_DEPTH} levels deep")
+
+
+def _nests_too_deep(data: Any) -> bool:
+    """Whether containers nest more than MAX_DEPTH levels deep (level by level: no recursion)."""
+    level = [data] if isinstance(data, dict | list) else []
+    for _ in range(MAX_DEPTH):
+        below: list[Any] = []
+        for value in level:
+            children = value.values() if isinstance(value, dict) else value
+            below += [c for c in children if isinstance(c, dict | list)]
+        if not below:
+            return False
+        level = below
+    return True
+
+
+def _too_deep_path(data: Any) -> str:
+    """Where ``data`` first nests deeper than MAX_DEPTH (walked with paths only on failure)."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth >= MAX_DEPTH and isinstance(value, dict | list):  # the (MAX_DEPTH + 1)th level
+            return path
+        if isinstance(value, dict):
+            stack += [(v, f"{path}.{k}" if path else str(k), depth + 1) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+    return ""
+
+
+def _check_depth(source: str, data: Any) -> None:
+    """Refuse a document nested deeper than MAX_DEPTH, naming where."""
+    if _nests_too_deep(data):
+        path = _too_deep_path(data)
+        raise _too_deep(source, path if len(path) <= 60 else path[:60] + "...")
+
+
 def _decode(source: str, text: str) -> Any:
     if not text.strip():
         raise InputError(source, "", "file is empty")
+    try:
+        data = _parse(source, text)
+    except RecursionError:  # the JSON and YAML parsers recurse once per level
+        raise _too_deep(source, "") from None
+    _check_depth(source, data)
+    return data
+
+
+def _parse(source: str, text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as json_err:

@@ -7,8 +7,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from placer.errors import InputError
+from placer.inputs.annotations import read_placer_fields
 from placer.inputs.fields import Field as Doc
-from placer.inputs.kubectl import KubeObjects, gang_of
+from placer.inputs.kubectl import KubeObjects, placer_fields, refuse_if_unreadable
 from placer.inputs.requests import NONZERO_CPU, NONZERO_MEMORY
 from placer.inputs.shapes import (
     parse_label_selector,
@@ -70,7 +71,7 @@ class NativePod(_Native):
     )
     tolerations: list[dict[str, Any]] = Field(default_factory=list)
     host_ports: list[NativeHostPort] = Field(default_factory=list, alias="hostPorts")
-    priority: int = 0
+    priority: int = Field(0, ge=-(2**31), le=2**31 - 1)
     restart_policy: Literal["Always", "OnFailure", "Never"] = Field("Always", alias="restartPolicy")
     preemption_policy: Literal["PreemptLowerPriority", "Never"] = Field(
         "PreemptLowerPriority", alias="preemptionPolicy"
@@ -172,6 +173,7 @@ def read_native(source: str, data: Any) -> KubeObjects:
     ]
     objs = KubeObjects()
     objs.nodes, objs.pods, objs.pdbs, objs.replicasets = nodes, pods, pdbs, rss
+    objs.warnings += [f"pod {pod.key}: {problem}" for pod in pods for problem in pod.problems]
     objs.namespaces = {
         name: {"kubernetes.io/metadata.name": name, **labels} for name, labels in native.namespaces.items()
     }
@@ -193,38 +195,43 @@ def _pod(source: str, i: int, p: NativePod) -> Pod:
     where = f"pods[{i}]"
     requests = Doc(source, f"{where}.requests", p.requests).quantities()
     required, preferred = parse_node_affinity(Doc(source, f"{where}.affinity", p.affinity))
-    return Pod(
-        namespace=p.namespace,
-        name=p.name,
-        uid=f"{p.namespace}/{p.name}",
-        node_name=p.node,
-        phase=p.phase or ("Running" if p.node else "Pending"),
-        scheduler_name=p.scheduler_name,
-        creation=p.creation_timestamp,
-        start_time=p.start_time,
-        labels=p.labels,
-        annotations=p.annotations,
-        requests={k: v for k, v in requests.items() if v > 0},
-        score_cpu=requests.get("cpu") or NONZERO_CPU,
-        score_memory=requests.get("memory") or NONZERO_MEMORY,
-        node_selector=p.node_selector,
-        required_terms=required,
-        preferred_terms=preferred,
-        tolerations=parse_tolerations(Doc(source, f"{where}.tolerations", p.tolerations)),
-        host_ports=tuple(
-            HostPort(port=h.port, protocol=h.protocol, host_ip=h.host_ip or "0.0.0.0") for h in p.host_ports
-        ),
-        priority=p.priority,
-        restart_policy=p.restart_policy,
-        preemption_policy=p.preemption_policy,
-        owner=Owner(kind=p.owner.kind, name=p.owner.name, uid=p.owner.uid) if p.owner else None,
-        scheduling_gates=tuple(p.scheduling_gates),
-        **gang_of(Doc(source, where, {"annotations": p.annotations}), p.labels, p.annotations),
-        **parse_pod_affinity(Doc(source, f"{where}.affinity", p.affinity), p.namespace, p.labels),
-        spread=parse_spread(Doc(source, f"{where}.topologySpreadConstraints", p.topology_spread_constraints), p.labels),
-        claims=tuple(dict.fromkeys(p.claims)),
-        terminating=p.terminating,
-        nominated_node=p.nominated_node,
+    own = read_placer_fields(p.labels, p.annotations)
+    return refuse_if_unreadable(
+        Pod(
+            namespace=p.namespace,
+            name=p.name,
+            uid=f"{p.namespace}/{p.name}",
+            node_name=p.node,
+            phase=p.phase or ("Running" if p.node else "Pending"),
+            scheduler_name=p.scheduler_name,
+            creation=Doc(source, f"{where}.creationTimestamp", p.creation_timestamp).timestamp(),
+            start_time=Doc(source, f"{where}.startTime", p.start_time).timestamp(),
+            labels=p.labels,
+            requests={k: v for k, v in requests.items() if v > 0},
+            score_cpu=requests.get("cpu") or NONZERO_CPU,
+            score_memory=requests.get("memory") or NONZERO_MEMORY,
+            node_selector=p.node_selector,
+            required_terms=required,
+            preferred_terms=preferred,
+            tolerations=parse_tolerations(Doc(source, f"{where}.tolerations", p.tolerations)),
+            host_ports=tuple(
+                HostPort(port=h.port, protocol=h.protocol, host_ip=h.host_ip or "0.0.0.0") for h in p.host_ports
+            ),
+            priority=p.priority,
+            restart_policy=p.restart_policy,
+            preemption_policy=p.preemption_policy,
+            owner=Owner(kind=p.owner.kind, name=p.owner.name, uid=p.owner.uid) if p.owner else None,
+            scheduling_gates=tuple(p.scheduling_gates),
+            **placer_fields(own),
+            **parse_pod_affinity(Doc(source, f"{where}.affinity", p.affinity), p.namespace, p.labels),
+            spread=parse_spread(
+                Doc(source, f"{where}.topologySpreadConstraints", p.topology_spread_constraints), p.labels
+            ),
+            claims=tuple(dict.fromkeys(p.claims)),
+            terminating=p.terminating,
+            nominated_node=p.nominated_node,
+            problems=own.problems,
+        )
     )
 
 

@@ -35,6 +35,12 @@ SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
+def _is_int64(text: str) -> bool:
+    """What the API server accepts for Gt/Lt: a base-10 integer that fits in 64 bits."""
+    digits = text[1:] if text[:1] in "+-" else text
+    return digits.isascii() and digits.isdigit() and -(2**63) <= int(text) < 2**63
+
+
 def _requirement(f: Field, *, fields: bool) -> NodeSelectorRequirement:
     op = f.get("operator").required_str()
     if op not in NODE_OPERATORS:
@@ -49,6 +55,8 @@ def _requirement(f: Field, *, fields: bool) -> NodeSelectorRequirement:
         raise f.get("values").fail(f"operator {op} takes no values")
     if op in ("Gt", "Lt") and len(values) != 1:
         raise f.get("values").fail(f"operator {op} needs exactly one value")
+    if op in ("Gt", "Lt") and not _is_int64(values[0]):
+        raise f.get("values").fail(f"operator {op} needs an integer value, got {values[0]!r}")
     return NodeSelectorRequirement(key=key, operator=op, values=values)
 
 
@@ -127,9 +135,9 @@ def parse_host_ports(containers: list[Field]) -> tuple[HostPort, ...]:
     for c in containers:
         for p in c.get("ports").items():
             host_port = p.get("hostPort").integer(0)
-            if host_port <= 0:
+            if host_port == 0:  # none
                 continue
-            if host_port > 65535:
+            if not 0 < host_port <= 65535:
                 raise p.get("hostPort").fail(f"port {host_port} out of range")
             proto = p.get("protocol").text("TCP") or "TCP"
             if proto not in ("TCP", "UDP", "SCTP"):

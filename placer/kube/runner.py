@@ -37,6 +37,7 @@ from kubernetes import client
 from placer.controller.batcher import Batcher
 from placer.controller.executor import Abandon, Bind, Evict, PlanRun, PodView, World
 from placer.engine import NodeLabels, build_snapshot
+from placer.inputs.annotations import LABEL_POLICY, MOVED_AT
 from placer.inputs.assemble import assemble_cluster
 from placer.inputs.kubectl import (
     KubeObjects,
@@ -46,6 +47,7 @@ from placer.inputs.kubectl import (
     parse_pod,
     parse_replicaset,
 )
+from placer.inputs.stamps import parse_timestamp
 from placer.inputs.volumes import (
     SELECTED_NODE,
     PersistentVolume,
@@ -80,8 +82,6 @@ __all__ = ["MOVED_AT", "Runner"]
 
 log = logging.getLogger("placer.controller")
 T = TypeVar("T")
-MOVED_AT = "placer.io/moved-at"
-LABEL_POLICY = "placer.io/when-node-labels-change"
 PLANNED = "~planned"  # name suffix of the stand-in holding a running plan's room for a bind
 TICK = 0.2
 PDB_ATTEMPTS = 3  # evictions refused by a PodDisruptionBudget are tried this many times ...
@@ -90,9 +90,8 @@ MIN_STALL = 30.0  # /healthz never calls a loop stuck sooner, however short the 
 
 
 def _epoch(stamp: str) -> float:
-    if not stamp:
-        return 0.0
-    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    """A validated creationTimestamp in seconds (0 when absent)."""
+    return (parse_timestamp(stamp) or 0.0) if stamp else 0.0
 
 
 def _label(out: Outcome) -> str:
@@ -155,14 +154,14 @@ class Runner:
         self.why: dict[str, str] = {}  # victim -> why the running plan evicts it (its event says so)
         self.plan_pods: dict[str, Pod] = {}  # the running plan's pods to bind and victims, by key
         self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="binder")
-        self._parsed: dict[str, tuple[str, Pod]] = {}
-        self._parsed_nodes: dict[str, tuple[str, Node]] = {}
-        self._parsed_volumes: dict[str, tuple[str, PersistentVolume]] = {}
-        self._parsed_claims: dict[str, tuple[str, PersistentVolumeClaim]] = {}
-        self._parsed_classes: dict[str, tuple[str, StorageClass]] = {}
-        self._parsed_pdbs: dict[str, tuple[str, PodDisruptionBudget]] = {}
-        self._parsed_replicasets: dict[str, tuple[str, ReplicaSet]] = {}
-        self._parsed_namespaces: dict[str, tuple[str, tuple[str, dict[str, str]]]] = {}
+        self._parsed: dict[str, tuple[str, Pod | None]] = {}
+        self._parsed_nodes: dict[str, tuple[str, Node | None]] = {}
+        self._parsed_volumes: dict[str, tuple[str, PersistentVolume | None]] = {}
+        self._parsed_claims: dict[str, tuple[str, PersistentVolumeClaim | None]] = {}
+        self._parsed_classes: dict[str, tuple[str, StorageClass | None]] = {}
+        self._parsed_pdbs: dict[str, tuple[str, PodDisruptionBudget | None]] = {}
+        self._parsed_replicasets: dict[str, tuple[str, ReplicaSet | None]] = {}
+        self._parsed_namespaces: dict[str, tuple[str, tuple[str, dict[str, str]] | None]] = {}
         self.inflight: list[tuple[Pod, str, Future[Outcome]]] = []
         self._gangs: dict[str, str] = {}  # pending pod -> its gang, to keep gangs in one batch
         self._last_tick = time.monotonic()
@@ -262,13 +261,17 @@ class Runner:
 
     # -- the model of the cluster ---------------------------------------------------------------
     def _parse_cached(
-        self, kind: str, parse: Callable[[dict[str, Any]], T], cache: dict[str, tuple[str, T]]
+        self, kind: str, parse: Callable[[dict[str, Any]], T], cache: dict[str, tuple[str, T | None]]
     ) -> list[T]:
-        """Objects of an informer parsed once per resourceVersion; malformed ones are skipped."""
+        """Objects of an informer parsed once per resourceVersion, their problems logged once.
+
+        Only an object placer cannot identify is left out (a pod's other unreadable fields are
+        isolated to it by ``parse_pod``: see ``Pod.problems``)."""
         out = []
         seen = set()
         for raw in self.informers[kind].items():
-            meta = raw.get("metadata", {})
+            meta = raw.get("metadata", {}) if isinstance(raw, dict) else {}
+            meta = meta if isinstance(meta, dict) else {}
             key = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
             seen.add(key)
             version = str(meta.get("resourceVersion", ""))
@@ -278,9 +281,12 @@ class Runner:
                     cached = (version, parse(raw))
                 except Exception as exc:
                     log.warning("skipping %s %s: %s", kind, key, exc)
-                    continue
+                    cached = (version, None)
                 cache[key] = cached
-            out.append(cached[1])
+                for problem in getattr(cached[1], "problems", ()):
+                    log.warning("%s %s: %s", kind, key, problem)
+            if cached[1] is not None:
+                out.append(cached[1])
         for key in set(cache) - seen:
             del cache[key]
         return out
@@ -376,10 +382,11 @@ class Runner:
         """Running pods no plan may evict: moved too recently, or outside placer's namespaces."""
         cooldown = self.cfg.evictions.move_cooldown
         now = time.time()
+        # moved_at is parsed once with the pod; an unreadable stamp is infinitely recent.
         return frozenset(
             p.key
             for p in cluster.pods
-            if not self._in_scope(p) or (MOVED_AT in p.annotations and now - _epoch(p.annotations[MOVED_AT]) < cooldown)
+            if not self._in_scope(p) or (p.moved_at is not None and now - p.moved_at < cooldown)
         )
 
     def _holding_plan(self, cluster: Cluster) -> Cluster:

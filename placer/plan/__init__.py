@@ -1,6 +1,7 @@
 """placer.plan: the global plan for infeasible batches (evictions, moves, ordered steps), and the
 rebalancing entry. The public surface other packages use; see docs/architecture.md."""
 
+from placer.plan.blocked import name_blocking_pdbs
 from placer.plan.eligibility import Eligibility, classify, could_evict
 from placer.plan.planner import Plan, PlannedEviction, plan_batch, plan_rebalance
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
@@ -14,6 +15,7 @@ __all__ = [
     "StepSpec",
     "classify",
     "could_evict",
+    "name_blocking_pdbs",
     "order_steps",
     "plan_batch",
     "plan_rebalance",
