@@ -225,7 +225,9 @@ class Actions:
         body = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{name}.", "namespace": ns},
+            # The API server validates generateName itself as a DNS subdomain: "pod." is refused
+            # with a 422 (every event was lost that way); "pod-" is valid.
+            "metadata": {"generateName": f"{name}-", "namespace": ns},
             "eventTime": _now().strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "action": action,
             "reason": reason,
@@ -239,4 +241,4 @@ class Actions:
         call = self.http.call("POST", f"/apis/events.k8s.io/v1/namespaces/{ns}/events", body=body)
         out = self.policy.call(f"event on {key}", call, write=True, idempotent=False, budget=EVENT_BUDGET)
         if not out.ok:
-            log.debug("event on %s failed: %s %s", key, out.result, out.reason)
+            log.warning("event on %s failed: %s %s", key, out.result, out.reason)

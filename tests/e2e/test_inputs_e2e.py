@@ -1,9 +1,8 @@
 """One tenant's unreadable annotation on the real control plane (issue 14, item 1).
 
 Aspects: the API server accepts any annotation value, so a pod with a malformed
-``placer.io/gang-size`` gets PodScheduled=False naming the field (the FailedScheduling event is
-checked by the unit tests: no placer event shows on this control plane, for bound pods either),
-while the pods around it are bound in the same cycles; a running pod with a malformed
+``placer.io/gang-size`` gets PodScheduled=False and a Warning FailedScheduling event naming the
+field, while the pods around it are bound in the same cycles; a running pod with a malformed
 ``placer.io/moved-at`` neither stops the controller's solves nor loses its room.
 """
 
@@ -43,6 +42,15 @@ def _refusal(core: client.CoreV1Api, ns: str, name: str) -> str | None:
     return None
 
 
+def _placer_event(core: client.CoreV1Api, ns: str, name: str, reason: str) -> str | None:
+    """The note of placer's event of this reason on the pod, if there is one yet."""
+    for e in core.list_namespaced_event(ns, field_selector=f"involvedObject.name={name}").items:
+        if e.reason == reason and (e.reporting_component or "").startswith("placer"):
+            note: str = e.message or ""
+            return note or reason
+    return None
+
+
 def test_a_malformed_placer_annotation_stops_only_its_own_pod(
     core: client.CoreV1Api,
     namespace: str,
@@ -70,6 +78,11 @@ def test_a_malformed_placer_annotation_stops_only_its_own_pod(
     message = kh.wait_for("bad refused with a reason", lambda: _refusal(core, namespace, "bad"), 60)
     assert "placer.io/gang-size" in message and "'lots'" in message
     assert _bound(core, namespace, "bad") is None
+    warning = kh.wait_for(
+        "bad's FailedScheduling event", lambda: _placer_event(core, namespace, "bad", "FailedScheduling")
+    )
+    assert "placer.io/gang-size" in warning
+    assert kh.wait_for("good-0's Scheduled event", lambda: _placer_event(core, namespace, "good-0", "Scheduled"))
     # The running pod with the unreadable stamp keeps its room: 1 + 3 x 0.3 cpu on a 2-cpu node.
     _pod(core, namespace, "big", {}, cpu="500m", scheduler_name="placer", node_selector=group)
     kh.wait_for("big refused for room", lambda: _refusal(core, namespace, "big"), 60)

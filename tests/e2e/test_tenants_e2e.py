@@ -136,6 +136,11 @@ def test_a_pod_outside_placers_namespaces_is_never_touched(
     assert _running(core, theirs, "job")
     assert _bound(core, theirs, "waiting") is None
     assert _placer_events(core, theirs, "waiting") == [] and _placer_events(core, theirs, "job") == []
+    # Not vacuous: placer's events do show, on the pods it did touch.
+    assert "Scheduled" in kh.wait_for("urgent's events", lambda: _placer_events(core, mine, "urgent"), 30)
+    assert "Preempted" in _placer_events(core, mine, "job") or kh.wait_for(
+        "job's Preempted event", lambda: "Preempted" in _placer_events(core, mine, "job"), 30
+    )
     _no_overcommit(core, nodes)
 
 
