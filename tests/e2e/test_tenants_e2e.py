@@ -187,3 +187,34 @@ def test_room_nominated_for_another_schedulers_pod_is_held(
     assert _bound(core, namespace, "web") is None, "placer took room nominated for another pod"
     core.patch_namespaced_pod_status("theirs", namespace, {"status": {"nominatedNodeName": None}})
     kh.wait_for("web bound once the nomination is cleared", lambda: _bound(core, namespace, "web") == node, 60)
+
+
+def test_no_new_preemption_while_a_pods_victims_are_still_terminating(
+    core: client.CoreV1Api,
+    namespace: str,
+    make_nodes: NodeFactory,
+    controllers: Callable[..., Controller],
+    priority_class: Callable[..., str],
+) -> None:
+    """kube-scheduler's PodEligibleToPreemptOthers, as a new leader meets it: ``web`` is nominated
+    to node 0, where its earlier victim is still terminating; a low-priority pod runs on node 1.
+    placer evicts nothing more for ``web``, and binds it once the victim is gone."""
+    nodes = make_nodes(2, cpu="2")
+    group = _group(core, nodes[0])
+    hold = ["e2e.placer.io/hold"]
+    _pod(core, namespace, "victim", cpu="2", node_name=nodes[0], finalizers=hold)
+    _pod(core, namespace, "other", cpu="2", node_name=nodes[1])
+    kh.wait_for("both running", lambda: _running(core, namespace, "victim") and _running(core, namespace, "other"))
+    core.delete_namespaced_pod("victim", namespace)
+    high = priority_class(100)
+    _pod(core, namespace, "web", cpu="2", scheduler_name="placer", node_selector=group, priority_class=high)
+    core.patch_namespaced_pod_status("web", namespace, {"status": {"nominatedNodeName": nodes[0]}})
+    try:
+        controllers()
+        time.sleep(QUIET)
+        assert _running(core, namespace, "other"), "placer preempted again while the victim was terminating"
+        assert _bound(core, namespace, "web") is None
+    finally:
+        core.patch_namespaced_pod("victim", namespace, {"metadata": {"finalizers": None}})
+    kh.wait_for("web bound once its victim is gone", lambda: _bound(core, namespace, "web") == nodes[0], 60)
+    assert _running(core, namespace, "other")
