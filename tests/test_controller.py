@@ -212,3 +212,28 @@ def test_any_failure_abandons_the_plan_by_one_rule() -> None:
     assert Bind(3, "ns/v0-x", "b") in actions
     run.bound(3, ok=True)
     assert run.finished
+
+
+def test_a_gangs_binds_go_out_together_once_every_member_has_room() -> None:
+    members = [PodView(f"ns/g{i}", f"u{i}", None, None, created=0.0, requests={"cpu": 2000}) for i in range(2)]
+    steps = [Step(id=1, op="bind", pod="ns/g0", node="a"), Step(id=2, op="bind", pod="ns/g1", node="b")]
+    run = PlanRun(
+        steps,
+        {},
+        started=0,
+        await_gone=60,
+        await_replacement=60,
+        await_room=30,
+        gangs={"ns/g0": "ns/train", "ns/g1": "ns/train"},
+    )
+    half = {"a": {"cpu": 4000}, "b": {"cpu": 1000}}
+    first = run.advance(World(1, _views(*members), half))
+    assert first and all(isinstance(a, Bind) and a.nominated for a in first)  # a has room, b not: nothing binds
+    assert run.advance(World(2, _views(*members), half)) == []
+    both = run.advance(World(3, _views(*members), {"a": {"cpu": 4000}, "b": {"cpu": 4000}}))
+    assert both == [Bind(1, "ns/g0", "a"), Bind(2, "ns/g1", "b")]
+    # Never room for the whole gang: abandoned together, nothing bound.
+    run = PlanRun(steps, {}, started=0, await_gone=60, await_replacement=60, await_room=30, gangs=run.gangs)
+    run.advance(World(1, _views(*members), half))
+    late = run.advance(World(40, _views(*members), half))
+    assert {a.step for a in late if isinstance(a, Abandon)} == {1, 2} and run.finished

@@ -16,6 +16,10 @@ it carried out; the executor answers with the next actions. Rules:
   by the next batch).
 - A step kind without effect on the cluster (``Effect.MARK``) is done once its predecessors are.
 - When a pod or node the plan relies on disappears, the steps that need it are abandoned.
+- A gang's binds go out together, only once every member is ready and has room on its planned
+  node (each waits with its nomination until then); a gang that never gets room is abandoned
+  whole. A bind the API server refuses after that can still leave members bound: Kubernetes has no
+  multi-pod transaction.
 - Every deadline counts from when its step became ready (its last predecessor done), not from the
   plan's start.
 - One rule on any failure (a refusal, a timeout, a conflict, something gone): the plan is
@@ -106,8 +110,10 @@ class PlanRun:
         await_gone: float,
         await_replacement: float,
         await_room: float,
+        gangs: Mapping[str, str] | None = None,
     ) -> None:
         self.steps = {s.id: _Step(s, since=started) for s in steps}
+        self.gangs = dict(gangs or {})  # pending pod -> its gang: a gang's binds go out together
         self.victims = dict(victims)
         self.evicted_at: dict[str, float] = {}
         self.claimed: set[str] = set()
@@ -191,8 +197,55 @@ class PlanRun:
                 continue
             if any(p.state != "done" for p in preds):
                 continue
+            if s.spec.pod in self.gangs and s.spec.kind.effect == Effect.BIND:
+                continue  # below, with the rest of its gang
             actions += self._try(sid, s, world, free)
+        for gang in sorted(set(self.gangs.values())):
+            actions += self._bind_gang(gang, world, free)
         return actions
+
+    def _bind_gang(self, gang: str, world: World, free: dict[str, dict[str, int]]) -> list[Action]:
+        """A gang's binds go out together, only once every member is ready and has room on its
+        planned node, so no gang is ever left partly bound by a plan."""
+        members = [
+            (sid, s)
+            for sid, s in sorted(self.steps.items())
+            if s.spec.pod is not None and self.gangs.get(s.spec.pod) == gang and s.spec.kind.effect == Effect.BIND
+        ]
+        waiting = [(sid, s) for sid, s in members if s.state == "waiting"]
+        if not waiting or len(waiting) < len(members):
+            return []  # nothing to do, or some member already bound / failed (the plan fails then)
+        if any(self.steps[a].state != "done" for _, s in waiting for a in s.spec.after):
+            return []
+        since = max(self._ready_since(s) for _, s in waiting)
+        trial = {n: dict(r) for n, r in free.items()}
+        fits = True
+        for _, s in waiting:
+            view = world.pods.get(_key(s.spec))
+            if s.spec.node not in trial or view is None or view.node is not None or view.deleting:
+                sid = waiting[0][0]
+                return self._abandon(sid, f"gang {gang}: {_key(s.spec)} or its node is gone")
+            room = trial[s.spec.node]
+            if any(room.get(r, 0) < q for r, q in view.requests.items()):
+                fits = False
+                break
+            for r, q in view.requests.items():
+                room[r] = room.get(r, 0) - q
+        if not fits:
+            if world.now - since > self.await_room:
+                return self._abandon(waiting[0][0], f"gang {gang} never had room for every member")
+            out: list[Action] = []
+            for sid, s in waiting:
+                if sid not in self.nominated:
+                    self.nominated.add(sid)
+                    out.append(Bind(sid, _key(s.spec), s.spec.node, nominated=True))
+            return out
+        free.update(trial)
+        binds: list[Action] = []
+        for sid, s in waiting:
+            s.state = "running"
+            binds.append(Bind(sid, _key(s.spec), s.spec.node))
+        return binds
 
     def _try(self, sid: int, s: _Step, world: World, free: dict[str, dict[str, int]]) -> list[Action]:
         return _HANDLERS[s.spec.kind.effect](self, sid, s, world, free)

@@ -468,6 +468,7 @@ class Runner:
             await_gone=self.cfg.plan_timeouts.await_gone,
             await_replacement=self.cfg.plan_timeouts.await_replacement,
             await_room=self.cfg.plan_timeouts.await_room,
+            gangs={pod.key: pod.gang_key for pod, _ in plan.placements if pod.gang_key is not None},
         )
         self.reserved = {pod.key for pod, _ in plan.placements}
         self.plan_pods = {pod.key: pod for pod, _ in plan.placements} | {e.pod.key: e.pod for e in plan.evictions}
