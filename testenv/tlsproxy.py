@@ -143,6 +143,7 @@ class TlsProxy:
 
         def run() -> None:
             loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
             self._loop = loop
             try:
                 server = loop.run_until_complete(
