@@ -125,6 +125,9 @@ class TlsProxy:
     _thread: threading.Thread | None = field(init=False, default=None)
     _watches: set[_Watch] = field(init=False, default_factory=set)
     _writers: set[asyncio.StreamWriter] = field(init=False, default_factory=set)
+    held: list[str] = field(init=False, default_factory=list)
+    _hold: Injection | None = field(init=False, default=None)
+    _release: asyncio.Event | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -204,6 +207,28 @@ class TlsProxy:
     def clear(self) -> None:
         self._call(lambda: setattr(self, "_injection", Injection()))
 
+    def hold(self, methods: frozenset[str] | set[str] = frozenset({"POST"}), path: str = "") -> None:
+        """Hold matching requests (not forwarded, no answer) until ``release()``; a held request
+        whose client goes away is dropped, never forwarded."""
+        spec = Injection(rate=1.0, methods=frozenset(methods), path=path)
+
+        def apply() -> None:
+            self._release = asyncio.Event()
+            self._hold = spec
+
+        self._call(apply)
+
+    def release(self) -> None:
+        def apply() -> None:
+            self._hold = None
+            if self._release is not None:
+                self._release.set()
+
+        self._call(apply)
+
+    def held_count(self) -> int:
+        return self._call(lambda: len(self.held))
+
     def freeze_watches(self, path: str = "") -> int:
         """Silence every open watch stream whose path matches; returns how many."""
 
@@ -251,6 +276,10 @@ class TlsProxy:
                     writer.write(forged_response(inj.status, inj.retry_after))
                     await writer.drain()
                     continue
+                if self._hold is not None and self._hold.matches(method, path):
+                    self.held.append(f"{method} {path}")
+                    if not await self._wait_release(reader):
+                        return  # the client left while its request was held: it never lands
                 if up is None or up[1].is_closing():
                     up = await asyncio.open_connection(
                         self.upstream_host,
@@ -274,6 +303,16 @@ class TlsProxy:
                 if w is not None:
                     self._writers.discard(w)
                     w.transport.abort()
+
+    async def _wait_release(self, reader: asyncio.StreamReader) -> bool:
+        """True once released; False if the client closed its connection first."""
+        assert self._release is not None
+        released = asyncio.ensure_future(self._release.wait())
+        gone = asyncio.ensure_future(reader.read(1))  # HTTP/1.1: nothing more comes before our answer
+        done, _ = await asyncio.wait({released, gone}, return_when=asyncio.FIRST_COMPLETED)
+        for f in (released, gone):
+            f.cancel()
+        return released in done and gone not in done
 
     async def _read_body(self, reader: asyncio.StreamReader, head: _Head, writer: asyncio.StreamWriter | None) -> bytes:
         """The message body after ``head``; with ``writer`` it is relayed piece by piece instead."""

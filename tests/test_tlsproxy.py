@@ -230,3 +230,24 @@ def test_audit_reader_keeps_completed_writes_with_their_replica(tmp_path: Path) 
     assert audit.summary(writes)[b] == {"create pods/eviction 201": 2, "create pods/eviction 429": 1}
     assert set(audit.by_user(writes)) == {a, b}
     assert audit.read_writes(tmp_path / "missing.log") == []
+
+
+def test_held_requests_land_on_release_and_are_dropped_when_their_client_leaves(proxy: TlsProxy) -> None:
+    proxy.hold(methods={"POST"}, path=r"/binding$")
+    gone = _client(proxy, timeout=0.5)
+    gone.request("POST", "/api/v1/namespaces/a/pods/dropped/binding", body=b"{}")
+    with pytest.raises(TimeoutError):
+        gone.getresponse()
+    gone.close()  # the client dies with its request held
+    waiting = _client(proxy, timeout=10)
+    waiting.request("POST", "/api/v1/namespaces/a/pods/kept/binding", body=b"{}")
+    deadline = time.monotonic() + 5
+    while proxy.held_count() < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proxy.held_count() == 2
+    time.sleep(0.3)
+    proxy.release()
+    assert _status(waiting) == 201
+    waiting.close()
+    posted = [p for m, p, _ in _Upstream.seen if m == "POST"]
+    assert posted == ["/api/v1/namespaces/a/pods/kept/binding"]

@@ -368,3 +368,32 @@ def every(period: float, until: float, fn: Callable[[], None]) -> None:
     while time.monotonic() < until:
         fn()
         time.sleep(period)
+
+
+# ---------------------------------------------------------------------------------------------
+# A workload that needs a plan (one eviction): the Boreas two-batch case of test_controller_e2e
+# ---------------------------------------------------------------------------------------------
+
+
+def plan_workload(
+    core: client.CoreV1Api, apps: client.AppsV1Api, namespace: str, make_nodes: Callable[..., list[str]]
+) -> tuple[Workload, list[str], str]:
+    """Two 15-cpu nodes; proxy-0 (7.5 cpu) and backend-0 (5 cpu) bound to node 0 by the test
+    (batch 1); then batch 2 arrives: one more proxy, two more backends. The only placement of all
+    five moves backend-0 to node 1 (evict it, bind its replacement): a global plan. Returns the
+    workload, the nodes and the name of the pod the plan must evict. Start placer afterwards."""
+    nodes = make_nodes(2, prefix="plan", cpu="15", memory="32Gi")
+    group = {"e2e-group": core.read_node(nodes[0]).metadata.labels["e2e-group"]}
+    w = Workload(apps, core, namespace, group)
+    first: dict[str, str] = {}
+    for app, cpu in (("proxy", "7500m"), ("backend", "5")):
+        w.add(app, 1, cpu=cpu)
+        (pod,) = kh.wait_for(f"{app} pod", lambda app=app: kh.list_pods(core, namespace, {"app": app}) or None, 30)
+        assert kh.bind(core, namespace, pod.metadata.name, nodes[0]) == 201
+        first[app] = pod.metadata.name
+    kh.wait_running(core, namespace, {"app": "proxy"}, 1)
+    kh.wait_running(core, namespace, {"app": "backend"}, 1)
+    for app, replicas in (("proxy", 2), ("backend", 3)):
+        apps.patch_namespaced_deployment_scale(app, namespace, {"spec": {"replicas": replicas}})
+        w.deployments[app] = replicas
+    return w, nodes, first["backend"]
