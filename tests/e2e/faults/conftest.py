@@ -107,9 +107,11 @@ def replicas(
 
     def start(identity: str, lease: str, via: str = "tcp", **overrides: Any) -> fh.Replica:
         token = placer_rbac(identity)
+        health_port = testenv.free_ports(1)[0]
         cfg = tmp_path / f"{identity}.yaml"
-        cfg.write_text(yaml.safe_dump(fh.base_config(identity, lease, **overrides)))
+        cfg.write_text(yaml.safe_dump(fh.base_config(identity, lease, metricsPort=health_port, **overrides)))
         r = fh.Replica(identity, cfg, tmp_path / f"{identity}.kubeconfig", tmp_path / f"{identity}.log")
+        r.health_port = health_port
         if via == "tcp":
             r.proxy = FaultProxy("127.0.0.1", port, name=f"proxy-{identity}").start()
             fh.kubeconfig(r.kubeconfig, f"https://{r.proxy.address}", ca_data, token, identity)

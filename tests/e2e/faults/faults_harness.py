@@ -9,6 +9,7 @@ was evicted twice (apiserver audit log).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +39,17 @@ SA_NAMESPACE = "placer-system"
 # Timing of every replica: short so that the suite stays within minutes (client-go's defaults
 # are 15/10/2 s; the ratios are kept).
 LEASE, RENEW, RETRY = 6, 4, 1
+
+
+PROBE_DELAY, PROBE_PERIOD, PROBE_FAILURES = 10.0, 10.0, 3
+
+
+def _healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as resp:
+            return bool(resp.status == 200)
+    except (OSError, ValueError):
+        return False
 
 
 def base_config(identity: str, lease_name: str, **overrides: Any) -> dict[str, Any]:
@@ -93,7 +106,9 @@ class Replica:
     proxy: FaultProxy | None = None
     tls: TlsProxy | None = None
     proc: subprocess.Popen[bytes] | None = None
+    health_port: int = 0  # placer's metricsPort (/healthz), probed like the kubelet would
     restarts: int = 0
+    liveness_kills: int = 0
     exits: list[int] = field(default_factory=list)
     _stopped: threading.Event = field(default_factory=threading.Event)
     _watcher: threading.Thread | None = None
@@ -119,8 +134,20 @@ class Replica:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def _supervise(self) -> None:
+        """The kubelet's part: restart on exit, and on k8s/deployment.yaml's liveness probe
+        (GET /healthz every 10 s after 10 s, three failures in a row)."""
+        next_probe = time.monotonic() + PROBE_DELAY
+        failures = 0
         while not self._stopped.is_set():
             proc = self.proc
+            if proc is not None and proc.poll() is None and self.health_port and time.monotonic() >= next_probe:
+                next_probe = time.monotonic() + PROBE_PERIOD
+                failures = 0 if _healthy(self.health_port) else failures + 1
+                if failures >= PROBE_FAILURES:
+                    self.liveness_kills += 1
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=20)
             if proc is not None and proc.poll() is not None and not self._stopped.is_set():
                 self.exits.append(proc.returncode)
                 self._stopped.wait(1.0)  # the kubelet's first restart back-off is longer; keep it short
@@ -128,7 +155,12 @@ class Replica:
                     return
                 self.restarts += 1
                 self._spawn()
+                next_probe = time.monotonic() + PROBE_DELAY
+                failures = 0
             self._stopped.wait(0.2)
+
+    def notes(self) -> dict[str, Any]:
+        return {"restarts": self.restarts, "liveness_kills": self.liveness_kills, "exit_codes": list(self.exits)}
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

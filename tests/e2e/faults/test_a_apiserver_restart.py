@@ -53,7 +53,7 @@ def test_a_apiserver_killed_mid_batch_and_restarted(
             "bound_at_kill": bound_at_kill,
             "down_seconds": round(healed - killed, 1),
             "apiserver_ready_seconds": round(ready_in, 1),
-            "restarts": r.restarts,
+            **r.notes(),
         },
     )
     assert not figs.failures(), (figs, r.output())

@@ -69,7 +69,7 @@ def test_b_resets_then_a_30s_blackhole(
             "resets": r.proxy.stats.resets,
             "bound_after_resets": bound_after_resets,
             "bound_during_blackhole": bound_in_blackhole,
-            "restarts": r.restarts,
+            **r.notes(),
             "timeline": fh.timeline(events, t0),
         },
     )

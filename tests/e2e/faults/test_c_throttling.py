@@ -174,7 +174,7 @@ def test_c1_apf_429_storm_during_binds(
             "placer_writes_by_verb_resource_code": writes,
             "placer_429_writes": sum(n for k, n in writes.items() if k.endswith(" 429")),
             "bound_when_storm_ended": bound_in_storm,
-            "restarts": r.restarts,
+            **r.notes(),
         },
     )
     assert storm.answers.get(429, 0) > 0, f"the storm was never throttled: {storm.answers}"
@@ -216,7 +216,7 @@ def test_c2_forged_503_and_429_with_retry_after_during_binds(
             "injected": injected,
             "bound_when_storm_ended": bound_in_storm,
             "placer_writes_by_verb_resource_code": _writes_of(cluster.audit_log, r.user),
-            "restarts": r.restarts,
+            **r.notes(),
         },
     )
     assert sum(injected.values()) > 0, "no bind was answered by the proxy"

@@ -91,7 +91,7 @@ def test_d_leader_blackholed_beyond_its_lease_never_writes_after_its_renew_deadl
             "old_leader_writes_after_renew_deadline": len(late),
             "late_writes": [f"{w.received.time()} {w.verb} {w.resource} {w.name} {w.code}" for w in late[:20]],
             "old_leader_stale_lease_writes_409": len(stale_lease),
-            "old_leader_restarts": leader.restarts,
+            **{f"old_leader_{k}": v for k, v in leader.notes().items()},
         },
     )
     problems = figs.failures()

@@ -78,6 +78,7 @@ def test_e_sigkill_at_a_plan_point_next_leader_recovers(
             "bound_at_kill": bound_at_kill,
             "binds_held_at_kill": first.tls.held_count(),
             "victim_gone": victim not in {p.metadata.name for p in fh.pods_of(core, namespace)},
+            **{f"next_leader_{k}": v for k, v in nxt.notes().items()},
         },
     )
     on: dict[str, set[str]] = {}

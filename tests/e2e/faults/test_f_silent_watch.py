@@ -51,6 +51,6 @@ def test_f_a_silent_watch_is_detected_and_resumed(
         cluster.audit_log,
         healed_at=frozen_at,
         timeout=DETECT_WITHIN,
-        notes={"watches_frozen": frozen, "watches_reopened": r.tls.open_watches(), "restarts": r.restarts},
+        notes={"watches_frozen": frozen, "watches_reopened": r.tls.open_watches(), **r.notes()},
     )
     assert not figs.failures(), (figs, r.output())
