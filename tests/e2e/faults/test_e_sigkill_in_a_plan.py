@@ -5,8 +5,8 @@ was. The leader (through the TLS proxy) is killed with SIGKILL:
 
 * ``after-evict``: as soon as the audit log shows its eviction answered 201;
 * ``after-gone``: once the evicted pod is gone from the API (kwok deletes at once);
-* ``before-bind``: its binds are held by the proxy; it is killed with the first bind in flight
-  (the held request is dropped with its connection, it never lands).
+* ``before-bind``: the plan's bind (the second proxy onto node 0) is held by the proxy; it is
+  killed with that bind in flight (the held request is dropped with its connection, never lands).
 
 A second replica (another ServiceAccount) then acquires the lease once the dead one's expires and
 must finish or abandon the plan with nothing lost, nothing evicted twice and no overcommit.
@@ -50,10 +50,17 @@ def test_e_sigkill_at_a_plan_point_next_leader_recovers(
 ) -> None:
     workload, nodes, victim = fh.plan_workload(core, apps, namespace, make_nodes)
     sampler = fh.Sampler(core, nodes).start()
+    # The plan's own bind: the second proxy, onto the room the eviction frees on node 0. Other
+    # binds (backends onto the empty node 1) flow.
+    (new_proxy,) = kh.wait_for(
+        "the second proxy pod",
+        lambda: [p for p in kh.list_pods(core, namespace, {"app": "proxy"}) if not p.spec.node_name],
+        30,
+    )
     first = replicas(f"placer-e-{point}", lease, via="tls")
     assert first.tls is not None
     if point == "before-bind":
-        first.tls.hold(methods={"POST"}, path=r"/binding$")
+        first.tls.hold(methods={"POST"}, path=rf"/pods/{new_proxy.metadata.name}/binding$")
 
     def at_point() -> bool:
         if point == "after-evict":
