@@ -344,10 +344,15 @@ def closing_checks(
     timeout: float = 90.0,
     bare_pods: Iterable[str] = (),
     notes: dict[str, Any] | None = None,
+    recovered: float | None = None,
 ) -> Figures:
-    """Wait for recovery, then compute the figures (written to build/faults/<scenario>.json)."""
+    """Wait for recovery, then compute the figures (written to build/faults/<scenario>.json).
+    ``recover_seconds`` is the time from ``healed_at`` until every pod was bound, or
+    ``recovered`` when the scenario measured it itself (None: not recovered)."""
     waited = workload.wait_all_bound(timeout)
     recover = None if waited is None else round(time.monotonic() - healed_at, 1)
+    if recovered is not None or waited is None:
+        recover = recovered if waited is not None else None
     sampler.sample()
     sampler.stop()
     pods = pods_of(workload.core, workload.namespace)
