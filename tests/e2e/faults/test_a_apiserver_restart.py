@@ -1,8 +1,9 @@
-"""Scenario a: kube-apiserver killed (SIGKILL) and restarted, etcd kept, in the middle of a batch.
+"""Scenario a: kube-apiserver killed (SIGKILL) and restarted, etcd kept, mid-batch and mid-plan.
 
-Pods arrive, and one batch window later (placer is binding) kube-apiserver is killed; it stays down
-for DOWN_FOR seconds and comes back on the same port, certificates and etcd. More pods arrive after
-the restart. Every pod must be bound and the closing checks hold.
+Mid-batch: pods arrive, and one batch window later (placer is binding) kube-apiserver is killed;
+it stays down for DOWN_FOR seconds and comes back on the same port, certificates and etcd. More
+pods arrive after the restart. Mid-plan: killed right after the plan's eviction, before the
+replacement is bound. Every pod must be bound and the closing checks hold.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import time
 from collections.abc import Callable
 
 import faults_harness as fh
+import kube_helpers as kh
 import pytest
 from kubernetes import client
 
+from testenv import audit
 from testenv import cluster as testenv
 
 pytestmark = pytest.mark.e2e
@@ -51,6 +54,51 @@ def test_a_apiserver_killed_mid_batch_and_restarted(
         healed_at=healed,
         notes={
             "bound_at_kill": bound_at_kill,
+            "down_seconds": round(healed - killed, 1),
+            "apiserver_ready_seconds": round(ready_in, 1),
+            **r.notes(),
+        },
+    )
+    assert not figs.failures(), (figs, r.output())
+
+
+def test_a_apiserver_killed_mid_plan_and_restarted(
+    cluster: testenv.Cluster,
+    replicas: Callable[..., fh.Replica],
+    core: client.CoreV1Api,
+    apps: client.AppsV1Api,
+    namespace: str,
+    make_nodes: Callable[..., list[str]],
+    lease: str,
+) -> None:
+    """The plan of faults_harness.plan_workload; kube-apiserver is killed as soon as the audit log
+    shows the plan's eviction, i.e. between the eviction and the replacement's bind."""
+    workload, nodes, victim = fh.plan_workload(core, apps, namespace, make_nodes)
+    sampler = fh.Sampler(core, nodes).start()
+    r = replicas("placer-a-plan", lease)
+
+    def evicted() -> bool:
+        return any(
+            w.user == r.user and w.resource == "pods/eviction" and w.ok and w.namespace == namespace
+            for w in audit.read_writes(cluster.audit_log)
+        )
+
+    kh.wait_for("the plan's eviction", evicted, 90, interval=0.05)
+    bound_at_kill = len(workload.bound())
+    cluster.kill_apiserver()
+    killed = time.monotonic()
+    time.sleep(DOWN_FOR / 2)
+    ready_in = cluster.start_apiserver()
+    healed = time.monotonic()
+    figs = fh.closing_checks(
+        "a-apiserver-restart-mid-plan",
+        workload,
+        sampler,
+        cluster.audit_log,
+        healed_at=healed,
+        notes={
+            "bound_at_kill": bound_at_kill,
+            "victim": victim,
             "down_seconds": round(healed - killed, 1),
             "apiserver_ready_seconds": round(ready_in, 1),
             **r.notes(),

@@ -221,3 +221,48 @@ def test_c2_forged_503_and_429_with_retry_after_during_binds(
     )
     assert sum(injected.values()) > 0, "no bind was answered by the proxy"
     assert not figs.failures(), (figs, r.output())
+
+
+def test_c3_forged_503_and_429_during_a_plans_eviction_and_binds(
+    cluster: testenv.Cluster,
+    replicas: Callable[..., fh.Replica],
+    core: client.CoreV1Api,
+    apps: client.AppsV1Api,
+    namespace: str,
+    make_nodes: Callable[..., list[str]],
+    lease: str,
+    api_client: client.ApiClient,
+) -> None:
+    """The plan of faults_harness.plan_workload (one eviction, then binds) while half of placer's
+    evictions and binds are answered 503, then 429, with Retry-After, by the TLS proxy."""
+    workload, nodes, victim = fh.plan_workload(core, apps, namespace, make_nodes)
+    sampler = fh.Sampler(core, nodes).start()
+    r = replicas("placer-c3", lease, via="tls")
+    assert r.tls is not None
+    writes = r"/(binding|eviction)$"
+    r.tls.inject(503, rate=0.5, retry_after=1, methods={"POST"}, path=writes)
+    fh.wait_lease_holder(client.CoordinationV1Api(api_client), lease)  # the storm starts with the leader
+    r.tls.inject(503, rate=0.5, retry_after=1, methods={"POST"}, path=writes)
+    time.sleep(STORM_FOR / 2)
+    r.tls.inject(429, rate=0.5, retry_after=1, methods={"POST"}, path=writes)
+    time.sleep(STORM_FOR / 2)
+    bound_in_storm = len(workload.bound())
+    injected = {f"{k[0]} {k[1]} {k[2]}": n for k, n in r.tls.injected.items()}
+    r.tls.clear()
+    healed = time.monotonic()
+    figs = fh.closing_checks(
+        "c3-forged-503-429-plan",
+        workload,
+        sampler,
+        cluster.audit_log,
+        healed_at=healed,
+        notes={
+            "injected": injected,
+            "bound_when_storm_ended": bound_in_storm,
+            "victim": victim,
+            "placer_writes_by_verb_resource_code": _writes_of(cluster.audit_log, r.user),
+            **r.notes(),
+        },
+    )
+    assert sum(injected.values()) > 0, "no write was answered by the proxy"
+    assert not figs.failures(), (figs, r.output())
