@@ -242,7 +242,6 @@ def test_c3_forged_503_and_429_during_a_plans_eviction_and_binds(
     writes = r"/(binding|eviction)$"
     r.tls.inject(503, rate=0.5, retry_after=1, methods={"POST"}, path=writes)
     fh.wait_lease_holder(client.CoordinationV1Api(api_client), lease)  # the storm starts with the leader
-    r.tls.inject(503, rate=0.5, retry_after=1, methods={"POST"}, path=writes)
     time.sleep(STORM_FOR / 2)
     r.tls.inject(429, rate=0.5, retry_after=1, methods={"POST"}, path=writes)
     time.sleep(STORM_FOR / 2)
