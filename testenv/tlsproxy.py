@@ -272,7 +272,7 @@ class TlsProxy:
                 path, _, query = target.partition("?")
                 inj = self._injection
                 if inj.rate > 0 and inj.matches(method, path) and self._rng.random() < inj.rate:
-                    self.injected[(inj.status, method, re.sub(r"/(namespaces|pods)/[^/]+/", r"/\1/*/", path))] += 1
+                    self.injected[(inj.status, method, re.sub(r"/(namespaces|pods)/[^/]+(?=/)", r"/\1/*", path))] += 1
                     writer.write(forged_response(inj.status, inj.retry_after))
                     await writer.drain()
                     continue
