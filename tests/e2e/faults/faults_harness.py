@@ -434,3 +434,13 @@ def plan_workload(
         apps.patch_namespaced_deployment_scale(app, namespace, {"spec": {"replicas": replicas}})
         w.deployments[app] = replicas
     return w, nodes, first["backend"]
+
+
+def wait_controllers_back(core: client.CoreV1Api, timeout: float = 120.0) -> float:
+    """After a kube-apiserver restart kube-controller-manager's watches come back with back-off:
+    wait until a new namespace gets its default ServiceAccount again, so that the next test (whose
+    namespace fixture waits 30 s for it) starts on a working cluster. Returns the seconds waited."""
+    t0 = time.monotonic()
+    ns = kh.create_namespace(core, timeout=timeout)
+    kh.delete_namespace(core, ns)
+    return time.monotonic() - t0

@@ -27,6 +27,7 @@ DOWN_FOR = 10.0
 def test_a_apiserver_killed_mid_batch_and_restarted(
     cluster: testenv.Cluster,
     replicas: Callable[..., fh.Replica],
+    core: client.CoreV1Api,
     workload: fh.Workload,
     sampler: fh.Sampler,
     lease: str,
@@ -59,6 +60,7 @@ def test_a_apiserver_killed_mid_batch_and_restarted(
             **r.notes(),
         },
     )
+    fh.wait_controllers_back(core)
     assert not figs.failures(), (figs, r.output())
 
 
@@ -104,4 +106,5 @@ def test_a_apiserver_killed_mid_plan_and_restarted(
             **r.notes(),
         },
     )
+    fh.wait_controllers_back(core)
     assert not figs.failures(), (figs, r.output())
