@@ -60,7 +60,8 @@ def test_a_apiserver_killed_mid_batch_and_restarted(
             **r.notes(),
         },
     )
-    fh.wait_controllers_back(core)
+    figs.notes["controller_manager_back_seconds"] = round(fh.wait_controllers_back(core), 1)
+    figs.write()
     assert not figs.failures(), (figs, r.output())
 
 
@@ -106,5 +107,6 @@ def test_a_apiserver_killed_mid_plan_and_restarted(
             **r.notes(),
         },
     )
-    fh.wait_controllers_back(core)
+    figs.notes["controller_manager_back_seconds"] = round(fh.wait_controllers_back(core), 1)
+    figs.write()
     assert not figs.failures(), (figs, r.output())
