@@ -71,6 +71,23 @@ COMPONENT_TIMEOUT = 60.0
 STOP_GRACE = 5.0
 
 
+# Audit: every write by placer's ServiceAccounts at Metadata level (who, what, when, result);
+# nothing else (the controllers' and kwok's status writes would drown it).
+AUDIT_POLICY: dict[str, Any] = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {
+            "level": "Metadata",
+            "userGroups": ["system:serviceaccounts:placer-system"],
+            "verbs": ["create", "update", "patch", "delete", "deletecollection"],
+        },
+        {"level": "None"},
+    ],
+}
+
+
 class ClusterError(RuntimeError):
     """The control plane could not be started (the message carries the failing component's log)."""
 
@@ -202,6 +219,7 @@ class Pki:
     """A throw-away CA and the certificates the control plane needs (ECDSA P-256, openssl CLI)."""
 
     dir: Path
+    leaves: bool = True  # False: only the CA and the 127.0.0.1 serving cert (a TLS proxy's PKI)
 
     def __post_init__(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -221,6 +239,8 @@ class Pki:
             "DNS:kubernetes.default.svc.cluster.local",
         ]
         self._leaf("apiserver", "/CN=kube-apiserver", "serverAuth", sans)
+        if not self.leaves:
+            return
         self._leaf("admin", "/O=system:masters/CN=placer-e2e-admin", "clientAuth")
         self._leaf("controller-manager", "/CN=system:kube-controller-manager", "clientAuth")
         self._leaf("scheduler", "/CN=system:kube-scheduler", "clientAuth")
@@ -369,6 +389,10 @@ class Cluster:
     workdir: Path | None = None  # default: a fresh temp dir, removed by stop()
     bins: Path | None = None
     keep_workdir: bool = False
+    # apiserver audit log (JSON lines, Metadata level) of every write by placer's ServiceAccounts
+    # (group system:serviceaccounts:placer-system): see ``audit_log`` and testenv/audit.py.
+    audit: bool = False
+    apiserver_args: list[str] = field(default_factory=list)  # extra kube-apiserver flags
     log: Callable[[str], None] = lambda _msg: None
 
     kubeconfig: Path = field(init=False)
@@ -377,6 +401,8 @@ class Cluster:
     timings: dict[str, float] = field(init=False, default_factory=dict)
     ports: dict[str, int] = field(init=False, default_factory=dict)
     _stopped: bool = field(init=False, default=False)
+    _apiserver_args: list[str] = field(init=False, default_factory=list)
+    _admin_ctx: ssl.SSLContext | None = field(init=False, default=None)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -444,7 +470,7 @@ class Cluster:
         _wait_http(f"{etcd_url}/health", etcd, ETCD_TIMEOUT, ok=lambda b: b'"true"' in b)
         t = self._phase("etcd", t)
 
-        apiserver = self._spawn("kube-apiserver", [
+        self._apiserver_args = [
             f"--etcd-servers={etcd_url}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
             f"--secure-port={p['apiserver']}", f"--cert-dir={wd / 'apiserver-certs'}",
@@ -467,9 +493,19 @@ class Cluster:
             "--requestheader-username-headers=X-Remote-User",
             "--requestheader-group-headers=X-Remote-Group",
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-        ])  # fmt: skip
+        ]  # fmt: skip
+        self._apiserver_args += self.apiserver_args
+        if self.audit:
+            (wd / "audit-policy.yaml").write_text(json.dumps(AUDIT_POLICY, indent=2) + "\n")
+            self._apiserver_args += [
+                f"--audit-policy-file={wd / 'audit-policy.yaml'}",
+                f"--audit-log-path={self.audit_log}", "--audit-log-format=json",
+                "--audit-log-mode=blocking", "--audit-log-maxsize=0",
+            ]  # fmt: skip
+        apiserver = self._spawn("kube-apiserver", self._apiserver_args)
         admin_ctx = ssl.create_default_context(cafile=pki.path("ca.crt"))
         admin_ctx.load_cert_chain(pki.path("admin.crt"), pki.path("admin.key"))
+        self._admin_ctx = admin_ctx
         _wait_http(f"{self.server}/readyz", apiserver, APISERVER_TIMEOUT, ctx=admin_ctx)
         t = self._phase("kube-apiserver", t)
 
@@ -525,6 +561,38 @@ class Cluster:
         self._phase("default service account", t)
         self.timings["total"] = round(time.monotonic() - t0, 2)
         self.log(f"testenv: control plane up in {self.timings['total']:.1f}s at {self.server}")
+
+    @property
+    def audit_log(self) -> Path:
+        assert self.workdir is not None
+        return self.workdir / "logs" / "audit.log"
+
+    @property
+    def ca_path(self) -> Path:
+        assert self.workdir is not None
+        return self.workdir / "pki" / "ca.crt"
+
+    def kill_apiserver(self, sig: int = signal.SIGKILL) -> None:
+        """Kill kube-apiserver (etcd and the rest keep running) and wait until it is gone."""
+        comp = next(c for c in self.components if c.name == "kube-apiserver")
+        _signal_group(comp.pgid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            comp.proc.wait(timeout=STOP_GRACE)
+        _signal_group(comp.pgid, signal.SIGKILL)
+        comp.proc.wait(timeout=5)
+        self.components.remove(comp)
+        self._write_pids()
+
+    def start_apiserver(self, timeout: float = APISERVER_TIMEOUT) -> float:
+        """Start kube-apiserver again on the same port, certificates and etcd; wait for /readyz.
+        Returns the seconds it took to be ready."""
+        t0 = time.monotonic()
+        log = self.workdir / "logs" / "kube-apiserver.log" if self.workdir else None
+        if log is not None and log.exists():  # keep the first run's log next to the new one
+            log.rename(log.with_suffix(f".{int(time.time())}.log"))
+        comp = self._spawn("kube-apiserver", self._apiserver_args)
+        _wait_http(f"{self.server}/readyz", comp, timeout, ctx=self._admin_ctx)
+        return time.monotonic() - t0
 
     def _spawn(self, name: str, args: list[str]) -> Component:
         assert self.workdir is not None and self.bins is not None
