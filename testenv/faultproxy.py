@@ -10,7 +10,11 @@ through end to end). The test switches its mode at run time:
                  stay in the kernel buffers (like packets a partition holds back and TCP
                  retransmits), new connections are accepted and never reach the API server. On
                  heal (any other mode) held bytes are delivered: a request a client queued
-                 during the partition still lands afterwards, which is what fencing must prevent;
+                 during the partition still lands afterwards, which is what fencing must prevent.
+                 Unless the client gave the connection up meanwhile (it closed it, e.g. on its
+                 request timeout): then the held bytes die with it, as unacknowledged data dies
+                 with a connection in a real partition (the proxy acknowledged it on the server's
+                 behalf, which a partition would not have);
 * ``latency``    forward every chunk after ``seconds`` of delay.
 
 The proxy runs its own asyncio loop in a daemon thread; every public method is thread-safe and
@@ -46,12 +50,18 @@ class Stats:
     resets: int = 0  # connections aborted with an RST by the proxy
     bytes_up: int = 0  # client -> upstream
     bytes_down: int = 0  # upstream -> client
+    dropped: int = 0  # connections their client closed while the proxy held their bytes
 
 
 @dataclass(eq=False)
 class _Conn:
     client: asyncio.StreamWriter
     upstream: asyncio.StreamWriter | None = None
+
+
+def _given_up(reader: asyncio.StreamReader) -> bool:
+    """The client closed its side (its FIN is queued behind whatever it sent)."""
+    return bool(getattr(reader, "_eof", False))
 
 
 def _abort(writer: asyncio.StreamWriter | None) -> None:
@@ -218,8 +228,13 @@ class FaultProxy:
         self._conns.add(conn)
         assert self._flowing is not None
         try:
+            held = not self._flowing.is_set()
             await self._flowing.wait()  # a blackholed proxy accepts and never connects upstream
             if conn not in self._conns:  # reset while waiting
+                return
+            if held and _given_up(c_reader):  # the client closed it during the partition: nothing arrives
+                self.stats.dropped += 1
+                _abort(c_writer)
                 return
             u_reader, u_writer = await asyncio.open_connection(self.upstream_host, self.upstream_port)
             conn.upstream = u_writer
@@ -240,14 +255,22 @@ class FaultProxy:
         assert self._flowing is not None
         try:
             while True:
+                held = not self._flowing.is_set()
                 await self._flowing.wait()
                 data = await reader.read(CHUNK)
                 if not data:
                     break
                 if self._latency > 0:
                     await asyncio.sleep(self._latency)
+                held = held or not self._flowing.is_set()
                 await self._flowing.wait()  # a chunk read just before a blackhole is held, too
                 if conn not in self._conns:
+                    return
+                if up and held and _given_up(reader):  # closed by the client during the partition: dropped
+                    self.stats.dropped += 1
+                    _abort(conn.client)
+                    _abort(conn.upstream)
+                    self._conns.discard(conn)
                     return
                 writer.write(data)
                 await writer.drain()

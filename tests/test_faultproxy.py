@@ -181,3 +181,42 @@ def test_stop_closes_the_listening_socket(echo: int) -> None:
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
     with pytest.raises(RuntimeError):
         p.set_pass()
+
+
+def test_bytes_of_a_connection_its_client_gave_up_during_a_blackhole_never_arrive() -> None:
+    """A real partition drops what its sender aborts; the proxy, which acknowledged the bytes on
+    the server's behalf, must drop them too, or a fenced client's request would land late."""
+    received: list[bytes] = []
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(5)
+
+    def accept() -> None:
+        try:
+            while True:
+                conn, _ = server.accept()
+                conn.settimeout(2)
+                with conn, contextlib.suppress(OSError):
+                    while chunk := conn.recv(1024):
+                        received.append(chunk)
+        except OSError:
+            return
+
+    threading.Thread(target=accept, daemon=True).start()
+    with FaultProxy("127.0.0.1", server.getsockname()[1]).start() as proxy:
+        host, port = proxy.address.rsplit(":", 1)
+        proxy.set_blackhole()
+        late = socket.create_connection((host, int(port)))
+        late.sendall(b"bind queued during the partition")
+        late.close()  # the client's request timeout: it gives the connection up
+        kept = socket.create_connection((host, int(port)))
+        kept.sendall(b"still wanted")
+        time.sleep(0.3)
+        proxy.set_pass()
+        deadline = time.monotonic() + 5
+        while b"still wanted" not in b"".join(received) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        kept.close()
+    server.close()
+    assert b"still wanted" in b"".join(received)
+    assert b"queued during the partition" not in b"".join(received)
+    assert proxy.stats.dropped >= 1

@@ -61,6 +61,8 @@ def base_config(identity: str, lease_name: str, **overrides: Any) -> dict[str, A
         "requeueBackoffSeconds": 1,
         "maxRequeueBackoffSeconds": 2,
         "resyncPeriodSeconds": 300,  # a periodic relist must not hide a hung watch
+        # Watches end server-side after 20 s; a silent one is noticed after 30 s (read timeout).
+        "watchTimeoutSeconds": 20,
         "leaderElection": {
             "enabled": True,
             "leaseName": lease_name,

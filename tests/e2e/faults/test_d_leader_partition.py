@@ -31,14 +31,6 @@ PARTITION_FOR = 3 * fh.LEASE + 2  # well beyond the lease
 AFTER_HEAL = 10.0  # time for held writes to land
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "issue 13, no request timeout and no fencing: observed the old leader's 8 binds, queued while "
-        "its path was blackholed, received by kube-apiserver right after the heal, 16 s after its renew "
-        "deadline (answered 409: the standby had bound those pods)"
-    ),
-)
 def test_d_leader_blackholed_beyond_its_lease_never_writes_after_its_renew_deadline(
     cluster: testenv.Cluster,
     replicas: Callable[..., fh.Replica],

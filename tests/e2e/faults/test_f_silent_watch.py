@@ -26,15 +26,6 @@ pytestmark = pytest.mark.e2e
 DETECT_WITHIN = 60.0
 
 
-@pytest.mark.xfail(
-    strict=False,
-    raises=AssertionError,  # a harness error (TimeoutError before the freeze) still fails
-    reason=(
-        "issue 13, placer/kube watches have no client read timeout: observed 8 frozen watch streams "
-        "never reopened in 60 s, the 6 pods created after the freeze stayed pending and /healthz kept "
-        "answering 200 (no liveness restart)"
-    ),
-)
 def test_f_a_silent_watch_is_detected_and_resumed(
     cluster: testenv.Cluster,
     replicas: Callable[..., fh.Replica],
