@@ -928,15 +928,22 @@ def gang_rule_violations(
     cluster: Cluster, placements: Mapping[str, str], scheduler_name: str = "placer", index: ClusterIndex | None = None
 ) -> list[Violation]:
     """A gang (pods sharing ``gang`` in a namespace) is placed whole or not at all, and never
-    while fewer than its ``gang_size`` pods are pending."""
+    while fewer than its ``gang_size`` pods are pending or already running (a gang left partly
+    bound is completed by placing the rest together)."""
     members: dict[str, list[Pod]] = {}
     for pod in batch_pods(cluster, scheduler_name) if index is None else index.batch(scheduler_name):
         if pod.gang:
             members.setdefault(f"{pod.namespace}/{pod.gang}", []).append(pod)
+    running: dict[str, int] = {}
+    if members:
+        for pod in cluster.pods:
+            gang = f"{pod.namespace}/{pod.gang}" if pod.gang else None
+            if pod.running and gang in members:
+                running[gang] = running.get(gang, 0) + 1
     out: list[Violation] = []
     for gang, pods in sorted(members.items()):
         placed = [p for p in pods if p.key in placements]
-        want = max(p.gang_size or 0 for p in pods)
+        want = max(p.gang_size or 0 for p in pods) - running.get(gang, 0)
         if placed and len(placed) < len(pods):
             out.append(
                 Violation(

@@ -280,3 +280,15 @@ def test_a_higher_key_gang_displaces_lower_keys_only_as_a_whole() -> None:
     jobs = [pod(f"j{i}", cpu="2") for i in range(2)]
     out = solve(cluster([node("a", cpu="4")], gang + jobs))
     assert sorted(where(out)) == ["g0", "g1"]
+
+
+def test_a_gang_left_partly_bound_is_completed_not_stranded() -> None:
+    """A controller killed between two binds of a gang of 3 left one member running: the next
+    solve places the other two together (the running one counts toward the gang size)."""
+    gang = {"labels": {"placer.io/gang": "train", "placer.io/gang-size": "3"}}
+    pods = [pod("w0", cpu="1", node="a", **gang), pod("w1", cpu="1", **gang), pod("w2", cpu="1", **gang)]
+    out = solve(cluster([node("a", cpu="2"), node("b", cpu="1")], pods))
+    assert set(where(out)) == {"w1", "w2"}
+    # Without the running member the two pending ones still wait for a third.
+    waiting = solve(cluster([node("a", cpu="2"), node("b", cpu="1")], pods[1:]))
+    assert where(waiting) == {}

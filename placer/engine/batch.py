@@ -91,17 +91,25 @@ def gang_groups(groups: Sequence[Group]) -> dict[str, list[int]]:
     return members
 
 
-def incomplete_gangs(pending: Sequence[Pod]) -> dict[str, GangWait]:
-    """Gangs of the batch that lack members (gang -> how many it waits for)."""
+def incomplete_gangs(pending: Sequence[Pod], snapshot: Snapshot | None = None) -> dict[str, GangWait]:
+    """Gangs of the batch that lack members (gang -> how many it waits for). Members already
+    running (``snapshot``) count as present: a gang a crashed controller left partly bound is
+    completed by placing the rest, all together, instead of waiting for ever."""
     members: dict[str, list[Pod]] = {}
     for pod in pending:
         key = pod.gang_key
         if key is not None:
             members.setdefault(key, []).append(pod)
+    bound: dict[str, int] = {}
+    if snapshot is not None and members:
+        for pods_on_node in snapshot.running:
+            for pod in pods_on_node:
+                if pod.gang_key in members:
+                    bound[pod.gang_key] = bound.get(pod.gang_key, 0) + 1
     out = {}
     for key, pods in members.items():
         want = max((p.gang_size or 0) for p in pods)
-        if want > len(pods):
+        if want > len(pods) + bound.get(key, 0):
             out[key] = GangWait(gang=key, size=want, pending=len(pods))
     return out
 
@@ -119,7 +127,7 @@ def build_batch(snapshot: Snapshot, pending: Sequence[Pod], config: Config) -> B
         by_sig.setdefault(_signature(pod, topology, config.priority.restart_tiers), []).append(pod)
     groups: list[Group] = []
     free = snapshot.free
-    waiting = incomplete_gangs(pending)
+    waiting = incomplete_gangs(pending, snapshot)
     for pods in by_sig.values():
         first = pods[0]
         vec = pod_vector(first, snapshot.resources)
@@ -167,7 +175,7 @@ def rebased(batch: Batch, snapshot: Snapshot, keys: Sequence[tuple[int, int]] = 
     """The same batch on a state with more room (running pods the global plan may evict taken
     out): groups, masks and inter-pod rules are kept, feasible nodes are recomputed for the new
     room, and the key ranks also cover ``keys`` (the evictable pods' keys)."""
-    waiting = incomplete_gangs([p for g in batch.groups for p in g.pods])
+    waiting = incomplete_gangs([p for g in batch.groups for p in g.pods], batch.snapshot)
     free = snapshot.free
     groups = []
     for g in batch.groups:

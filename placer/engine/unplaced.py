@@ -40,7 +40,7 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
             placed_nodes_by_rank.setdefault(batch.rank(group), set()).add(n)
     unplaced: list[Unplaced] = []
     after: Prefilter | None = None
-    waiting = incomplete_gangs([p for g in batch.groups for p in g.pods])
+    waiting = incomplete_gangs([p for g in batch.groups for p in g.pods], batch.snapshot)
     topo: TopologyState | None = None
     if not batch.topology.empty:
         topo = TopologyState(batch.topology, [g.size for g in batch.groups])
