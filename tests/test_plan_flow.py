@@ -50,3 +50,20 @@ def test_a_batch_solved_while_a_plan_runs_never_takes_the_plans_room() -> None:
     assert "ns/urgent" not in binds  # still waiting for its victim
     assert list(binds.values()) == ["b"], binds  # one of the newcomers takes b, none takes a
     assert [c[1] for c in actions.calls if c[0] == "evict"] == ["ns/old"]  # no second plan
+
+
+def test_pending_pods_are_counted_by_why_they_wait() -> None:
+    """Issue 13's health metrics: placer_pending_pods_by_reason, new until a solve says why."""
+    actions = Recorder()
+    r = make_runner(actions, metricsPort=0)
+    feed(r, "Node", _node("a"))
+    feed(r, "Pod", _pod("busy", "ns", node="a", priority=1000), _pod("waits", "ns"), _pod("also", "ns"))
+    r._queue()
+    gauge = r.metrics.pending_by_reason
+    assert gauge.labels(reason="new")._value.get() == 2
+    r.batcher.sync(r._pending_keys(), now=0.0)
+    r.batcher.size = 10
+    r._solve(r.cluster())
+    r.pool.shutdown(wait=True)
+    r._queue()
+    assert gauge.labels(reason="Unschedulable")._value.get() == 2 and gauge.labels(reason="new")._value.get() == 0

@@ -65,6 +65,7 @@ from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence
 from placer.kube.policy import Policy, Result
 from placer.kube.serving import Metrics, serve
 from placer.models import (
+    UNPLACED_CODES,
     Cluster,
     ControllerConfig,
     EvictionDetail,
@@ -153,6 +154,7 @@ class Runner:
         self.reserved: set[str] = set()  # pending pods a running plan will bind
         self.why: dict[str, str] = {}  # victim -> why the running plan evicts it (its event says so)
         self.plan_pods: dict[str, Pod] = {}  # the running plan's pods to bind and victims, by key
+        self._left_as: dict[str, str] = {}  # pending pod -> the unplaced code its last solve gave
         self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="binder")
         self._parsed: dict[str, tuple[str, Pod | None]] = {}
         self._parsed_nodes: dict[str, tuple[str, Node | None]] = {}
@@ -345,6 +347,12 @@ class Runner:
         pending = self._pending_keys()
         self._pending = len(pending)
         self.metrics.pending.set(len(pending))
+        self._left_as = {k: v for k, v in self._left_as.items() if k in set(pending)}
+        counts: dict[str, int] = dict.fromkeys((*UNPLACED_CODES, "new"), 0)
+        for key in pending:
+            counts[self._left_as.get(key, "new")] += 1
+        for reason, count in counts.items():
+            self.metrics.pending_by_reason.labels(reason=reason).set(count)
         self.batcher.sync(pending, time.monotonic())
 
     def tick(self) -> bool:
@@ -434,6 +442,7 @@ class Runner:
         names = [n.name for n in state.nodes]
         for pod, code, reason in decision.unplaced:
             self.metrics.unplaced.labels(code=code).inc()
+            self._left_as[pod.key] = code
             self.pool.submit(self._report_unschedulable, pod, reason)
             self.batcher.defer(pod.key, time.monotonic())
         solved = time.monotonic()

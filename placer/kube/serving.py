@@ -30,6 +30,12 @@ class Metrics:
         )
         self.plan_aborts = Counter("placer_plan_aborts_total", "Plan steps abandoned", registry=r)
         self.pending = Gauge("placer_pending_pods", "Pending pods addressed to placer", registry=r)
+        self.pending_by_reason = Gauge(
+            "placer_pending_pods_by_reason",
+            "Pending pods addressed to placer, by why the last solve left them pending (new: not solved yet)",
+            ["reason"],
+            registry=r,
+        )
         self.leader = Gauge("placer_leader", "1 while this replica holds the lease", registry=r)
         self.unplaced = Counter("placer_unplaced_total", "Pods left unplaced by a batch", ["code"], registry=r)
         self.refused = Counter(
