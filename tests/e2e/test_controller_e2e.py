@@ -216,7 +216,7 @@ def test_label_change_policy_reschedules_keeps_and_kills(
             ),
         ),
     )
-    _pod(core, namespace, "stayer", cpu="1", scheduler_name="placer", node_selector=sel, annotations={policy: "stay"})
+    _pod(core, namespace, "stayer", cpu="1", scheduler_name="placer", node_selector=sel, annotations={policy: "ignore"})
     _pod(core, namespace, "killed", cpu="1", scheduler_name="placer", node_selector=sel, annotations={policy: "kill"})
     controllers()
     (mover,) = kh.wait_running(core, namespace, {"app": "mover"}, 1, timeout=60)
