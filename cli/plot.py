@@ -8,13 +8,12 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from placer.cli.render import offered_resources
 from placer.engine import Snapshot
 from placer.service import Outcome
 
 __all__ = ["PlotUnavailableError", "plot_outcomes"]
 
-_RESOURCES = ("cpu", "memory", "ephemeral-storage", "placer.io/bandwidth", "pods")
-_GPU_HINTS = ("gpu", "neuron", "tpu")
 _MAX_NODES = 60  # beyond, nodes are shown sorted by utilisation (a curve per answer)
 
 
@@ -40,10 +39,7 @@ def plot_outcomes(path: Path, outcome: Outcome, other: Outcome | None = None) ->
     except ImportError as exc:
         raise PlotUnavailableError("--plot needs matplotlib: pip install 'placer[plot]'") from exc
     before = outcome.before
-    devices = tuple(r for r in before.resources if any(h in r.lower() for h in _GPU_HINTS))
-    resources = [
-        r for r in (*_RESOURCES, *devices) if r in before.resources and before.alloc[:, before.column(r)].any()
-    ]
+    resources = offered_resources(before)
     series = [("before", before.used, "#b0b0b0"), (f"{outcome.result.policy}", outcome.after.used, "#1f77b4")]
     if other is not None:
         series.append((f"{other.result.policy}", other.after.used, "#ff7f0e"))

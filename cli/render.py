@@ -7,11 +7,12 @@ from collections.abc import Mapping
 from rich.console import Console
 from rich.table import Table
 
+from placer.engine import Snapshot
 from placer.explain import Explanation
 from placer.models import format_quantity
 from placer.service import Outcome
 
-__all__ = ["render_compare", "render_explanation", "render_outcome"]
+__all__ = ["offered_resources", "render_compare", "render_explanation", "render_outcome"]
 
 _COLUMNS = ("cpu", "memory", "ephemeral-storage", "placer.io/bandwidth", "pods")
 _GPU_HINTS = ("gpu", "neuron", "tpu")  # extended resources shown when some node offers them
@@ -22,10 +23,15 @@ def _pct(used: int, alloc: int) -> str:
     return f"{100 * used / alloc:.0f}%" if alloc > 0 else "-"
 
 
+def offered_resources(snap: Snapshot) -> list[str]:
+    """The resources worth showing: the usual ones and GPU-like devices, where some node offers them."""
+    devices = tuple(r for r in snap.resources if any(h in r.lower() for h in _GPU_HINTS))
+    return [r for r in (*_COLUMNS, *devices) if r in snap.resources and snap.alloc[:, snap.column(r)].sum() > 0]
+
+
 def _node_table(outcome: Outcome) -> Table:
     before, after = outcome.before, outcome.after
-    devices = tuple(r for r in before.resources if any(h in r.lower() for h in _GPU_HINTS))
-    cols = [r for r in (*_COLUMNS, *devices) if r in before.resources and before.alloc[:, before.column(r)].sum() > 0]
+    cols = offered_resources(before)
     changed = [i for i in range(len(before.nodes)) if (after.used[i] != before.used[i]).any()]
     rows = list(range(len(before.nodes))) if len(before.nodes) <= _MAX_ROWS else changed
     title = "Nodes (utilisation before -> after)"

@@ -51,6 +51,7 @@ __all__ = [
     "SolveOptions",
     "check_decision",
     "decide",
+    "holding",
     "nominated_holds",
     "pending_batch",
     "plan_steps",
@@ -136,7 +137,7 @@ def nominated_holds(cluster: Cluster, scheduler_name: str, batch: Sequence[Pod])
     keys = {p.key for p in cluster.pods if p.awaits(scheduler_name)}
     nodes = {n.name for n in cluster.nodes}
     return [
-        p.model_copy(update={"name": p.name + NOMINATED, "node_name": p.nominated_node, "phase": "Running"})
+        holding(p, p.nominated_node, NOMINATED)
         for p in cluster.pods
         if p.pending and p.key not in keys and p.nominated_node in nodes and not p.terminating and p.priority >= lowest
     ]
@@ -270,6 +271,11 @@ def _check(cluster: Cluster, state: Snapshot, batch: Sequence[Pod], decision: De
     result = Result(placements=placements, evictions=evictions, steps=steps)
     tiers = config.priority.restart_tiers
     return validate_plan(view, result, restart_tiers=tiers, scheduler_name=config.scheduler_name)
+
+
+def holding(pod: Pod, node: str | None, suffix: str) -> Pod:
+    """A stand-in of ``pod`` running on ``node`` (named with ``suffix``): room held for it."""
+    return pod.model_copy(update={"name": pod.name + suffix, "node_name": node, "phase": "Running"})
 
 
 def _stand_in(pod: Pod, node: str) -> Pod:

@@ -77,7 +77,7 @@ from placer.models import (
     describe,
     describe_eviction,
 )
-from placer.service import check_decision, decide, nominated_holds, plan_steps
+from placer.service import check_decision, decide, holding, nominated_holds, plan_steps
 
 __all__ = ["MOVED_AT", "Runner"]
 
@@ -407,9 +407,7 @@ class Runner:
             key = step.pod or step.replaces
             pod = self.plan_pods.get(key or "")
             if pod is not None:
-                held.append(
-                    pod.model_copy(update={"name": pod.name + PLANNED, "node_name": step.node, "phase": "Running"})
-                )
+                held.append(holding(pod, step.node, PLANNED))
         return cluster.model_copy(update={"pods": (*cluster.pods, *held)}) if held else cluster
 
     def _solve(self, cluster: Cluster) -> None:
