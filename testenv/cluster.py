@@ -393,6 +393,11 @@ class Cluster:
     # (group system:serviceaccounts:placer-system): see ``audit_log`` and testenv/audit.py.
     audit: bool = False
     apiserver_args: list[str] = field(default_factory=list)  # extra kube-apiserver flags
+    # Feature gates for kube-apiserver, kube-controller-manager and kube-scheduler alike
+    # ("GenericWorkload=true,GangScheduling=true"), and API groups/versions to serve
+    # (kube-apiserver --runtime-config, e.g. "scheduling.k8s.io/v1alpha2=true").
+    feature_gates: str = ""
+    runtime_config: str = ""
     log: Callable[[str], None] = lambda _msg: None
 
     kubeconfig: Path = field(init=False)
@@ -441,6 +446,9 @@ class Cluster:
         self.timings[name] = round(now - since, 2)
         self.log(f"testenv: {name} ready in {now - since:.1f}s")
         return now
+
+    def _gates(self) -> list[str]:
+        return [f"--feature-gates={self.feature_gates}"] if self.feature_gates else []
 
     def _start(self, t0: float) -> None:
         assert self.workdir is not None and self.bins is not None
@@ -494,7 +502,9 @@ class Cluster:
             "--requestheader-group-headers=X-Remote-Group",
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
         ]  # fmt: skip
-        self._apiserver_args += self.apiserver_args
+        self._apiserver_args += self.apiserver_args + self._gates()
+        if self.runtime_config:
+            self._apiserver_args.append(f"--runtime-config={self.runtime_config}")
         if self.audit:
             (wd / "audit-policy.yaml").write_text(json.dumps(AUDIT_POLICY, indent=2) + "\n")
             self._apiserver_args += [
@@ -527,6 +537,7 @@ class Cluster:
             f"--cluster-signing-key-file={pki.path('ca.key')}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--kube-api-qps=200", "--kube-api-burst=400",
+            *self._gates(),
         ])  # fmt: skip
         waits.append((f"https://127.0.0.1:{p['controller-manager']}/healthz", kcm, insecure))
         if self.with_scheduler:
@@ -537,6 +548,7 @@ class Cluster:
                 "--bind-address=127.0.0.1", f"--secure-port={p['scheduler']}",
                 f"--cert-dir={wd / 'scheduler-certs'}",
                 "--leader-elect=false",
+                *self._gates(),
             ])  # fmt: skip
             waits.append((f"https://127.0.0.1:{p['scheduler']}/healthz", sched, insecure))
         stages = self.bins.parent  # build.sh writes kwok-stages.yaml next to bin/
