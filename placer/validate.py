@@ -608,7 +608,7 @@ class ClusterIndex:
             alike = Counter((p.priority, p.restart_policy) for pods in self.running.values() for p in pods)
             out: dict[Key, int] = {}
             for (priority, policy), count in alike.items():
-                key = (priority, RESTART_TIERS[policy] if restart_tiers else 0)
+                key = (priority, RESTART_TIERS[policy] if tier_scope(restart_tiers) != "off" else 0)
                 out[key] = out.get(key, 0) + count
             self._keys[restart_tiers] = out
         return self._keys[restart_tiers]
@@ -724,11 +724,7 @@ def holding_nominations(cluster: Cluster, scheduler_name: str = "placer") -> Clu
     held = [
         p.model_copy(update={"name": f"{p.name}~nominated", "node_name": p.nominated_node, "phase": "Running"})
         for p in cluster.pods
-        if p.pending
-        and p.key not in keys
-        and p.nominated_node in nodes
-        and not p.terminating
-        and p.priority >= lowest
+        if p.pending and p.key not in keys and p.nominated_node in nodes and not p.terminating and p.priority >= lowest
     ]
     return cluster.model_copy(update={"pods": (*cluster.pods, *held)}) if held else cluster
 
@@ -886,6 +882,29 @@ def _relaxed_violations(
     return out
 
 
+def _worse_off(ctx: _Context, pod: Pod, key: Key, state: NodeState, name: str, topology: TopologyState) -> list[Pod]:
+    """Placed batch pods on ``name`` whose place ``pod`` should have had, or []: all pods of a
+    lower key (any number of them is worth less than one more pod of a higher key). With
+    ``restartTiers: namespace`` the key is spec.priority cluster-wide and the restart tier counts
+    inside a namespace one pod for one: a lower-tier pod of ``pod``'s namespace and priority is
+    worse off only if taking it out alone makes room."""
+
+    def room_without(pods: list[Pod]) -> bool:
+        return bool(pods) and not state.room_problems(pod, without=pods) and topology.allows(pod, name, without=pods)
+
+    if tier_scope(ctx.restart_tiers) != "namespace":
+        lower = [p for p in state.placed if pod_key(p, restart_tiers=ctx.restart_tiers) < key]
+        return lower if room_without(lower) else []
+    lower = [p for p in state.placed if p.priority < pod.priority]
+    if room_without(lower):
+        return lower
+    for other in state.placed:
+        same_priority = other.priority == pod.priority
+        if same_priority and outranks(pod, other, restart_tiers=ctx.restart_tiers) and room_without([other]):
+            return [other]
+    return []
+
+
 def _left_out_violations(
     ctx: _Context, states: Mapping[str, NodeState], left: Sequence[Pod], topology: TopologyState, free: _Free
 ) -> list[Violation]:
@@ -907,8 +926,8 @@ def _left_out_violations(
                     )
                 )
                 break
-            lower = [p for p in state.placed if pod_key(p, restart_tiers=ctx.restart_tiers) < key]
-            if lower and not state.room_problems(pod, without=lower) and topology.allows(pod, name, without=lower):
+            lower = _worse_off(ctx, pod, key, state, name, topology)
+            if lower:
                 names = ", ".join(p.key for p in lower)
                 text = (
                     f"{pod.key}: left unplaced although it would fit on node {name} "
@@ -1612,6 +1631,34 @@ def _first_fit(plan: _Plan, cluster: Cluster) -> list[Pod]:
     return placed
 
 
+def _by_priority(kept: Mapping[Key, int]) -> dict[Key, int]:
+    out: dict[Key, int] = {}
+    for (priority, _), count in kept.items():
+        out[priority, 0] = out.get((priority, 0), 0) + count
+    return out
+
+
+def _tiers_better_somewhere(index: ClusterIndex, plan: _Plan, first_fit: list[Pod]) -> bool:
+    """Some namespace keeps a lexicographically better vector per (priority, tier) with the plan
+    than with the first-fit answer."""
+    tiers = plan.ctx.restart_tiers
+    preempted = plan.preempted()
+    namespaces = {pod.namespace for pod, _ in plan.pending.values()} | {pod.namespace for pod in preempted.values()}
+    for namespace in sorted(namespaces):
+        mine = _kept(
+            index,
+            [pod for pod, _ in plan.pending.values() if pod.namespace == namespace],
+            [k for k, pod in preempted.items() if pod.namespace == namespace],
+            restart_tiers=tiers,
+        )
+        before = _kept(index, [pod for pod in first_fit if pod.namespace == namespace], (), restart_tiers=tiers)
+        # Both count every other namespace's running pods alike: the difference is this one's.
+        ours, theirs = per_key([mine, before])
+        if ours > theirs:
+            return True
+    return False
+
+
 def _improvement_violations(plan: _Plan, cluster: Cluster) -> list[str]:
     """A plan (evictions or steps) must place-and-keep strictly more per key (highest first) than
     an answer without evictions: here a first-fit one, which the engine's own answer matches or
@@ -1621,6 +1668,12 @@ def _improvement_violations(plan: _Plan, cluster: Cluster) -> list[str]:
     with_plan = _kept(index, [pod for pod, _ in plan.pending.values()], plan.preempted(), restart_tiers=tiers)
     without = _kept(index, _first_fit(plan, cluster), (), restart_tiers=tiers)
     ours, theirs = per_key([with_plan, without])
+    if tier_scope(tiers) == "namespace":
+        # The key is spec.priority cluster-wide; at equal counts per priority, a plan may only
+        # better some namespace's own restart tiers.
+        ours, theirs = per_key([_by_priority(with_plan), _by_priority(without)])
+        if ours == theirs and _tiers_better_somewhere(index, plan, _first_fit(plan, cluster)):
+            return []
     if ours > theirs:
         return []
 

@@ -24,8 +24,9 @@ from placer.service import Outcome, SolveOptions, solve_cluster
 FIXTURES = Path(__file__).parent / "fixtures" / "infeasible"
 
 
-def _solve(c: Any, **options: Any) -> Outcome:
-    cfg = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 5}})
+def _solve(c: Any, *, restart_tiers: str = "namespace", **options: Any) -> Outcome:
+    solver = {"workers": 1, "deterministic": True, "timeLimit": 5}
+    cfg = Config.model_validate({"solver": solver, "priority": {"restartTiers": restart_tiers}})
     return solve_cluster(c, SolveOptions(config=cfg, **options))
 
 
@@ -213,8 +214,8 @@ def test_every_eviction_says_why_as_data_and_in_words() -> None:
     assert move.for_ and move.detail.short_of == ["cpu"] and move.reason is not None
     assert move.reason.startswith(f"moved to {move.to} to make room for {move.for_[0]}")
 
-    # The thesis case (fixture 16): the Never pod of 400m goes (lowest key), the OnFailure pod of
-    # 400m goes although 100m Never pods stay (fewer evictions in all).
+    # The thesis case (fixture 16, single-tenant tiers): the Never pod of 400m goes (lowest key),
+    # the OnFailure pod of 400m goes although 100m Never pods stay (fewer evictions in all).
     sizes = {"pod-1": ("400m", "Never"), "pod-2": ("400m", "OnFailure"), "pod-3": ("400m", "Always")}
     sizes |= {"pod-4": ("100m", "Never"), "pod-5": ("100m", "OnFailure"), "pod-6": ("100m", "Always")}
     running = [
@@ -222,7 +223,9 @@ def test_every_eviction_says_why_as_data_and_in_words() -> None:
         for name, (cpu, restart) in sizes.items()
     ]
     arrival = pod("arrival", cpu="500m", memory="2000Mi")
-    out = _solve(cluster([node("n", cpu="1700m", memory="3500Mi")], [*running, arrival])).result
+    out = _solve(
+        cluster([node("n", cpu="1700m", memory="3500Mi")], [*running, arrival]), restart_tiers="cluster"
+    ).result
     why = {e.pod: e.detail for e in out.evictions}
     assert set(why) == {"default/pod-1", "default/pod-2"}
     assert why["default/pod-1"] is not None and why["default/pod-1"].choice == "lowest-key"

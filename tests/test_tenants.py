@@ -27,9 +27,7 @@ def _deployment_pod(name: str, namespace: str, **extra: Any) -> dict[str, Any]:
 
 def _contest(job_namespace: str, **pending: Any) -> Cluster:
     """One full node running a priority-0 Job pod; a priority-0 Deployment pod of team-a arrives."""
-    return cluster(
-        [node("a", cpu="2")], [_job("batch", job_namespace), _deployment_pod("web", "team-a", **pending)]
-    )
+    return cluster([node("a", cpu="2")], [_job("batch", job_namespace), _deployment_pod("web", "team-a", **pending)])
 
 
 def _evicted(outcome: Any) -> list[tuple[str, str]]:
@@ -116,8 +114,10 @@ def test_a_never_pod_in_a_batch_with_a_plan_is_not_what_evictions_are_for() -> N
     """A plan made for another pod of the batch never lists a Never pod among those it is for,
     and keeps the Never pod where the batch solve put it."""
     running = [pod("job", cpu="2", node="a", restartPolicy="Never")]
-    batch = [pod("web", cpu="2", creationTimestamp="2024-01-01T00:00:01Z"),
-             pod("quiet", cpu="1", preemptionPolicy="Never", creationTimestamp="2024-01-01T00:00:02Z")]
+    batch = [
+        pod("web", cpu="2", creationTimestamp="2024-01-01T00:00:01Z"),
+        pod("quiet", cpu="1", preemptionPolicy="Never", creationTimestamp="2024-01-01T00:00:02Z"),
+    ]
     out = solve(cluster([node("a", cpu="2"), node("b", cpu="1")], running + batch))
     assert _evicted(out) == [("default/job", "preempt")]
     assert where(out) == {"web": "a", "quiet": "b"}
@@ -175,3 +175,82 @@ def test_no_new_preemption_while_the_victims_evicted_for_a_pod_are_still_termina
     pods[2] = pod("web", cpu="2", priority=10)
     again = solve(cluster([node("a", cpu="2"), node("b", cpu="2")], pods))
     assert [(e.pod, e.kind) for e in again.result.evictions] == [("default/other", "preempt")]
+
+
+# --- the objective follows the same rule (issue 14, item 2) -----------------------------------
+
+
+def _move_trade() -> Cluster:
+    """Node a (2 cpu) runs team-b's Deployment pod ``x``; node b (2 cpu) is free. team-a's
+    Deployment pod ``y`` may run on node a only; team-b's Job pod ``z`` (tier Never) anywhere.
+    Without a plan ``z`` takes node b and ``y`` waits. Moving ``x`` to b would place ``y`` instead
+    of ``z``: a team-b pod given up for a team-a pod of equal priority on the tier alone."""
+    pods = [
+        pod("x", cpu="2", namespace="team-b", node="a", owner={"kind": "ReplicaSet", "name": "x"}),
+        pod("y", cpu="2", namespace="team-a", nodeSelector={"zone": "one"}, owner={"kind": "ReplicaSet", "name": "y"}),
+        pod("z", cpu="2", namespace="team-b", restartPolicy="Never", owner={"kind": "Job", "name": "z"}),
+    ]
+    replica_sets = [{"name": "x", "namespace": "team-b"}, {"name": "y", "namespace": "team-a"}]
+    nodes = [node("a", cpu="2", labels={"zone": "one"}), node("b", cpu="2")]
+    return cluster(nodes, pods, replicaSets=replica_sets)
+
+
+def test_no_move_trades_one_namespaces_pod_for_anothers_on_the_tier_alone() -> None:
+    out = solve(_move_trade())
+    assert _evicted(out) == []
+    assert where(out) == {"z": "b"}
+    assert unplaced(out) == {"y": "Unschedulable"}
+
+
+def test_cluster_scope_makes_that_trade() -> None:
+    out = solve(_move_trade(), priority={"restartTiers": "cluster"})
+    assert _evicted(out) == [("team-b/x", "move")]
+    assert where(out)["y"] == "a"
+    assert "z" not in where(out)
+
+
+def _pending_contest(namespaces: tuple[str, str], *, priorities: tuple[int, int] = (0, 0)) -> Cluster:
+    """One free 2-cpu node; a 2-cpu Always pod ``web`` and two 1-cpu Never pods ``job-*``."""
+    web_ns, job_ns = namespaces
+    pods = [
+        pod("web", cpu="2", namespace=web_ns, priority=priorities[0]),
+        *(pod(f"job-{i}", cpu="1", namespace=job_ns, restartPolicy="Never", priority=priorities[1]) for i in (0, 1)),
+    ]
+    return cluster([node("a", cpu="2")], pods)
+
+
+def test_pods_per_priority_come_first_across_namespaces_and_inside_one() -> None:
+    """Two pods of equal spec.priority beat one, whatever their tiers and namespaces (``namespace``
+    scope); ``cluster`` scope ranks the Always pod above any number of Never pods."""
+    for namespaces in (("team-a", "team-b"), ("team-a", "team-a")):
+        assert sorted(where(solve(_pending_contest(namespaces)))) == ["job-0", "job-1"]
+    assert where(solve(_pending_contest(("team-a", "team-b")), priority={"restartTiers": "cluster"})) == {"web": "a"}
+
+
+def test_inside_a_namespace_the_tier_decides_one_pod_for_one() -> None:
+    """team-a's Always pod and its Never pod of equal size compete for one place: the tier
+    decides; the same pair in two namespaces is not ranked by the tier (either may win), and a
+    higher spec.priority wins in any namespace."""
+
+    def contest(web_ns: str, job_ns: str, job_priority: int = 0) -> Cluster:
+        pods = [
+            pod("web", cpu="2", namespace=web_ns),
+            pod("job", cpu="2", namespace=job_ns, restartPolicy="Never", priority=job_priority),
+        ]
+        return cluster([node("a", cpu="2")], pods)
+
+    assert where(solve(contest("team-a", "team-a"))) == {"web": "a"}
+    assert len(where(solve(contest("team-a", "team-b")))) == 1
+    assert where(solve(contest("team-a", "team-b", job_priority=1))) == {"job": "a"}
+
+
+def test_the_validator_accepts_either_namespace_at_equal_priority_but_not_a_lost_pod() -> None:
+    """Placing team-b's Never pod where team-a's Always pod would also fit is no priority
+    violation under ``namespace`` scope; it is under ``cluster`` scope."""
+    c = cluster(
+        [node("a", cpu="2")],
+        [pod("web", cpu="2", namespace="team-a"), pod("job", cpu="2", namespace="team-b", restartPolicy="Never")],
+    )
+    placements = {"team-b/job": "a"}
+    assert validate.validate_placements(c, placements, restart_tiers="namespace") == []
+    assert any("lower-key" in v for v in validate.validate_placements(c, placements, restart_tiers="cluster"))

@@ -11,7 +11,7 @@ from placer.engine.encoder import encode
 from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
 from placer.engine.levels import Budget, LevelReport, LevelSolver, evaluate
-from placer.engine.objectives.decisions import KeptByRank, placed_by_rank
+from placer.engine.objectives.decisions import Kept, kept_namespace, placed_by_rank
 from placer.engine.objectives.loads import SCALE, LoadEntry
 from placer.engine.objectives.priority import LEVEL as PLACED_LEVEL
 from placer.engine.objectives.registry import LEVELS, REBALANCE_LEVELS, STRATEGIES, Level, strategy_objective
@@ -43,7 +43,7 @@ __all__ = [
     "FloatArray",
     "Group",
     "IntArray",
-    "KeptByRank",
+    "Kept",
     "Level",
     "LevelReport",
     "LevelSolver",
@@ -67,6 +67,7 @@ __all__ = [
     "first_untolerated",
     "fits",
     "gang_groups",
+    "kept_namespace",
     "outranks",
     "placed_by_rank",
     "pod_key",

@@ -1,6 +1,7 @@
 """The greedy pass: the warm-start hint and the fallback answer.
 
-Pods go in order of key (highest first), then larger dominant share first, then creation; each
+Pods go in order of key (highest first), then larger dominant share first, then creation (with
+``restartTiers: namespace``, in order of spec.priority, tiers deciding only inside a namespace); each
 takes the best feasible node in the objectives' order (matching nodes first for relaxed-affinity
 pods, then preference, then the smallest growth of the strategy cost, then lowest index).
 """
@@ -28,6 +29,27 @@ def _dominant_share(batch: Batch, vec: npt.NDArray[np.int64]) -> float:
     return float(share.max()) if len(share) else 0.0
 
 
+Order = list[tuple[int, int]]  # (group, pod of the group)
+
+
+def _tiers_within_namespaces(batch: Batch, order: Order, fixed: frozenset[int]) -> Order:
+    """``restartTiers: namespace``: the order by spec.priority, in which the pods of each
+    (namespace, priority) take that bucket's places highest restart tier first. Tiers then decide
+    inside a namespace and never between namespaces. Pods that wait for affinity providers
+    (``fixed`` groups) keep their places."""
+    places: dict[tuple[str, int], list[int]] = {}
+    for i, (gi, _) in enumerate(order):
+        if gi not in fixed:
+            group = batch.groups[gi]
+            places.setdefault((group.pods[0].namespace, group.key[0]), []).append(i)
+    out = list(order)
+    for slots in places.values():
+        pods = sorted((order[i] for i in slots), key=lambda t: -batch.groups[t[0]].key[1])
+        for i, pod in zip(slots, pods, strict=True):
+            out[i] = pod
+    return out
+
+
 def greedy(
     batch: Batch, scorer: Scorer, used: npt.NDArray[np.int64] | None = None, skip: frozenset[int] = frozenset()
 ) -> Assignment:
@@ -43,16 +65,19 @@ def greedy(
     topo = None if batch.topology.empty else TopologyState(batch.topology, [g.size for g in batch.groups])
     # Pods whose required affinity other batch pods provide go after their providers.
     dependent = {a.g: a.order for a in batch.topology.affinity if not a.seed}
+    by_tier = batch.tiers != "namespace"
     order = sorted(
         ((gi, pi) for gi, g in enumerate(batch.groups) for pi in range(g.size) if gi not in skip),
         key=lambda t: (
-            -batch.rank(batch.groups[t[0]]),
+            -batch.rank(batch.groups[t[0]]) if by_tier else -batch.groups[t[0]].key[0],
             dependent.get(t[0], (-1, -1)),
             -_dominant_share(batch, batch.groups[t[0]].vec),
             t[0],
             t[1],
         ),
     )
+    if not by_tier:
+        order = _tiers_within_namespaces(batch, order, frozenset(dependent))
     for gi, pi in order:
         group = batch.groups[gi]
         best = None

@@ -97,6 +97,13 @@ def evaluate(expr: cp_model.LinearExprT, values: dict[int, int]) -> int | None:
     return total
 
 
+def _value(expr: cp_model.LinearExprT, values: dict[int, int]) -> int:
+    value = evaluate(expr, values)
+    if value is None:
+        raise ValueError("a level's side condition reads a variable outside the model's solution")
+    return value
+
+
 class LevelSolver:
     """Runs levels on ``cp`` over ``variables``; ``values`` (variable index -> value) is the best
     solution so far and must start as a solution of the model (the hint)."""
@@ -173,8 +180,17 @@ class LevelSolver:
         self.reports.append(LevelReport(name, status_name, float("nan"), float("nan"), seconds))
         return found
 
+    def _keep(self, term: Term) -> None:
+        """Add the term's side conditions at their values in the answer so far (which therefore
+        stays a solution)."""
+        for expr in term.fixed:
+            self.cp.add(expr == _value(expr, self.values))
+        for expr in term.floors:
+            self.cp.add(expr >= _value(expr, self.values))
+
     def run(self, term: Term) -> LevelReport:
         cp = self.cp
+        self._keep(term)
         solver = self._solver()
         self._hint(cp)
         if term.maximize:

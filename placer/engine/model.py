@@ -14,7 +14,7 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from placer.engine.batch import Batch
-from placer.engine.objectives.decisions import Disruptions, KeptByRank, placed_by_rank
+from placer.engine.objectives.decisions import Disruptions, Kept, placed_by_rank
 from placer.engine.objectives.loads import LoadEntry
 from placer.engine.scoring import IntArray, Scorer
 
@@ -52,7 +52,7 @@ class Model:
         groups = self.batch.groups
         return [(groups[gi].vec, n, LoadEntry(groups[gi].vec, var, 1)) for (gi, n), var in self.y.items()]
 
-    def kept_by_rank(self) -> KeptByRank:
+    def kept(self) -> Kept:
         return placed_by_rank(self.batch, self.by_group)
 
     def disruptions(self) -> Disruptions | None:

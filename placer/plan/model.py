@@ -24,12 +24,13 @@ from placer.engine import (
     Batch,
     Group,
     IntArray,
-    KeptByRank,
+    Kept,
     LoadEntry,
     Scorer,
     Snapshot,
     build_topology_constraints,
     gang_groups,
+    kept_namespace,
     outranks,
     placed_by_rank,
     ports_conflict,
@@ -110,14 +111,15 @@ class PlanModel:
             out += [(m.vec, n, LoadEntry(m.vec, var, 1)), (m.vec, m.home, LoadEntry(m.vec, var, -1))]
         return out
 
-    def kept_by_rank(self) -> KeptByRank:
+    def kept(self) -> Kept:
         """Pending pods placed, minus running pods preempted (a moved pod keeps running)."""
         out = placed_by_rank(self.batch, self.by_group)
         for ri, var in self.p.items():
-            rank = self.movers[ri].rank
-            exprs, span = out.get(rank, ([], 0))
+            mover = self.movers[ri]
+            at = (mover.rank, kept_namespace(self.batch, mover.pod))
+            exprs, span = out.get(at, ([], 0))
             exprs.append(-var)
-            out[rank] = (exprs, span + 1)
+            out[at] = (exprs, span + 1)
         return out
 
     def calm_group(self, group: Group) -> bool:
@@ -194,9 +196,7 @@ class PlanModel:
         for ri, var in self.p.items():
             m = self.movers[ri]
             preemptors = [
-                v
-                for (gi, n), v in self.y.items()
-                if n == m.home and self.may_preempt(self.batch.groups[gi], m)
+                v for (gi, n), v in self.y.items() if n == m.home and self.may_preempt(self.batch.groups[gi], m)
             ]
             if preemptors:
                 self.cp.add(var <= cp_model.LinearExpr.sum(preemptors))

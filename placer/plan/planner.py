@@ -20,6 +20,7 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+from ortools.sat.python import cp_model
 
 from placer.engine import (
     LEVELS,
@@ -129,9 +130,7 @@ def _preemptible_use(state: Snapshot, preemptible: Preemptible) -> npt.NDArray[n
         rows = [
             [1 if r == "pods" else p.requests.get(r, 0) for r in names]
             for p in pods
-            if preemptible(p)
-            and not p.mirror
-            and not (p.owner is not None and p.owner.kind == "DaemonSet")
+            if preemptible(p) and not p.mirror and not (p.owner is not None and p.owner.kind == "DaemonSet")
         ]
         if rows:
             use[n] = np.sum(np.array(rows, dtype=np.int64), axis=0)
@@ -476,10 +475,24 @@ def _solve(
 
 
 def _improves(terms: list[Term], values: dict[int, int], before: dict[int, int]) -> bool:
-    """Placed-and-running pods per key strictly better than ``before``, highest key first."""
-    after_values = [evaluate(t.expr, values) or 0 for t in terms]
-    before_values = [evaluate(t.expr, before) or 0 for t in terms]
-    return after_values > before_values
+    """Placed-and-running pods per key strictly better than ``before``, highest key first. Where
+    only a term with side conditions improves (``restartTiers: namespace``: the restart tiers
+    inside namespaces), the plan must keep them against ``before`` too: the same count per
+    (namespace, priority) and no namespace's tiers worse, so no namespace pays for another's."""
+
+    def value(expr: cp_model.LinearExprT, at: dict[int, int]) -> int:
+        return evaluate(expr, at) or 0
+
+    if [value(t.expr, values) for t in terms] <= [value(t.expr, before) for t in terms]:
+        return False
+    plain = [t for t in terms if not (t.fixed or t.floors)]
+    if [value(t.expr, values) for t in plain] != [value(t.expr, before) for t in plain]:
+        return True  # better before any term with side conditions
+    return all(
+        all(value(e, values) == value(e, before) for e in t.fixed)
+        and all(value(e, values) >= value(e, before) for e in t.floors)
+        for t in terms
+    )
 
 
 def _extract(
@@ -500,9 +513,7 @@ def _extract(
     for ri, var in model.p.items():
         if values[var.index]:
             m = model.movers[ri]
-            preemptors = sorted(
-                pod.key for pod, n in placements if n == m.home and model.may_preempt_pod(pod, m.pod)
-            )
+            preemptors = sorted(pod.key for pod, n in placements if n == m.home and model.may_preempt_pod(pod, m.pod))
             lower_stays = any(
                 values[model.p[rj].index] == 0
                 and model.movers[rj].home == m.home

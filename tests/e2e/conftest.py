@@ -132,5 +132,6 @@ def make_nodes(core: client.CoreV1Api) -> Iterator[Callable[..., list[str]]]:
         for name in created:
             kh.delete_node(core, name)
 
+
 # The controller fixtures, shared by the e2e modules that run `placer run`.
 from controller_support import controllers, placer_kubeconfig  # noqa: E402, F401

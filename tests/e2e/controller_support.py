@@ -131,5 +131,3 @@ def controllers(placer_kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..
     yield start
     for c in started:
         c.kill()
-
-

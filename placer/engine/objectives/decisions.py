@@ -8,10 +8,14 @@ from ortools.sat.python import cp_model
 
 from placer.engine.batch import Batch
 from placer.engine.objectives.loads import LoadModel
+from placer.models import Pod
 
-__all__ = ["Decisions", "Disruptions", "KeptByRank", "placed_by_rank"]
+__all__ = ["Decisions", "Disruptions", "Kept", "kept_namespace", "placed_by_rank"]
 
-KeptByRank = dict[int, tuple[list[cp_model.LinearExprT], int]]
+# (key rank, namespace) -> expressions whose sum counts those pods placed-and-running, and how far
+# that count can move (its span, for exact lexicographic weights). The namespace is "" unless
+# restart tiers rank pods per namespace (``restartTiers: namespace``), the one mode that needs it.
+Kept = dict[tuple[int, str], tuple[list[cp_model.LinearExprT], int]]
 
 
 class Disruptions(Protocol):
@@ -25,9 +29,9 @@ class Decisions(LoadModel, Protocol):
     by_group: list[list[tuple[int, cp_model.IntVar]]]
     soft_penalty: list[tuple[int, cp_model.IntVar]]
 
-    def kept_by_rank(self) -> KeptByRank:
-        """Per key rank: expressions whose sum counts that rank's placed-and-running pods, and
-        how far that count can move (its span, for exact lexicographic weights)."""
+    def kept(self) -> Kept:
+        """Per (key rank, namespace): expressions whose sum counts those placed-and-running pods,
+        and how far that count can move."""
         ...
 
     def disruptions(self) -> Disruptions | None:
@@ -35,12 +39,19 @@ class Decisions(LoadModel, Protocol):
         ...
 
 
-def placed_by_rank(batch: Batch, by_group: list[list[tuple[int, cp_model.IntVar]]]) -> KeptByRank:
-    """Per key rank, the variables placing the batch's pods of that rank and how many pods it has."""
-    out: KeptByRank = {}
+def kept_namespace(batch: Batch, pod: Pod) -> str:
+    """The namespace ``Kept`` files ``pod`` under: its own where tiers rank per namespace, else ""."""
+    return pod.namespace if batch.tiers == "namespace" else ""
+
+
+def placed_by_rank(batch: Batch, by_group: list[list[tuple[int, cp_model.IntVar]]]) -> Kept:
+    """Per (key rank, namespace), the variables placing the batch's pods and how many pods it has
+    (a batch group never mixes namespaces where the namespace counts)."""
+    out: Kept = {}
     for gi, row in enumerate(by_group):
         group = batch.groups[gi]
-        exprs, span = out.get(batch.rank(group), ([], 0))
+        at = (batch.rank(group), kept_namespace(batch, group.pods[0]))
+        exprs, span = out.get(at, ([], 0))
         exprs.extend(v for _, v in row)
-        out[batch.rank(group)] = (exprs, span + group.size)
+        out[at] = (exprs, span + group.size)
     return out

@@ -37,12 +37,17 @@ _MAX_LCM = 840  # lcm(1..8): beyond, per-node factors are rounded (documented sc
 
 @dataclass(frozen=True)
 class Term:
-    """An integer objective and the factor from its float meaning: float value = value / unit."""
+    """An integer objective and the factor from its float meaning: float value = value / unit.
+
+    ``fixed`` expressions keep the value they have in the answer so far while this objective is
+    optimised (and after it); ``floors`` may grow but not fall below it."""
 
     name: str
     expr: cp_model.LinearExprT
     maximize: bool
     unit: float = 1.0
+    fixed: tuple[cp_model.LinearExprT, ...] = ()
+    floors: tuple[cp_model.LinearExprT, ...] = ()
 
 
 class StrategyObjective(ABC):
