@@ -210,6 +210,9 @@ class Pod(_Frozen):
     unaccounted: str | None = None
     # Unreadable fields that were given their safe reading, one line each (for warnings).
     problems: tuple[str, ...] = ()
+    # An Indexed Job's completion index (label/annotation batch.kubernetes.io/job-completion-index);
+    # a moved pod's replacement keeps it.
+    completion_index: int | None = None
 
     @property
     def key(self) -> str:
@@ -254,6 +257,34 @@ class ReplicaSet(_Frozen):
     scheduler_name: str = "default-scheduler"
     owner: Owner | None = None
     selector: LabelSelector | None = None
+    ready_replicas: int = 0  # status.readyReplicas
+
+
+class Job(_Frozen):
+    """A batch/v1 Job, as far as moving its pods goes (rebalancing, issue 15)."""
+
+    namespace: str = "default"
+    name: str
+    uid: str = ""
+    scheduler_name: str = "default-scheduler"  # its pod template's
+    indexed: bool = False  # spec.completionMode Indexed: a replacement keeps the completion index
+    backoff_limit: int = 6
+    failed: int = 0  # status.failed: the Job controller's backoff before a replacement grows with it
+    # spec.podFailurePolicy has a rule ``action: Ignore`` on the DisruptionTarget condition: an
+    # evicted pod does not count toward backoffLimit (its replacement appears once it is gone).
+    ignores_disruption: bool = False
+    # The Job's annotation ``placer.io/rebalance: restarts-work``: its owner accepts that a moved
+    # pod starts its work again and that the eviction counts as a failure.
+    accepts_restarts: bool = False
+
+    @property
+    def opted_in(self) -> bool:
+        """Its pods may be moved: evictions do not count as failures, or the owner accepted it."""
+        return self.ignores_disruption or self.accepts_restarts
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
 
 
 class Cluster(_Frozen):
@@ -261,6 +292,7 @@ class Cluster(_Frozen):
     pods: tuple[Pod, ...] = ()
     pdbs: tuple[PodDisruptionBudget, ...] = ()
     replicasets: tuple[ReplicaSet, ...] = ()
+    jobs: tuple[Job, ...] = ()
     # Namespace name -> its labels, for namespaceSelector. A namespace missing here has only the
     # label kubernetes.io/metadata.name, which the API server sets on every namespace.
     namespaces: dict[str, dict[str, str]] = Field(default_factory=dict)

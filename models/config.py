@@ -114,6 +114,53 @@ class SpreadDefaults(_Strict):
         return self
 
 
+class RebalanceThresholds(_Strict):
+    """Utilisation in percent of allocatable: above ``high`` a node gives pods, below ``low`` it
+    takes them (the thesis's examples: 10-20 % and 80-90 %)."""
+
+    low: float = Field(20.0, ge=0, le=100)
+    high: float = Field(80.0, ge=0, le=100)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RebalanceThresholds:
+        if not self.low < self.high:
+            raise ValueError("need low < high")
+        return self
+
+
+class RebalanceLimits(_Strict):
+    per_period: int = Field(5, ge=0, alias="perPeriod")  # moves per rebalancing plan (one per period)
+    per_node: int = Field(2, ge=0, alias="perNode")  # moves off one node per plan
+    per_namespace: int = Field(3, ge=0, alias="perNamespace")  # moves in one namespace per plan
+    cooldown: float = Field(600.0, ge=0, alias="cooldownSeconds")  # a pod moved since is not moved again
+
+
+class RebalanceConfig(_Strict):
+    """Dynamic rebalancing (the thesis's chapter 5): ``placer rebalance`` and the controller loop."""
+
+    enabled: bool = False  # the controller's loop; False is the kill switch
+    period: float = Field(30.0, gt=0, alias="periodSeconds")
+    load: Literal["requests", "usage"] = "requests"  # what "load" means; fitting is always by requests
+    usage_window: float = Field(300.0, gt=0, alias="usageWindowSeconds")  # usage is averaged over it
+    usage_max_age: float = Field(120.0, gt=0, alias="usageMaxAgeSeconds")  # older samples are stale
+    thresholds: RebalanceThresholds = Field(default_factory=RebalanceThresholds)
+    # Per-resource weights of the node score (ImprovedLoadBalancePriority); they are normalised.
+    weights: dict[str, float] = Field(default_factory=lambda: {"cpu": 0.5, "memory": 0.5})
+    # The thesis's balance filter: a node whose 10 - |cpu use - memory use| x 10 is below this takes nothing.
+    balance_floor: float = Field(0.0, ge=0, le=10, alias="balanceFloor")
+    # A plan is kept only if imbalance (usage spread with load: usage) drops by at least this share.
+    margin: float = Field(0.02, ge=0, lt=1)
+    limits: RebalanceLimits = Field(default_factory=RebalanceLimits)
+    # Always-tier pods move only if this is on, and then only pods of ReplicaSets with >= 2 ready replicas.
+    move_always_tier: bool = Field(False, alias="moveAlwaysTier")
+
+    @model_validator(mode="after")
+    def _weights(self) -> RebalanceConfig:
+        if not self.weights or any(w < 0 for w in self.weights.values()) or sum(self.weights.values()) <= 0:
+            raise ValueError("weights need at least one positive weight and none negative")
+        return self
+
+
 class Config(_Strict):
     strategy: StrategyName = StrategyName.BALANCE
     scheduler_name: str = Field("placer", alias="schedulerName")
@@ -121,6 +168,7 @@ class Config(_Strict):
     balance: BalanceWeights = Field(default_factory=BalanceWeights)
     solver: SolverConfig = Field(default_factory=SolverConfig)
     default_spread: SpreadDefaults = Field(default_factory=SpreadDefaults, alias="defaultSpread")
+    rebalance: RebalanceConfig = Field(default_factory=RebalanceConfig)
 
 
 class LeaderElection(_Strict):
