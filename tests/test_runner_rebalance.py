@@ -10,6 +10,7 @@ from runner_support import feed, make_runner
 
 from placer.kube.actions import Outcome
 from placer.kube.runner import Runner
+from placer.models import Usage
 
 IGNORE = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
 
@@ -109,3 +110,19 @@ def test_disabled_is_never_due_and_no_plan_when_nothing_is_hot() -> None:
     r, rec = _runner(thresholds={"low": 10, "high": 100})
     r._rebalance(r.cluster())
     assert r.plan is None and rec.calls == []
+
+
+class NoMetrics:
+    last_error = "503: the server is currently unable to handle the request"
+
+    def read(self, now: float) -> Usage:
+        return Usage()
+
+
+def test_missing_usage_falls_back_to_requests_with_an_event_on_each_node_concerned() -> None:
+    r, rec = _runner(load="usage")
+    r.rebalancing.usage = NoMetrics()  # type: ignore[assignment]
+    r._rebalance(r.cluster())
+    (event,) = [c for c in rec.calls if c[0] == "node_event" and c[2] == "UsageUnavailable"]
+    assert event[1] == "hot" and "4 pod(s)" in event[3] and "503" in event[3]
+    assert r.plan is not None  # by requests node hot is at 100 %: the plan still moves a pod

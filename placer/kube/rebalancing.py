@@ -30,6 +30,10 @@ class Rebalancing:
         rc = self.cfg.engine.rebalance
         return rc.enabled and (self.last is None or now - self.last >= rc.period)
 
+    def usage_error(self) -> str:
+        """Why the last usage read failed ('' when it did not, or usage is not read)."""
+        return self.usage.last_error if self.usage is not None else ""
+
     def decide(self, cluster: Cluster, frozen: frozenset[str]) -> tuple[RebalanceOutcome, list[str]]:
         """The decision and what the independent validator finds wrong with it (empty: valid)."""
         self.last = time.monotonic()

@@ -504,6 +504,18 @@ class Runner:
         flight. Every move gets an event on the pod and on both nodes, with the load before and after."""
         out, problems = self.rebalancing.decide(cluster, self._frozen(cluster))
         report = out.report
+        if report.fallbacks:  # usage asked for but missing or stale: said on the nodes concerned
+            where = {p.key: p.node_name for p in cluster.pods if p.node_name}
+            per_node: dict[str, int] = {}
+            for key in report.fallbacks:
+                node = where.get(key)
+                if node is not None:
+                    per_node[node] = per_node.get(node, 0) + 1
+            age = self.cfg.engine.rebalance.usage_max_age
+            cause = self.rebalancing.usage_error() or "metrics.k8s.io gave none"
+            for node, count in sorted(per_node.items()):
+                note = f"{count} pod(s) have no usage sample newer than {age:.0f}s ({cause}): their requests count"
+                self.actions.node_event(node, reason="UsageUnavailable", note=note)
         if problems:
             self.metrics.rebalances.labels(outcome="refused").inc()
             log.error("rebalancing plan refused by the validator, nothing moves: %s", "; ".join(problems[:5]))
