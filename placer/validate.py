@@ -72,6 +72,7 @@ left, which the priority and improvement rules above do not account for.
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -1714,6 +1715,31 @@ def _utilisation(cluster: Cluster, moved: Mapping[str, str], resources: Sequence
     return out
 
 
+def _cluster_use(cluster: Cluster, resources: Sequence[str]) -> list[float]:
+    """Per resource: every running pod's requests over every node's allocatable."""
+    total = [sum(allocatable(n, r) for n in cluster.nodes) for r in resources]
+    used = [sum(p.requests.get(r, 0) for p in cluster.pods if p.running) for r in resources]
+    return [u / t if t > 0 else 0.0 for u, t in zip(used, total, strict=True)]
+
+
+def _may_take(
+    util: Mapping[str, list[float]], node: str, low: float, high: float, cluster: list[float], config: RebalanceConfig
+) -> bool:
+    """A landing node takes: below ``low`` on every weighted resource or, when no node is, lighter
+    than the cluster by the thesis's score (10 x sum w ln(cluster use / node use) > 0); never hot."""
+    if any(u > high for u in util[node]):
+        return False
+    if any(all(u < low for u in us) for us in util.values()):
+        return all(u < low for u in util[node])
+    weights = [w for w in config.weights.values() if w > 0]
+    total = sum(weights)
+    score = sum(
+        w / total * math.log(max(c, 0.001) / max(u, 0.001))
+        for w, c, u in zip(weights, cluster, util[node], strict=True)
+    )
+    return score > 0
+
+
 def validate_rebalance(
     cluster: Cluster, result: Result, config: RebalanceConfig, *, scheduler_name: str = "placer", now: float = 0.0
 ) -> list[str]:
@@ -1751,8 +1777,11 @@ def validate_rebalance(
         if config.load == "requests":  # the thresholds are on measured usage otherwise, unseen here
             if not any(u > high for u in before.get(e.node, [])):
                 out.append(f"move of {e.pod}: its node {e.node} is not above {config.thresholds.high:g} %")
-            if target in before and not all(u < low for u in before[target]):
-                out.append(f"move of {e.pod}: its landing node {target} is not below {config.thresholds.low:g} %")
+            if target in before and not _may_take(before, target, low, high, _cluster_use(cluster, resources), config):
+                out.append(
+                    f"move of {e.pod}: its landing node {target} is neither below {config.thresholds.low:g} % "
+                    "nor, with no node that cold, lighter than the cluster"
+                )
             if target in after and any(u > high for u in after[target]):
                 out.append(f"move of {e.pod}: its landing node {target} ends above {config.thresholds.high:g} %")
         if pod.restart_policy == "Always":

@@ -140,15 +140,34 @@ def test_a_pdb_with_no_disruption_allowed_blocks_its_pods() -> None:
     assert len(_rebalance(allowed).moves) == 1
 
 
-def test_no_taking_node_no_plan_and_a_landing_never_ends_above_high() -> None:
+def test_takers_are_the_cold_nodes_else_those_lighter_than_the_cluster_and_none_ends_above_high() -> None:
+    def two(other_cpu: str) -> Cluster:
+        return cluster(
+            [node("hot", cpu="8"), node("other", cpu="8"), node("cold", cpu="8")],
+            [*(_job_pod(f"etl-{i}", "hot") for i in range(4)), _web("web-0", "other", cpu=other_cpu)],
+            jobs=[{"name": "etl", "podFailurePolicy": IGNORE_DISRUPTION}],
+            replicaSets=[{"name": "web"}],
+        )
+
+    # A node below 20 % exists: only it takes.
+    assert {m.target for m in _rebalance(two("3")).moves} == {"cold"}
+    # None is that cold: nodes lighter than the cluster take (other at 37.5 % of a 69 % cluster).
     warm = cluster(
         [node("hot", cpu="8"), node("warm", cpu="8")],
         [*(_job_pod(f"etl-{i}", "hot") for i in range(4)), _web("web-0", "warm", cpu="3")],
         jobs=[{"name": "etl", "podFailurePolicy": IGNORE_DISRUPTION}],
         replicaSets=[{"name": "web"}],
     )
-    out = _rebalance(warm)
-    assert not out.moves and "below 20 %" in out.report.why
+    assert [m.target for m in _rebalance(warm).moves] == ["warm"]
+    # Both nodes hot: nobody takes.
+    both = cluster(
+        [node("hot", cpu="8"), node("busy", cpu="8")],
+        [*(_job_pod(f"etl-{i}", "hot") for i in range(4)), _web("web-0", "busy", cpu="6.8")],
+        jobs=[{"name": "etl", "podFailurePolicy": IGNORE_DISRUPTION}],
+        replicaSets=[{"name": "web"}],
+    )
+    out = _rebalance(both)
+    assert not out.moves and "no node is lighter" in out.report.why
     # A taking node of 4 cpu with 0.5 used: a 3-cpu pod would put it at 87.5 %, above 80 %.
     small = cluster(
         [node("hot", cpu="8"), node("small", cpu="4")],
@@ -161,8 +180,7 @@ def test_no_taking_node_no_plan_and_a_landing_never_ends_above_high() -> None:
         jobs=[{"name": "etl", "podFailurePolicy": IGNORE_DISRUPTION}],
         replicaSets=[{"name": "web"}],
     )
-    out = _rebalance(small)
-    assert [m.pod for m in out.moves] in ([], ["default/big-2"])
+    assert [m.pod for m in _rebalance(small).moves] in ([], ["default/big-2"])
 
 
 def test_the_margin_keeps_plans_that_do_not_pay() -> None:

@@ -170,7 +170,7 @@ def rebalance_cluster(cluster: Cluster, options: RebalanceOptions) -> RebalanceO
     if not q.givers:
         return answer(f"no node is above {rc.thresholds.high:g} % on {', '.join(loads.resources)}")
     if not q.takers:
-        return answer(f"no node is below {rc.thresholds.low:g} % on every one of {', '.join(loads.resources)}")
+        return answer("no node is lighter than the cluster and below the high threshold to take pods")
     offered = offer(cluster, state, loads, q.givers, rc, scheduler_name=config.scheduler_name, now=now)
     report.skipped = dict(sorted(offered.skipped.items()))
     if not offered.candidates:

@@ -5,11 +5,13 @@
   total load over the total allocatable. Above 0 a node is lighter than the cluster, below 0
   heavier; 0 is exactly average. (An idle resource counts as 0.1 % used, so the log stays finite.)
 - Queues from the thresholds ``[low, high]`` (percent of allocatable): a node **gives** when any
-  weighted resource is above ``high``; it **takes** when every weighted resource is below ``low``
-  and its balance score ``10 - |cpu use - memory use| x 10`` (the thesis's balance filter, with
-  uses as fractions) is at least ``balanceFloor``. The score orders the givers (heaviest first);
-  the thresholds decide who acts at all, so a cluster that is uneven but nowhere above ``high``
-  is left alone.
+  weighted resource is above ``high``. It **takes** when every weighted resource is below ``low``
+  (the low-load queue); when no node is that cold, the nodes lighter than the cluster (score above
+  0) take instead, so hot nodes are relieved in a busy cluster too. Either way a taker passes the
+  thesis's balance filter (``10 - |cpu use - memory use| x 10``, uses as fractions, at least
+  ``balanceFloor``), and no landing may push it above ``high`` (``placer.rebalance.run``). The
+  score orders givers (heaviest first) and takers (lightest first); a cluster that is uneven but
+  nowhere above ``high`` is left alone.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def balance_scores(loads: Loads) -> FloatArray:
 @dataclass(frozen=True)
 class Queues:
     givers: list[int]  # nodes above ``high``, heaviest (lowest score) first
-    takers: list[int]  # nodes below ``low`` passing the balance filter, lightest first
+    takers: list[int]  # nodes below ``low`` (else lighter than the cluster) passing the balance filter
     scores: FloatArray
     balance: FloatArray
 
@@ -58,7 +60,10 @@ def queues(loads: Loads, config: RebalanceConfig) -> Queues:
     high = config.thresholds.high / 100.0
     low = config.thresholds.low / 100.0
     hot = has & (util > high).any(axis=1)
-    cold = has & (util < low).all(axis=1) & (balance >= config.balance_floor)
+    fit = has & ~hot & (balance >= config.balance_floor)
+    cold = fit & (util < low).all(axis=1)
+    if not cold.any():
+        cold = fit & (scores > 0)
     givers = sorted(np.flatnonzero(hot).tolist(), key=lambda n: (scores[n], n))
     takers = sorted(np.flatnonzero(cold).tolist(), key=lambda n: (-scores[n], n))
     return Queues(givers=givers, takers=takers, scores=scores, balance=balance)
