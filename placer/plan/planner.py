@@ -365,6 +365,11 @@ def plan_rebalance(
     variables = [*model.z.values(), *model.p.values()]
     values = {v.index: 0 for v in variables}
     levels = LevelSolver(model.cp, variables, values, config, budget=budget or Budget.of(config))
+    start = _greedy_moves(model, state, max_moves, max_per_node, [b.disruptions_allowed for b in cluster.pdbs])
+    if start:
+        # A start with moves, proven a solution of the model before it becomes the answer so far
+        # (the solver's levels then only improve on it).
+        levels.feasible("greedy-moves", lambda cp: _fix(cp, variables, start), share=0.2)
     for level in REBALANCE_LEVELS:
         if levels.exhausted():
             break
@@ -384,6 +389,48 @@ def plan_rebalance(
     if not after < before - margin:
         return None
     return _extract(model, batch, levels.values, levels.proven, started, len(state.nodes))
+
+
+def _greedy_moves(
+    model: PlanModel, state: Snapshot, max_moves: int, max_per_node: int | None, pdb_allowed: list[int]
+) -> dict[int, int]:
+    """Each mover in turn to the target with the lowest mean utilisation once it lands, where it
+    fits in the room there now (room a move frees is not reused), within the move, per-node and
+    PDB budgets. Variable index -> value (only the moves); empty when nothing moves."""
+    free = state.free.astype(np.float64)
+    alloc = np.where(state.alloc > 0, state.alloc, 1).astype(np.float64)
+    offered = state.alloc > 0
+    off: dict[int, int] = {}
+    used_pdb = [0] * len(pdb_allowed)
+    out: dict[int, int] = {}
+    for ri, m in enumerate(model.movers):
+        if len(out) >= max_moves or (max_per_node is not None and off.get(m.home, 0) >= max_per_node):
+            continue
+        if any(used_pdb[b] >= pdb_allowed[b] for b in m.pdbs):
+            continue
+        best: tuple[float, int] | None = None
+        for n in m.targets.tolist():
+            if (ri, n) not in model.z or np.any(free[n] < m.vec):
+                continue
+            after = (state.alloc[n] - free[n] + m.vec) / alloc[n]
+            mean = float(after[offered[n]].mean()) if offered[n].any() else 1.0
+            if best is None or mean < best[0]:
+                best = (mean, n)
+        if best is None:
+            continue
+        n = best[1]
+        free[n] -= m.vec
+        off[m.home] = off.get(m.home, 0) + 1
+        for b in m.pdbs:
+            used_pdb[b] += 1
+        out[model.z[ri, n].index] = 1
+    return out
+
+
+def _fix(cp: cp_model.CpModel, variables: list[cp_model.IntVar], values: dict[int, int]) -> None:
+    """Each of ``variables`` (of ``cp``'s original) at its value in ``values`` (0 when absent)."""
+    for var in variables:
+        cp.add(cp.get_int_var_from_proto_index(var.index) == values.get(var.index, 0))
 
 
 def _may_move(pod: Pod, repelling: list[PodAffinityTerm], namespaces: dict[str, dict[str, str]]) -> bool:
