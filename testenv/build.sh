@@ -32,7 +32,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/versions.env"
 
 RECIPE=1 # bump when the build flags below change, so that old builds are not reused
-EXTRAS_RECIPE=1 # the same for the extras (metrics-server flags, the kwok config written below)
+EXTRAS_RECIPE=2 # the same for the extras (metrics-server flags, the kwok config written below)
 export GOTOOLCHAIN=local # never download a toolchain: the local Go must accept the go.mod files
 export CGO_ENABLED=0
 export GOFLAGS=-buildvcs=false
@@ -56,8 +56,8 @@ fingerprint() {
 }
 
 extras_fingerprint() {
-    { echo "extras-recipe=$EXTRAS_RECIPE"; echo "keep-running=$KEEP_RUNNING_LABEL"; extras_versions; } |
-        sha256sum | cut -d' ' -f1
+    { echo "extras-recipe=$EXTRAS_RECIPE"; echo "keep-running=$KEEP_RUNNING_LABEL"; extras_versions
+        cat "$here/kwok-usage.yaml"; } | sha256sum | cut -d' ' -f1
 }
 
 core_complete() {
@@ -154,17 +154,19 @@ build_metrics_server() {
 }
 
 write_kwok_metrics() {
-    # kwok's simulated kubelet resource metrics (the Metric serving
+    # kwok's simulated kubelet resource metrics (upstream's Metric serving
     # /metrics/nodes/{nodeName}/metrics/resource, which metrics-server scrapes) and the
-    # ClusterResourceUsage that reads a pod's usage from its annotations kwok.x-k8s.io/usage-cpu
-    # and kwok.x-k8s.io/usage-memory (per container; 1m and 1Mi without them), both upstream's.
-    local root f
-    root=$(kwok_module_dir)/kustomize/metrics
-    for f in resource/metrics-resource.yaml usage/usage-from-annotation.yaml; do
+    # ClusterResourceUsage that reads a running pod's usage from its annotations
+    # kwok.x-k8s.io/usage-cpu and kwok.x-k8s.io/usage-memory (testenv/kwok-usage.yaml).
+    local f=resource/metrics-resource.yaml
+    {
         echo "---"
         echo "# from sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/metrics/$f"
-        cat "$root/$f"
-    done >"$work/kwok-metrics.yaml"
+        cat "$(kwok_module_dir)/kustomize/metrics/$f"
+        echo "---"
+        echo "# from testenv/kwok-usage.yaml"
+        cat "$here/kwok-usage.yaml"
+    } >"$work/kwok-metrics.yaml"
 }
 
 build_extras() {

@@ -35,9 +35,10 @@ def metrics_api() -> Iterator[client.ApiClient]:
             api.close()
 
 
-def _job(name: str, node: str, cpu_millis: int, memory_bytes: int) -> client.V1Job:
-    """One pod that keeps running on ``node`` with this usage, like the rebalancing tests' Jobs."""
-    labels = {"app": name, **us.KEEP_RUNNING}
+def _job(name: str, node: str, cpu_millis: int, memory_bytes: int, keep_running: bool = True) -> client.V1Job:
+    """One pod on ``node`` with this usage; with ``keep_running`` it runs until deleted, like the
+    rebalancing tests' Jobs (else kwok completes it at once)."""
+    labels = {"app": name, **(us.KEEP_RUNNING if keep_running else {})}
     template = client.V1PodTemplateSpec(
         metadata=client.V1ObjectMeta(labels=labels, annotations=us.usage_annotations(cpu_millis, memory_bytes)),
         spec=kh.pod_spec(node_name=node),
@@ -67,6 +68,7 @@ def test_usage_set_on_pods_is_reported_for_pods_and_nodes(metrics_api: client.Ap
         kh.create_pod(core, ns, f"b{i}", labels={"app": "b"}, node_name=warm)
     kh.create_pod(core, ns, "c0", node_name=idle)
     batch.create_namespaced_job(ns, _job("job", warm, 700, 2 * GI))
+    batch.create_namespaced_job(ns, _job("done", idle, 700, 2 * GI, keep_running=False))
     kh.wait_running(core, ns, {"app": "b"}, 2)
     job_pod = kh.wait_running(core, ns, {"app": "job"}, 1)[0].metadata.name
 
@@ -98,6 +100,8 @@ def test_usage_set_on_pods_is_reported_for_pods_and_nodes(metrics_api: client.Ap
     us.set_pod_usage(core, ns, names=["a2"], cpu_millis=100, memory_bytes=256 * MI)
     us.wait_node_usage(custom, {hot: us.Usage(1600, 6 * GI + 256 * MI)})
     assert core.read_namespaced_pod(job_pod, ns).status.phase == "Running"
+    # ... while a Job pod without the label was completed as before.
+    kh.wait_for("job done to succeed", lambda: (batch.read_namespaced_job("done", ns).status.succeeded or 0) == 1)
 
     # One pod's object, as `kubectl get --raw` (placer rebalance --usage) reads the list.
     raw = custom.get_namespaced_custom_object(us.METRICS_GROUP, us.METRICS_VERSION, ns, "pods", "a1")

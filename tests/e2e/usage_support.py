@@ -3,9 +3,10 @@
 How usage reaches ``metrics.k8s.io`` (testenv/build.sh writes kwok's config, testenv/cluster.py
 starts the rest):
 
-* kwok's ClusterResourceUsage ``usage-from-annotation`` gives each container of a pod the usage in
-  the pod's annotations ``kwok.x-k8s.io/usage-cpu`` / ``kwok.x-k8s.io/usage-memory`` (1m and 1Mi
-  without them); a node's usage is the sum over the pods kwok runs on it.
+* kwok's ClusterResourceUsage ``usage-from-annotation`` (testenv/kwok-usage.yaml) gives each
+  container of a Running pod the usage in the pod's annotations ``kwok.x-k8s.io/usage-cpu`` /
+  ``kwok.x-k8s.io/usage-memory`` (1m and 1Mi without them; a pod not Running uses nothing); a
+  node's usage is the sum over the pods bound to it.
 * kwok's Metric ``metrics-resource`` serves them in the kubelet's format at
   ``/metrics/nodes/{node}/metrics/resource``; a node carrying the annotation
   ``metrics.k8s.io/resource-metrics-path`` with that path is scraped there by metrics-server
@@ -119,12 +120,19 @@ def node_usage(custom: client.CustomObjectsApi) -> dict[str, Usage]:
 
 
 def _wait_close(what: str, read: Any, expected: Mapping[str, Usage], timeout: float) -> dict[str, Usage]:
+    last: dict[str, Usage] = {}
+
     def settled() -> dict[str, Usage] | None:
         seen: dict[str, Usage] = read()
+        last.clear()
+        last.update({k: seen[k] for k in expected if k in seen})
         ok = all(k in seen and seen[k].close_to(v) for k, v in expected.items())
-        return {k: seen[k] for k in expected} if ok else None
+        return dict(last) if ok else None
 
-    return wait_for(f"{what} to report {dict(expected)}", settled, timeout, interval=1.0)
+    try:
+        return wait_for(f"{what} to report {dict(expected)}", settled, timeout, interval=1.0)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}; last reported: {last}") from None
 
 
 def wait_pod_usage(
