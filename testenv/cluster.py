@@ -3,7 +3,9 @@
 Starts etcd, kube-apiserver, kube-controller-manager, kwok and (optionally) kube-scheduler as
 local processes on free loopback ports, from the binaries that ``testenv/build.sh`` builds
 (``make testenv``). Everything lives in one temporary work directory (certificates, etcd data,
-kubeconfigs, logs) that is removed on tear-down.
+kubeconfigs, logs) that is removed on tear-down. With ``metrics=True`` also metrics-server, serving
+``metrics.k8s.io`` through the aggregation layer from kwok's simulated kubelet metrics (see
+``Cluster._register_metrics_api`` and docs/testenv.md).
 
 Library use (the e2e fixture does this)::
 
@@ -13,7 +15,7 @@ Library use (the e2e fixture does this)::
 
 Command line (``make cluster-up`` / ``make cluster-down`` call these)::
 
-    python testenv/cluster.py up [--with-scheduler]   # background; prints KUBECONFIG=<path>
+    python testenv/cluster.py up [--with-scheduler] [--metrics]  # background; prints KUBECONFIG=<path>
     python testenv/cluster.py down                    # stops it and removes its directory
     python testenv/cluster.py status
     python testenv/cluster.py run [--with-scheduler]  # foreground until Ctrl-C
@@ -63,6 +65,15 @@ WORKDIR_PREFIX = "placer-testenv-"
 SERVICE_CIDR = "10.0.0.0/24"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_NODE_ANNOTATION_VALUE = "fake"
+# metrics-server scrapes a node at this path of its kubelet address when the node carries the
+# annotation (metrics-server's pkg/scraper/client/resource); kwok's Metric serves the path
+# (build.sh writes kwok-metrics.yaml). tests/e2e/usage_support.py puts it on the nodes.
+METRICS_PATH_ANNOTATION = "metrics.k8s.io/resource-metrics-path"
+KWOK_METRICS_PATH = "/metrics/nodes/{node}/metrics/resource"
+METRICS_API_SERVICE = "v1beta1.metrics.k8s.io"
+METRICS_SERVICE = ("kube-system", "metrics-server")
+# metrics-server keeps one point per resolution and needs two for a cpu rate; 10 s is its minimum.
+METRICS_RESOLUTION = "10s"
 
 # Bounded waits (seconds). Generous for a loaded 2-core CI machine; a healthy start takes ~10 s.
 ETCD_TIMEOUT = 30.0
@@ -271,6 +282,10 @@ class Pki:
             "-extfile", f"{name}.ext", "-out", f"{name}.crt",
         )  # fmt: skip
 
+    def add_leaf(self, name: str, subject: str, usage: str, sans: list[str] | None = None) -> None:
+        """One more certificate from this CA (``usage``: serverAuth or clientAuth)."""
+        self._leaf(name, subject, usage, sans)
+
     def path(self, name: str) -> str:
         return str(self.dir / name)
 
@@ -398,6 +413,10 @@ class Cluster:
     # (kube-apiserver --runtime-config, e.g. "scheduling.k8s.io/v1alpha2=true").
     feature_gates: str = ""
     runtime_config: str = ""
+    # metrics-server on the aggregation layer, scraping kwok's simulated kubelet metrics: pods'
+    # usage comes from their annotations (tests/e2e/usage_support.py), nodes need the annotation
+    # METRICS_PATH_ANNOTATION. Adds ~10 s to start (the APIService must become Available).
+    metrics: bool = False
     log: Callable[[str], None] = lambda _msg: None
 
     kubeconfig: Path = field(init=False)
@@ -454,6 +473,8 @@ class Cluster:
         assert self.workdir is not None and self.bins is not None
         wd = self.workdir
         names = ["etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok"]
+        if self.metrics:
+            names.append("metrics-server")
         self.ports = dict(zip(names, free_ports(len(names)), strict=True))
         p = self.ports
         self.server = f"https://127.0.0.1:{p['apiserver']}"
@@ -463,6 +484,8 @@ class Cluster:
         pki.write_kubeconfig(self.kubeconfig, self.server, "admin")
         kcfg = {u: str(pki.write_kubeconfig(wd / f"{u}.kubeconfig", self.server, u))
                 for u in ("controller-manager", "scheduler", "kwok")}  # fmt: skip
+        if self.metrics:
+            kcfg["metrics-server"] = self._metrics_pki(pki)
         t = self._phase("certificates", t)
 
         etcd_url = f"http://127.0.0.1:{p['etcd']}"
@@ -502,6 +525,13 @@ class Cluster:
             "--requestheader-group-headers=X-Remote-Group",
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
         ]  # fmt: skip
+        if self.metrics:
+            # The aggregation layer proxies metrics.k8s.io to metrics-server with this client
+            # certificate; metrics-server trusts it through the requestheader flags above.
+            self._apiserver_args += [
+                f"--proxy-client-cert-file={pki.path('front-proxy-client.crt')}",
+                f"--proxy-client-key-file={pki.path('front-proxy-client.key')}",
+            ]
         self._apiserver_args += self.apiserver_args + self._gates()
         if self.runtime_config:
             self._apiserver_args.append(f"--runtime-config={self.runtime_config}")
@@ -552,6 +582,11 @@ class Cluster:
             ])  # fmt: skip
             waits.append((f"https://127.0.0.1:{p['scheduler']}/healthz", sched, insecure))
         stages = self.bins.parent  # build.sh writes kwok-stages.yaml next to bin/
+        # With metrics, a node's kubelet address is kwok's own port (node status InternalIP and
+        # daemonEndpoints, set by kwok's node-initialize stage), where metrics-server scrapes it.
+        node_ip = ["--node-ip=127.0.0.1", f"--node-port={p['kwok']}",
+                   f"--config={stages / 'kwok-metrics.yaml'}"] if self.metrics else [
+                   "--node-ip=10.1.0.1"]  # fmt: skip
         kwok = self._spawn("kwok", [
             f"--kubeconfig={kcfg['kwok']}",
             f"--config={stages / 'kwok-stages.yaml'}",
@@ -559,12 +594,18 @@ class Cluster:
             f"--manage-nodes-with-annotation-selector="
             f"{KWOK_NODE_ANNOTATION}={KWOK_NODE_ANNOTATION_VALUE}",
             f"--server-address=127.0.0.1:{p['kwok']}",
-            "--node-ip=10.1.0.1", "--cidr=10.2.0.0/16",
+            *node_ip, "--cidr=10.2.0.0/16",
         ])  # fmt: skip
         waits.append((f"http://127.0.0.1:{p['kwok']}/healthz", kwok, None))
+        if self.metrics:
+            waits.append(self._spawn_metrics_server(pki, kcfg["metrics-server"], insecure))
         for url, comp, ctx in waits:
             _wait_http(url, comp, COMPONENT_TIMEOUT, ctx=ctx)
-        t = self._phase("controllers" + (", scheduler" if self.with_scheduler else "") + ", kwok", t)
+        t = self._phase("controllers" + (", scheduler" if self.with_scheduler else "") + ", kwok"
+                        + (", metrics-server" if self.metrics else ""), t)  # fmt: skip
+        if self.metrics:
+            self._register_metrics_api(pki, admin_ctx)
+            t = self._phase("metrics.k8s.io available", t)
 
         # The controllers really work once the service-account controller has created
         # default/default (pods cannot be created in a namespace before its SA exists).
@@ -573,6 +614,96 @@ class Cluster:
         self._phase("default service account", t)
         self.timings["total"] = round(time.monotonic() - t0, 2)
         self.log(f"testenv: control plane up in {self.timings['total']:.1f}s at {self.server}")
+
+    # -- metrics (metrics=True) ----------------------------------------------------------------
+
+    def _metrics_pki(self, pki: Pki) -> str:
+        """The front-proxy client certificate (CN in --requestheader-allowed-names), metrics-server's
+        serving certificate (for the name the aggregator dials: <service>.<namespace>.svc) and
+        its client identity; returns metrics-server's kubeconfig."""
+        assert self.workdir is not None
+        ns, name = METRICS_SERVICE
+        pki.add_leaf("front-proxy-client", "/CN=front-proxy-client", "clientAuth")
+        pki.add_leaf("metrics-server-serving", f"/CN={name}", "serverAuth",
+                     ["IP:127.0.0.1", f"DNS:{name}.{ns}.svc"])  # fmt: skip
+        # It reads nodes and pods, the requestheader ConfigMap, and makes SubjectAccessReviews.
+        pki.add_leaf("metrics-server", "/O=system:masters/CN=metrics-server", "clientAuth")
+        dest = self.workdir / "metrics-server.kubeconfig"
+        return str(pki.write_kubeconfig(dest, self.server, "metrics-server"))
+
+    def _spawn_metrics_server(
+        self, pki: Pki, kubeconfig: str, insecure: ssl.SSLContext
+    ) -> tuple[str, Component, ssl.SSLContext | None]:
+        """Start metrics-server; return what to wait for (its /livez: /readyz waits for a scrape)."""
+        assert self.workdir is not None
+        port = self.ports["metrics-server"]
+        comp = self._spawn("metrics-server", [
+            "--bind-address=127.0.0.1", f"--secure-port={port}",
+            f"--cert-dir={self.workdir / 'metrics-server-certs'}",
+            f"--tls-cert-file={pki.path('metrics-server-serving.crt')}",
+            f"--tls-private-key-file={pki.path('metrics-server-serving.key')}",
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            # kwok plays every node's kubelet on 127.0.0.1:<kwok port> with a self-signed cert.
+            "--kubelet-preferred-address-types=InternalIP",
+            "--kubelet-use-node-status-port", "--kubelet-insecure-tls",
+            # The timeout must stay under 90 % of the resolution (metrics-server's validation).
+            f"--metric-resolution={METRICS_RESOLUTION}", "--kubelet-request-timeout=5s",
+        ])  # fmt: skip
+        return (f"https://127.0.0.1:{port}/livez", comp, insecure)
+
+    def _register_metrics_api(self, pki: Pki, admin_ctx: ssl.SSLContext) -> None:
+        """Service + APIService for metrics.k8s.io; wait until the aggregator calls it Available.
+        The Service is an ExternalName one: Endpoints (and EndpointSlices) refuse loopback
+        addresses, and the aggregator resolves an ExternalName Service to name:port directly."""
+        ns, name = METRICS_SERVICE
+        port = self.ports["metrics-server"]
+        service = {
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+            "spec": {"type": "ExternalName", "externalName": "127.0.0.1",
+                     "ports": [{"name": "https", "port": port, "protocol": "TCP"}]},
+        }  # fmt: skip
+        api_service = {
+            "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": METRICS_API_SERVICE},
+            "spec": {"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100,
+                     "versionPriority": 100, "caBundle": pki.b64("ca.crt"),
+                     "service": {"namespace": ns, "name": name, "port": port}},
+        }  # fmt: skip
+        apiserver = next(c for c in self.components if c.name == "kube-apiserver")
+        self._create(f"/api/v1/namespaces/{ns}/services", service, apiserver, admin_ctx)
+        self._create("/apis/apiregistration.k8s.io/v1/apiservices", api_service, apiserver, admin_ctx)
+
+        def available(body: bytes) -> bool:
+            conds = json.loads(body).get("status", {}).get("conditions", [])
+            return any(c.get("type") == "Available" and c.get("status") == "True" for c in conds)
+
+        url = f"{self.server}/apis/apiregistration.k8s.io/v1/apiservices/{METRICS_API_SERVICE}"
+        metrics_server = next(c for c in self.components if c.name == "metrics-server")
+        _wait_http(url, metrics_server, COMPONENT_TIMEOUT, ctx=admin_ctx, ok=available)
+
+    def _create(self, path: str, obj: dict[str, Any], comp: Component, ctx: ssl.SSLContext) -> None:
+        """POST an object (retried while its namespace is not there yet; 409 counts as done)."""
+        deadline = time.monotonic() + COMPONENT_TIMEOUT
+        while True:
+            comp.check_alive()
+            req = urllib.request.Request(
+                f"{self.server}{path}", data=json.dumps(obj).encode(), method="POST",
+                headers={"Content-Type": "application/json"},
+            )  # fmt: skip
+            try:
+                with urllib.request.urlopen(req, timeout=10, context=ctx):
+                    return
+            except urllib.error.HTTPError as exc:
+                if exc.code == 409:
+                    return
+                last = f"HTTP {exc.code}: {exc.read()[:300]!r}"
+            except OSError as exc:
+                last = repr(exc)
+            if time.monotonic() > deadline:
+                raise ClusterError(f"could not create {obj['kind']} at {path}: {last}")
+            time.sleep(0.5)
 
     @property
     def audit_log(self) -> Path:
@@ -743,6 +874,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGHUP, on_signal)
     cluster = Cluster(
         with_scheduler=args.with_scheduler,
+        metrics=args.metrics,
         workdir=d / "cluster",
         log=lambda m: print(m, file=sys.stderr, flush=True),
     )
@@ -791,6 +923,8 @@ def _cmd_up(args: argparse.Namespace) -> int:
     cmd = [sys.executable, str(Path(__file__).resolve()), "serve", "--dir", str(d)]
     if args.with_scheduler:
         cmd.append("--with-scheduler")
+    if args.metrics:
+        cmd.append("--metrics")
     with (d / "serve.log").open("wb") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True)  # fmt: skip
@@ -864,13 +998,16 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="start in the background, print KUBECONFIG=<path>")
     up.add_argument("--with-scheduler", action="store_true", help="also run kube-scheduler")
+    up.add_argument("--metrics", action="store_true", help="also run metrics-server (metrics.k8s.io)")
     sub.add_parser("down", help="stop the background cluster and remove its files")
     sub.add_parser("status", help="print the background cluster's state")
     run = sub.add_parser("run", help="run in the foreground until Ctrl-C")
     run.add_argument("--with-scheduler", action="store_true")
+    run.add_argument("--metrics", action="store_true")
     serve = sub.add_parser("serve", help=argparse.SUPPRESS)
     serve.add_argument("--dir")
     serve.add_argument("--with-scheduler", action="store_true")
+    serve.add_argument("--metrics", action="store_true")
     serve.set_defaults(foreground=False)
     args = ap.parse_args(argv)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
