@@ -12,6 +12,9 @@ from typing import Any
 import pytest
 from support import cluster, node, pod, solve, unplaced, where
 
+from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget
+from placer.models import Config
+
 
 def _boreas() -> Any:
     nodes = [node("a", cpu="15"), node("b", cpu="15")]
@@ -338,3 +341,10 @@ def test_outranked_means_the_room_it_had_went_to_higher_or_earlier_equal_keys(
 ) -> None:
     out = solve(cluster(nodes, [{**p, "schedulerName": "placer"} for p in pods]), policy=policy)
     assert unplaced(out) == want, case
+
+
+def test_a_deterministic_time_limit_stays_in_seconds_as_its_deterministic_equivalent() -> None:
+    deterministic = Budget.of(Config.model_validate({"solver": {"timeLimit": 4, "deterministic": True}}))
+    assert deterministic.deterministic and deterministic.limit == pytest.approx(4 * DETERMINISTIC_UNITS_PER_SECOND)
+    wall = Budget.of(Config.model_validate({"solver": {"timeLimit": 4}}))
+    assert not wall.deterministic and wall.limit == 4
