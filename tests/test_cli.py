@@ -291,6 +291,8 @@ def test_every_json_answer_follows_the_published_schema(tmp_path: Path) -> None:
     for broken in ({**single, "status": "perfect"}, {**single, "surprise": 1}, {"result": single}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(broken, schemas["compare" if "result" in broken else "result"])
+    moves = json.loads(runner.invoke(app, ["rebalance", str(path), "-o", "json"]).stdout)
+    jsonschema.validate(moves, schemas["result"])
     explain_schema = json.loads(runner.invoke(app, ["schema", "explain"]).stdout)
     for key in ("default/web", "default/huge", "default/job"):
         story = json.loads(runner.invoke(app, ["explain", key, str(path), "-o", "json"]).stdout)
