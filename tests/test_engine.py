@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from support import cluster, node, pod, solve, unplaced, where
 
-from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget
+from placer.engine import DETERMINISTIC_UNITS_PER_SECOND, Budget
 from placer.models import Config
 
 
