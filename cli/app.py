@@ -8,7 +8,7 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, replace
+from dataclasses import replace
 from enum import StrEnum
 from importlib.metadata import version
 from pathlib import Path
@@ -23,7 +23,7 @@ from rich.table import Table
 from placer.check import find_fixtures, run_fixture
 from placer.cli.render import render_compare, render_explanation, render_outcome, render_rebalance
 from placer.errors import InputError
-from placer.explain import explain_pod
+from placer.explain import explain_document, explain_pod, explain_schema
 from placer.inputs import cluster_schema, load_cluster, read_cluster
 from placer.inputs.usage import load_usage
 from placer.models import (
@@ -156,7 +156,10 @@ def solve(
         str | None, typer.Option(help="pods of this schedulerName form the batch; '*' all")
     ] = None,
     config: Annotated[Path | None, typer.Option(help="YAML/JSON engine configuration")] = None,
-    deterministic: Annotated[bool, typer.Option(help="1 worker, fixed seed, deterministic time limit")] = False,
+    deterministic: Annotated[
+        bool,
+        typer.Option(help="1 worker, fixed seed, the time limit as deterministic work: the same answer everywhere"),
+    ] = False,
     fail_on_unplaced: Annotated[bool, typer.Option(help="exit 1 when pods stay unplaced")] = False,
     no_evict: Annotated[bool, typer.Option("--no-evict", help="never plan evictions or moves")] = False,
     max_evictions: Annotated[int | None, typer.Option(min=0, help="cap on moves + preemptions")] = None,
@@ -299,9 +302,7 @@ def explain(
     if story is None:
         raise _fail(f"{file}: no pod {pod!r} (give namespace/name)")
     if output is not Output.text:
-        data = asdict(story)
-        data["filters"] = story.filters.model_dump(by_alias=True) if story.filters else None
-        data["evictions"] = [e.model_dump(by_alias=True) for e in story.evictions]
+        data = explain_document(story)
         text = json.dumps(data, indent=2) if output is Output.json else yaml.safe_dump(data, sort_keys=False)
         typer.echo(text, nl=output is Output.json)
         return
@@ -311,7 +312,9 @@ def explain(
 @app.command()
 def check(
     directory: Annotated[Path, typer.Argument(help="directory of fixtures (each: cluster.json + expect.yaml)")],
-    time_limit: Annotated[float, typer.Option(min=0.01, help="deterministic time limit per solve")] = 10.0,
+    time_limit: Annotated[
+        float, typer.Option(min=0.01, help="time limit per solve in seconds, as deterministic work")
+    ] = 10.0,
 ) -> None:
     """Run regression fixtures deterministically; exit 1 on any regression, with what changed."""
     try:
@@ -377,17 +380,21 @@ class SchemaKind(StrEnum):
     cluster = "cluster"
     result = "result"
     compare = "compare"
+    explain = "explain"
 
 
 @app.command()
 def schema(
     kind: Annotated[
         SchemaKind,
-        typer.Argument(help="cluster: the native input; result: `solve -o json`; compare: `solve --compare -o json`"),
+        typer.Argument(
+            help="cluster: the native input; result: `solve -o json`; compare: `solve --compare -o json`; "
+            "explain: `explain -o json`"
+        ),
     ] = SchemaKind.cluster,
 ) -> None:
     """Print a JSON Schema: placer's native cluster format, or one of its JSON answers."""
-    shapes = {"cluster": cluster_schema, "result": result_schema, "compare": compare_schema}
+    shapes = {"cluster": cluster_schema, "result": result_schema, "compare": compare_schema, "explain": explain_schema}
     typer.echo(json.dumps(shapes[kind.value](), indent=2))
 
 

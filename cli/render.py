@@ -119,7 +119,9 @@ def render_compare(console: Console, a: Outcome, b: Outcome, priorities: Mapping
             pb = sum(1 for p in rb.placements if p.pod and p.kind == "pending" and priorities.get(p.pod, 0) == level)
             table.add_row(f"placed, priority {level} (higher is better)", str(pa), str(pb), _better(pa, pb, True))
     table.add_row("placed (higher is better)", str(ma.placed), str(mb.placed), _better(ma.placed, mb.placed, True))
-    table.add_row("unplaced", str(ma.unplaced), str(mb.unplaced), _better(ma.unplaced, mb.unplaced, False))
+    table.add_row(
+        "unplaced (fewer is better)", str(ma.unplaced), str(mb.unplaced), _better(ma.unplaced, mb.unplaced, False)
+    )
     table.add_row("moved (fewer is better)", str(ma.moved), str(mb.moved), _better(ma.moved, mb.moved, False))
     table.add_row(
         "preempted (fewer is better)", str(ma.preempted), str(mb.preempted), _better(ma.preempted, mb.preempted, False)
@@ -136,7 +138,7 @@ def render_compare(console: Console, a: Outcome, b: Outcome, priorities: Mapping
         f"{mb.std_score:.4f}",
         _better(ma.std_score, mb.std_score, False),
     )
-    table.add_row("seconds", f"{ma.solve_seconds:.3f}", f"{mb.solve_seconds:.3f}", "")
+    table.add_row("seconds to decide", f"{ma.solve_seconds:.3f}", f"{mb.solve_seconds:.3f}", "")
     console.print(table)
     where_a = {p.pod: p.node for p in a.result.placements}
     where_b = {p.pod: p.node for p in b.result.placements}

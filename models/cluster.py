@@ -176,6 +176,10 @@ class Pod(_Frozen):
     # Gang (all-or-nothing group): namespace-scoped name and expected size (None: the members present).
     gang: str | None = None
     gang_size: int | None = None
+    # Which PodGroup object declares the gang and its size: the Workload API's
+    # (spec.schedulingGroup.podGroupName) or scheduler-plugins' (its pod-group label); None:
+    # placer's own annotations.
+    gang_object: Literal["workload", "plugins"] | None = None
     # Inter-pod affinity and anti-affinity (required: hard; preferred: weighted) and spreading.
     pod_affinity: tuple[PodAffinityTerm, ...] = ()
     pod_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()

@@ -22,7 +22,8 @@ __all__ = [
 ]
 
 # Unsupported: a constraint placer does not honour; NotSolved: the solver stopped before deciding
-# the pod; Outranked: pods of a higher key took the room it could use; Unschedulable: no node can take it;
+# the pod; Outranked: pods of a higher key, or of an equal key placed first, took the room it could
+# use before the batch (README "Outranked, precisely"); Unschedulable: no node could take it;
 # Invalid: a field of the pod placer cannot read (the reason names it).
 UnplacedCode = Literal["Unschedulable", "Outranked", "NotSolved", "Unsupported", "Invalid"]
 UNPLACED_CODES: tuple[UnplacedCode, ...] = get_args(UnplacedCode)

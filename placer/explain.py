@@ -8,15 +8,17 @@ for it. Pure: the solve is ``service.solve_cluster``'s, the same as ``placer sol
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
+from pydantic import TypeAdapter
 
 from placer.engine import Prefilter, Scorer, fits, pod_vector
-from placer.models import Cluster, Eviction, Reason
+from placer.models import SCHEMA_VERSION, Cluster, Eviction, Reason
 from placer.service import SolveOptions, solve_cluster
 
-__all__ = ["Candidate", "Explanation", "explain_pod"]
+__all__ = ["Candidate", "Explanation", "explain_document", "explain_pod", "explain_schema"]
 
 SHOWN = 10  # candidate nodes listed (the cheapest), plus the chosen one
 
@@ -97,3 +99,20 @@ def explain_pod(cluster: Cluster, options: SolveOptions, key: str) -> Explanatio
         unplaced_reason=unplaced.reason if unplaced else None,
         evictions=[e for e in result.evictions if key in e.for_],
     )
+
+
+def explain_document(story: Explanation) -> dict[str, Any]:
+    """``placer explain -o json``: the story as JSON data, versioned like every answer."""
+    data = asdict(story)
+    data["filters"] = story.filters.model_dump(by_alias=True) if story.filters else None
+    data["evictions"] = [e.model_dump(by_alias=True) for e in story.evictions]
+    return {"schemaVersion": SCHEMA_VERSION, **data}
+
+
+def explain_schema() -> dict[str, Any]:
+    """The JSON Schema of ``explain_document``."""
+    schema = TypeAdapter(Explanation).json_schema(mode="serialization", by_alias=True)
+    schema["properties"] = {"schemaVersion": {"const": SCHEMA_VERSION, "type": "integer"}, **schema["properties"]}
+    schema["required"] = ["schemaVersion", *schema.get("required", [])]
+    schema["additionalProperties"] = False
+    return schema

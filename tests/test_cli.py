@@ -69,8 +69,8 @@ def test_default_policy_and_reason_format(tmp_path: Path) -> None:
     assert data["policy"] == "default"
     detail = data["unplaced"][0].pop("detail")
     assert data["unplaced"] == [
-        {"pod": "default/backend-2", "code": "Unschedulable", "reason": "0/2 nodes are available: 2 Insufficient cpu."}
-    ]
+        {"pod": "default/backend-2", "code": "Outranked", "reason": "0/2 nodes are available: 2 Insufficient cpu."}
+    ]  # the room it had before the batch went to equal-key pods queued first
     # The simulation's reason is data too: backend-2 asks 5 cpu, the most either node has free is 2.5.
     assert detail["filters"] == [
         {"filter": "NodeResourcesFit", "resource": "cpu", "nodes": 2, "requested": 5000, "mostFree": 2500}
@@ -291,6 +291,14 @@ def test_every_json_answer_follows_the_published_schema(tmp_path: Path) -> None:
     for broken in ({**single, "status": "perfect"}, {**single, "surprise": 1}, {"result": single}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(broken, schemas["compare" if "result" in broken else "result"])
+    moves = json.loads(runner.invoke(app, ["rebalance", str(path), "-o", "json"]).stdout)
+    jsonschema.validate(moves, schemas["result"])
+    explain_schema = json.loads(runner.invoke(app, ["schema", "explain"]).stdout)
+    for key in ("default/web", "default/huge", "default/job"):
+        story = json.loads(runner.invoke(app, ["explain", key, str(path), "-o", "json"]).stdout)
+        jsonschema.validate(story, explain_schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**story, "surprise": 1}, explain_schema)
 
 
 def test_plot_draws_a_png_and_says_what_to_install_without_matplotlib(
@@ -327,3 +335,40 @@ def test_explain_tells_one_pods_whole_story(tmp_path: Path) -> None:
     assert "Decision: placed on a" in text.stdout and "default/job on a is preempted" in text.stdout
     missing = runner.invoke(app, ["explain", "default/nope", str(path)])
     assert missing.exit_code == 2 and "no pod 'default/nope'" in missing.stderr
+
+
+DUMP = Path(__file__).resolve().parents[1] / "examples" / "boreas-dump.json"
+
+
+def test_the_readme_walkthrough_on_a_real_dump_of_default_scheduler_pods() -> None:
+    """README "A first run, step by step": a kubectl dump whose pods all carry
+    default-scheduler, from the empty answer's hint to a compare with explanations."""
+    first = runner.invoke(app, ["solve", str(DUMP)], env={"COLUMNS": "100"})
+    assert first.exit_code == 0 and "Nothing to place" in first.stdout
+    assert "5 pending pods addressed to other schedulers (default-scheduler 5)" in first.stderr
+    hint = "--scheduler-name default-scheduler"
+    assert hint in first.stderr
+    both = runner.invoke(app, ["solve", str(DUMP), *hint.split(), "--compare", "default"], env={"COLUMNS": "100"})
+    assert both.exit_code == 0
+    rows = {line.split("│")[1].strip(): line for line in both.stdout.splitlines() if line.count("│") == 5}
+    assert "<-" in rows["placed (higher is better)"] and "<-" in rows["unplaced (fewer is better)"]
+    assert "seconds to decide" in rows
+    default = json.loads(
+        runner.invoke(app, ["solve", str(DUMP), *hint.split(), "--policy", "default", "-o", "json"]).stdout
+    )
+    (stranded,) = default["unplaced"]
+    assert stranded["code"] == "Outranked" and stranded["reason"] == "0/2 nodes are available: 2 Insufficient cpu."
+    (fit,) = stranded["detail"]["filters"]
+    assert (fit["requested"], fit["mostFree"]) == (5000, 2500)
+    story = runner.invoke(app, ["explain", stranded["pod"], str(DUMP), *hint.split()], env={"COLUMNS": "100"})
+    assert "Decision: placed on" in story.stdout
+
+
+def test_deterministic_answers_are_identical_and_the_limit_stays_in_seconds(tmp_path: Path) -> None:
+    args = ["solve", str(DUMP), "--scheduler-name", "default-scheduler", "-o", "json", "--deterministic"]
+    answers = [json.loads(runner.invoke(app, [*args, "--time-limit", "2"]).stdout) for _ in range(2)]
+    for answer in answers:
+        answer["metrics"].pop("solve_seconds")
+    assert answers[0] == answers[1] and answers[0]["metrics"]["placed"] == 5
+    help_text = runner.invoke(app, ["solve", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "the time limit as deterministic work" in help_text and "time limit in seconds" in help_text

@@ -12,6 +12,9 @@ from typing import Any
 import pytest
 from support import cluster, node, pod, solve, unplaced, where
 
+from placer.engine import DETERMINISTIC_UNITS_PER_SECOND, Budget
+from placer.models import Config
+
 
 def _boreas() -> Any:
     nodes = [node("a", cpu="15"), node("b", cpu="15")]
@@ -29,7 +32,9 @@ def test_boreas_placer_places_all_five_where_the_default_scheduler_strands_one()
     got = where(placer)
     assert got["proxy-0"] == got["proxy-1"]
     assert len({got[f"backend-{i}"] for i in range(3)}) == 1
-    assert unplaced(default) == {"backend-2": "Unschedulable"}
+    # Both nodes had room for backend-2 before the batch; pods placed before it (the proxies and
+    # two backends, equal keys, older) filled it: Outranked, with kube-scheduler's words.
+    assert unplaced(default) == {"backend-2": "Outranked"}
     assert default.result.unplaced[0].reason == "0/2 nodes are available: 2 Insufficient cpu."
 
 
@@ -37,7 +42,8 @@ def test_exact_units_ten_pods_of_1g_fill_a_10g_node() -> None:
     c = cluster([node("a", cpu="100", memory="10G")], [pod(f"p{i}", cpu="1", memory="1G") for i in range(11)])
     out = solve(c)
     assert out.result.metrics.placed == 10
-    assert list(unplaced(out).values()) == ["Unschedulable"]
+    # The node had room for the eleventh before the batch; ten pods of its key filled it.
+    assert list(unplaced(out).values()) == ["Outranked"]
     assert "Insufficient memory" in out.result.unplaced[0].reason
 
 
@@ -292,3 +298,53 @@ def test_a_gang_left_partly_bound_is_completed_not_stranded() -> None:
     # Without the running member the two pending ones still wait for a third.
     waiting = solve(cluster([node("a", cpu="2"), node("b", cpu="1")], pods[1:]))
     assert where(waiting) == {}
+
+
+# -- Outranked, precisely: room a node had before the batch, filled by higher or equal keys placed first --
+
+
+@pytest.mark.parametrize("policy", ["placer", "default"])
+@pytest.mark.parametrize(
+    ("case", "nodes", "pods", "want"),
+    [
+        (
+            "a higher key fills the only room",
+            [node("a", cpu="2")],
+            [pod("low", cpu="2", creationTimestamp="2026-01-01T00:00:00Z"), pod("high", cpu="2", priority=10)],
+            {"low": "Outranked"},
+        ),
+        (
+            "an equal key placed first fills it",
+            [node("a", cpu="2")],
+            [
+                pod("first", cpu="2", creationTimestamp="2026-01-01T00:00:00Z"),
+                pod("second", cpu="2", creationTimestamp="2026-01-01T00:00:01Z"),
+            ],
+            {"second": "Outranked"},
+        ),
+        (
+            "no node had room before the batch",
+            [node("a", cpu="2")],
+            [pod("big", cpu="3")],
+            {"big": "Unschedulable"},
+        ),
+        (
+            "the only node with room is one its selector does not match",
+            [node("a", cpu="2", labels={"zone": "x"}), node("b", cpu="2", labels={"zone": "y"})],
+            [pod("first", cpu="2", nodeSelector={"zone": "x"}), pod("picky", cpu="1", nodeSelector={"zone": "z"})],
+            {"picky": "Unschedulable"},
+        ),
+    ],
+)
+def test_outranked_means_the_room_it_had_went_to_higher_or_earlier_equal_keys(
+    policy: str, case: str, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], want: dict[str, str]
+) -> None:
+    out = solve(cluster(nodes, [{**p, "schedulerName": "placer"} for p in pods]), policy=policy)
+    assert unplaced(out) == want, case
+
+
+def test_a_deterministic_time_limit_stays_in_seconds_as_its_deterministic_equivalent() -> None:
+    deterministic = Budget.of(Config.model_validate({"solver": {"timeLimit": 4, "deterministic": True}}))
+    assert deterministic.deterministic and deterministic.limit == pytest.approx(4 * DETERMINISTIC_UNITS_PER_SECOND)
+    wall = Budget.of(Config.model_validate({"solver": {"timeLimit": 4}}))
+    assert not wall.deterministic and wall.limit == 4

@@ -16,7 +16,15 @@ from typing import Any
 import pytest
 from urllib3.exceptions import ReadTimeoutError
 
-from placer.kube.informers import PAGE, ApiListWatch, GoneError, Informer
+from placer.kube.informers import (
+    OPTIONAL,
+    PAGE,
+    WORKLOAD_POD_GROUP,
+    ApiListWatch,
+    GoneError,
+    Informer,
+    optional_informers,
+)
 from placer.kube.policy import Outcome, Policy, Response, Result, Timeouts
 
 Raw = dict[str, Any]
@@ -187,3 +195,39 @@ def test_a_watch_request_asks_for_bookmarks_and_a_timeout_and_reads_with_a_longe
     assert resp.released
     with pytest.raises(GoneError):
         list(ApiListWatch(_Http(_Stream(410, [])), Policy(), "/api/v1/pods").watch(version="4", timeout=60))
+
+
+class DiscoveryHttp:
+    """Answers discovery requests: ``served`` maps a group/version path to its resource names."""
+
+    def __init__(self, served: dict[str, list[str]]) -> None:
+        self.served = served
+        self.asked: list[str] = []
+
+    def call(self, method: str, path: str, **_: Any) -> Any:
+        self.asked.append(path)
+
+        def send(_timeouts: Timeouts) -> Response:
+            if path not in self.served:
+                return Response(status=404, data=b'{"kind":"Status","code":404}')
+            resources = [{"name": name} for name in self.served[path]]
+            return Response(status=200, data=json.dumps({"resources": resources}).encode())
+
+        return send
+
+
+def test_pod_group_informers_exist_only_for_the_apis_the_server_serves(caplog: pytest.LogCaptureFixture) -> None:
+    http = DiscoveryHttp({"/apis/scheduling.k8s.io/v1alpha2": ["workloads", "podgroups", "podgroups/status"]})
+    found = optional_informers(http, Policy())
+    assert list(found) == [WORKLOAD_POD_GROUP]
+    assert sorted(http.asked) == sorted(gv for gv, _ in OPTIONAL.values())
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+def test_a_server_without_the_gang_apis_gets_no_pod_group_informer_and_no_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert optional_informers(DiscoveryHttp({}), Policy()) == {}
+    # A group served without podgroups (an older version of it) counts as not served either.
+    assert optional_informers(DiscoveryHttp({"/apis/scheduling.x-k8s.io/v1alpha1": ["elasticquotas"]}), Policy()) == {}
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]

@@ -29,7 +29,7 @@ from placer.baseline.interpod import interpod_scores
 from placer.baseline.preemption import preempt
 from placer.baseline.spread import spread_scores
 from placer.baseline.topology import Topology
-from placer.engine import Prefilter, Snapshot, refused
+from placer.engine import Prefilter, Snapshot, fits, pod_vector, refused
 from placer.models import Baseline, Pod, PodDisruptionBudget, Reason, ReplicaSet, UnplacedCode
 
 __all__ = ["SimResult", "simulate"]
@@ -103,6 +103,7 @@ class _Run:
         self.placements: list[tuple[Pod, int]] = []
         self.unplaced: list[tuple[Pod, UnplacedCode, Reason]] = []
         self.preemptions: list[tuple[Pod, int, Pod]] = []
+        self.start_free = snap.free.copy()  # room before the first pod, for ``_code``
 
     def _filters(self, pod: Pod) -> PodFilters:
         return PodFilters(self.snap, self.pre, self.facts, self.topo, pod)
@@ -117,7 +118,7 @@ class _Run:
             reason, candidates = filters.diagnose()
             found = preempt(self.snap, filters, candidates, pdbs, self.name_rank.tolist()) if preemption else None
             if found is None:
-                self.unplaced.append((pod, "Unschedulable", reason))
+                self.unplaced.append((pod, self._code(pod), reason))
                 return
             for victim in found.victims:
                 self._evict(victim, found.node, pod)
@@ -125,10 +126,21 @@ class _Run:
             filters = self._filters(pod)
             ok = filters.ok()
             if not ok.any():
-                self.unplaced.append((pod, "Unschedulable", filters.diagnose()[0]))
+                self.unplaced.append((pod, self._code(pod), filters.diagnose()[0]))
                 return
             nodes = np.array([found.node]) if ok[found.node] else np.flatnonzero(ok)
         self._place(pod, self._best(pod, filters, nodes))
+
+    def _code(self, pod: Pod) -> UnplacedCode:
+        """``Outranked`` when a node that had room for the pod before the first pod was placed has
+        none left and received pods placed before it (the queue puts higher priorities, then older
+        pods, first); ``Unschedulable`` otherwise."""
+        taken = sorted({n for _, n in self.placements})
+        if not taken:
+            return "Unschedulable"
+        vec = pod_vector(pod, self.snap.resources)
+        filled = self.pre.masks(pod).allowed & fits(self.snap, vec, self.start_free) & ~fits(self.snap, vec)
+        return "Outranked" if bool(filled[taken].any()) else "Unschedulable"
 
     def _place(self, pod: Pod, node: int) -> None:
         self.placements.append((pod, node))

@@ -10,7 +10,7 @@ from placer.engine.constraints.topology import build as build_topology_constrain
 from placer.engine.encoder import encode
 from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
-from placer.engine.levels import Budget, LevelReport, LevelSolver, evaluate
+from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver, evaluate
 from placer.engine.objectives.decisions import Kept, kept_namespace, placed_by_rank
 from placer.engine.objectives.loads import SCALE, LoadEntry
 from placer.engine.objectives.priority import LEVEL as PLACED_LEVEL
@@ -29,6 +29,7 @@ from placer.engine.topology import running_anti_terms, term_matches, uses_topolo
 from placer.engine.unplaced import Unplaced, after_plan, refused
 
 __all__ = [
+    "DETERMINISTIC_UNITS_PER_SECOND",
     "LEVELS",
     "PLACED_LEVEL",
     "REBALANCE_LEVELS",

@@ -6,7 +6,8 @@ take the best strictly improving move. Moves never lower an earlier level: a pod
 node of at least the same preference, and a relaxed-affinity pod never leaves a matching node for
 a non-matching one. Pods with host ports, and pods whose placement interacts with other batch
 pods through inter-pod affinity, anti-affinity or spreading, stay where they are. Sweeps repeat until one improves
-nothing or the budget is spent. Used for strategies that declare ``descends``.
+nothing or the budget is spent: wall seconds, or with a deterministic budget a number of pods
+weighed (``DESCENT_PODS_PER_SECOND`` per second of the time limit). Used for strategies that declare ``descends``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ import numpy as np
 from placer.engine.batch import Batch
 from placer.engine.scoring import Scorer
 
-__all__ = ["descend"]
+__all__ = ["DESCENT_PODS_PER_SECOND", "descend"]
+
+# Pods weighed per second of one core on the reference machine (2 cores; examples/tbesk.json:
+# measured by benchmarks/deterministic.py): a deterministic descent's seconds-equivalent.
+DESCENT_PODS_PER_SECOND = 2000
 
 Counts = dict[tuple[int, int], int]
 _EPS = 1e-12
@@ -28,10 +33,13 @@ def _fixed_groups(batch: Batch) -> set[int]:
     return batch.topology.involved | {gi for gi, g in enumerate(batch.groups) if g.has_ports}
 
 
-def descend(batch: Batch, scorer: Scorer, counts: Counts, *, seconds: float, seed: int) -> tuple[Counts, int]:
-    """Improved counts and the number of moves made."""
+def descend(
+    batch: Batch, scorer: Scorer, counts: Counts, *, seconds: float, seed: int, evaluations: float = float("inf")
+) -> tuple[Counts, int, int]:
+    """Improved counts, the number of moves made and of pods weighed, within ``seconds`` of wall time and
+    ``evaluations`` pods weighed (the deterministic budget: the answer does not depend on speed)."""
     if not scorer.strategy.descends:
-        return counts, 0
+        return counts, 0, 0
     started = time.monotonic()
     snap = batch.snapshot
     used = snap.used.copy()
@@ -42,13 +50,14 @@ def descend(batch: Batch, scorer: Scorer, counts: Counts, *, seconds: float, see
         if gi not in fixed:
             pods.extend([(gi, n)] * c)
     rng = np.random.default_rng(seed)
-    moves = 0
+    moves = weighed = 0
     improved = True
-    while improved and time.monotonic() - started < seconds:
+    while improved and time.monotonic() - started < seconds and weighed < evaluations:
         improved = False
         for i in rng.permutation(len(pods)).tolist():
-            if time.monotonic() - started >= seconds:
+            if time.monotonic() - started >= seconds or weighed >= evaluations:
                 break
+            weighed += 1
             gi, a = pods[i]
             group = batch.groups[gi]
             cand = group.candidates
@@ -73,4 +82,4 @@ def descend(batch: Batch, scorer: Scorer, counts: Counts, *, seconds: float, see
     out: Counts = {k: c for k, c in counts.items() if k[0] in fixed}
     for gi, n in pods:
         out[gi, n] = out.get((gi, n), 0) + 1
-    return out, moves
+    return out, moves, weighed

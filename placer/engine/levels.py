@@ -19,7 +19,22 @@ from ortools.sat.python import cp_model, cp_model_helper
 from placer.engine.objectives.strategy import Term
 from placer.models import Config
 
-__all__ = ["SHORT_BUDGET", "Budget", "LevelReport", "LevelSolver", "evaluate", "workers"]
+__all__ = [
+    "DETERMINISTIC_UNITS_PER_SECOND",
+    "SHORT_BUDGET",
+    "Budget",
+    "LevelReport",
+    "LevelSolver",
+    "evaluate",
+    "workers",
+]
+
+# ``solver.deterministic`` keeps ``solver.timeLimit`` in seconds: the decision gets
+# ``timeLimit * DETERMINISTIC_UNITS_PER_SECOND`` of CP-SAT's deterministic time, the units 1 worker
+# does in about a second of wall time on the reference machine (2 cores; measured on
+# examples/tbesk.json, README "--deterministic"). The answer depends on the units only, so it is
+# the same on every machine; only how long it takes varies with the machine's speed.
+DETERMINISTIC_UNITS_PER_SECOND = 0.3
 
 # Below this many seconds left, a level solves without presolve and probing.
 SHORT_BUDGET = 1.0
@@ -28,7 +43,8 @@ _MIN_SECONDS = 0.01
 
 class Budget:
     """One decision's time limit (``solver.timeLimit``): wall seconds counted from when the
-    decision started, or deterministic units with ``solver.deterministic``. Everything the decision
+    decision started, or with ``solver.deterministic`` CP-SAT deterministic units (``of`` converts
+    the seconds). Everything the decision
     does (prefilter, greedy, every level, the plan, extraction) spends the same budget; a part may
     get a capped share of it (``capped``), which still spends the whole."""
 
@@ -41,7 +57,10 @@ class Budget:
 
     @classmethod
     def of(cls, config: Config) -> Budget:
-        return cls(config.solver.time_limit, deterministic=config.solver.deterministic)
+        """The decision's budget: ``solver.timeLimit`` seconds of wall time, or their deterministic
+        equivalent (``DETERMINISTIC_UNITS_PER_SECOND``)."""
+        limit, deterministic = config.solver.time_limit, config.solver.deterministic
+        return cls(limit * DETERMINISTIC_UNITS_PER_SECOND if deterministic else limit, deterministic=deterministic)
 
     def left(self) -> float:
         own = self.limit - self.used()

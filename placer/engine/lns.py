@@ -19,8 +19,9 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from placer.engine.batch import Batch, Group
-from placer.engine.descent import descend
+from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
 from placer.engine.encoder import encode
+from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND
 from placer.engine.model import Model
 from placer.engine.objectives import affinity
 from placer.engine.objectives.strategy import Term
@@ -99,8 +100,13 @@ def _sub_batch(batch: Batch, counts: Counts, chosen: npt.NDArray[np.int64]) -> t
 def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget: float) -> tuple[Counts, LnsReport]:
     """Local descent first (cheap), then CP-SAT neighbourhood re-solves for the remaining budget."""
     started = time.monotonic()
-    counts, _ = descend(batch, scorer, counts, seconds=budget / 2, seed=config.solver.seed)
-    budget -= time.monotonic() - started
+    if config.solver.deterministic:  # the budget is deterministic units: count pods weighed instead
+        pods = budget / 2 / DETERMINISTIC_UNITS_PER_SECOND * DESCENT_PODS_PER_SECOND
+        counts, _, _ = descend(batch, scorer, counts, seconds=float("inf"), seed=config.solver.seed, evaluations=pods)
+        budget /= 2
+    else:
+        counts, _, _ = descend(batch, scorer, counts, seconds=budget / 2, seed=config.solver.seed)
+        budget -= time.monotonic() - started
     rng = np.random.default_rng(config.solver.seed)
     nodes_used = np.array(sorted({n for (_, n), c in counts.items() if c}), dtype=np.int64)
     pool = np.union1d(nodes_used, np.concatenate([g.candidates for g in batch.groups] or [nodes_used]))

@@ -18,10 +18,10 @@ import numpy as np
 from placer.engine import lns, packing
 from placer.engine.batch import Batch, build_batch
 from placer.engine.candidates import select_candidates
-from placer.engine.descent import descend
+from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
 from placer.engine.encoder import encode
 from placer.engine.greedy import Assignment, greedy
-from placer.engine.levels import Budget, LevelReport, LevelSolver
+from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
 from placer.engine.model import Model
 from placer.engine.objectives import priority
 from placer.engine.objectives.registry import LEVELS, STRATEGY_LEVEL
@@ -56,9 +56,13 @@ def _lns_report(report: lns.LnsReport) -> LevelReport:
 
 def _descend(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget: Budget) -> Counts:
     """Improve the hint of the strategy level by single-pod moves, within a quarter of what is left."""
-    # Deterministic runs converge: wall time must not decide the answer.
-    seconds = float("inf") if config.solver.deterministic else max(0.0, 0.25 * budget.left())
-    improved, _ = descend(batch, scorer, counts, seconds=seconds, seed=config.solver.seed)
+    # Deterministic runs count pods weighed: wall time must not decide the answer.
+    if config.solver.deterministic:
+        pods = 0.25 * budget.left() / DETERMINISTIC_UNITS_PER_SECOND * DESCENT_PODS_PER_SECOND
+        improved, _, _ = descend(batch, scorer, counts, seconds=float("inf"), seed=config.solver.seed, evaluations=pods)
+    else:
+        seconds = max(0.0, 0.25 * budget.left())
+        improved, _, _ = descend(batch, scorer, counts, seconds=seconds, seed=config.solver.seed)
     return improved
 
 

@@ -2,8 +2,10 @@
 
 Codes: ``Unsupported`` (a constraint placer does not honour), ``Invalid`` (a field of the pod placer
 cannot read), ``NotSolved`` (a node could take the
-pod in the final state: the solver stopped before deciding it), ``Outranked`` (pods of a higher key
-took nodes it could use), ``Unschedulable`` (no node can take it). The reason is data
+pod in the final state: the solver stopped before deciding it), ``Outranked`` (a node had room for
+it before the batch, and the answer filled that room with pods of a higher key, or of its own key,
+which were placed first: of equal keys placer maximises how many run, not which), ``Unschedulable`` (no
+node could take it even before the batch). The reason is data
 (``placer.models.Reason``), rendered at the edge.
 """
 
@@ -55,7 +57,8 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
             continue
         after = after or Prefilter(final)
         rank = batch.rank(group)
-        higher = set().union(*(nodes for r, nodes in placed_nodes_by_rank.items() if r > rank))
+        # Nodes pods of a higher key, or of the same key (placed first), went to.
+        taken = set().union(*(nodes for r, nodes in placed_nodes_by_rank.items() if r >= rank))
         for pod in rest:
             if pod.unsupported:
                 unplaced.append(refused(pod, n_nodes))
@@ -75,7 +78,7 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
             if fits_now.any() and group.gang is None:
                 code = "NotSolved"
                 reason = reason.model_copy(update={"solver": status})
-            elif higher & set(group.feasible.tolist()):
+            elif taken & set(group.feasible[~fits(final, group.vec)[group.feasible]].tolist()):
                 code = "Outranked"
             else:
                 code = "Unschedulable"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from placer.inputs.stamps import parse_timestamp
 
@@ -58,6 +59,7 @@ _CHOICES: dict[str, tuple[tuple[str, ...], str | None]] = {
 class PlacerFields:
     gang: str | None
     gang_size: int | None
+    gang_object: Literal["workload", "plugins"] | None  # the PodGroup kind that declares the gang
     moved_at: float | None
     annotations: dict[str, str]  # as placer acts on them: an unreadable value has its safe reading
     problems: tuple[str, ...]  # one line per unreadable value, naming the field
@@ -69,11 +71,30 @@ def _gang_size(text: str) -> int | None:
     return int(text)
 
 
-def read_placer_fields(labels: Mapping[str, str], annotations: Mapping[str, str]) -> PlacerFields:
-    """placer's fields of a pod from its labels and annotations (already known to be strings)."""
+def _gang(
+    labels: Mapping[str, str], annotations: Mapping[str, str], pod_group: str | None
+) -> tuple[str | None, Literal["workload", "plugins"] | None]:
+    """The pod's gang and the PodGroup kind that declares it (``placer.inputs.podgroups``):
+    placer's own label or annotation first, then the Workload API's ``spec.schedulingGroup``, then
+    scheduler-plugins' label."""
+    own = labels.get(GANG) or annotations.get(GANG)
+    if own:
+        return own, None
+    if pod_group:
+        return pod_group, "workload"
+    if labels.get(POD_GROUP):
+        return labels[POD_GROUP], "plugins"
+    return None, None
+
+
+def read_placer_fields(
+    labels: Mapping[str, str], annotations: Mapping[str, str], pod_group: str | None = None
+) -> PlacerFields:
+    """placer's fields of a pod from its labels and annotations (already known to be strings);
+    ``pod_group`` is the pod's ``spec.schedulingGroup.podGroupName``."""
     problems: list[str] = []
     acted = dict(annotations)
-    name = labels.get(GANG) or annotations.get(GANG) or labels.get(POD_GROUP) or None
+    name, gang_object = _gang(labels, annotations, pod_group)
     size = None
     where, size_text = (
         ("labels", labels[GANG_SIZE]) if GANG_SIZE in labels else ("annotations", annotations.get(GANG_SIZE))
@@ -103,6 +124,7 @@ def read_placer_fields(labels: Mapping[str, str], annotations: Mapping[str, str]
     return PlacerFields(
         gang=name,
         gang_size=size if name else None,
+        gang_object=gang_object,
         moved_at=moved_at,
         annotations=acted,
         problems=tuple(problems),

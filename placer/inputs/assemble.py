@@ -3,7 +3,8 @@
 Both ``placer solve`` (a file) and ``placer run`` (informer caches) assemble the ``Cluster`` the
 engine sees here: names unique per kind, pods bound to a node the cluster lacks left out (a dump is
 not a consistent snapshot; an informer can see a pod before its node), and every pod's volumes
-resolved against the claims, volumes and classes. A file with problems is refused (``InputError``
+resolved against the claims, volumes and classes, and every gang an object declares sized by that
+PodGroup (``placer.inputs.podgroups``). A file with problems is refused (``InputError``
 naming the file and the field); the controller's caches never are: problems become warnings.
 
 Two rules protect the other pods from one pod placer cannot fully read: a running pod whose
@@ -20,6 +21,7 @@ from typing import TypeVar
 
 from placer.errors import InputError
 from placer.inputs.kubectl import DRA_CLASS_PREFIX, KubeObjects, dra_reason
+from placer.inputs.podgroups import resolve_gangs
 from placer.inputs.volumes import Storage, resolve_volumes
 from placer.models import Cluster, Node, Pod
 
@@ -78,6 +80,7 @@ def assemble_cluster(objs: KubeObjects, *, source: str | None = None) -> Cluster
         kept.append(pod)
     nodes = _cordon_unaccounted(nodes, kept, warnings)
     kept = [_refuse_dra(pod, objs.device_resources) for pod in kept]
+    kept = resolve_gangs(kept, objs.pod_groups, warnings)
     storage = Storage.of(objs.volumes, objs.claims, objs.classes)
     return Cluster(
         nodes=tuple(nodes),

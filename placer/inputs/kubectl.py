@@ -1,4 +1,5 @@
-"""Read a Kubernetes ``List`` (``kubectl get nodes,pods,pdb,rs,ns,pv,pvc,storageclass -A -o json``) into models."""
+"""Read a Kubernetes ``List`` (``kubectl get nodes,pods,pdb,rs,ns,pv,pvc,storageclass,podgroups -A -o json``)
+into models."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from placer.errors import InputError
 from placer.inputs.annotations import EVICTABLE, PlacerFields, read_placer_fields
 from placer.inputs.fields import Field, api_object
+from placer.inputs.podgroups import PodGroup, is_pod_group, read_pod_group
 from placer.inputs.requests import ContainerRequests, effective_requests, scoring_requests
 from placer.inputs.shapes import (
     parse_host_ports,
@@ -69,6 +71,8 @@ class KubeObjects:
         # Extended resources backed by a DeviceClass (``spec.extendedResourceName``): allocated
         # by DRA, which placer does not do.
         self.device_resources: set[str] = set()
+        # PodGroups of the Workload API and of scheduler-plugins: the gangs they declare.
+        self.pod_groups: list[PodGroup] = []
         self.warnings: list[str] = []
 
 
@@ -100,6 +104,8 @@ def read_list(doc: Field) -> KubeObjects:
             out.claims.append(read_claim(item))
         elif item_kind == "StorageClass":
             out.classes.append(read_storage_class(item))
+        elif is_pod_group(item):
+            out.pod_groups.append(read_pod_group(item))
         elif item_kind == "DeviceClass":
             resource = item.get("spec").get("extendedResourceName").text()
             if resource:
@@ -333,6 +339,7 @@ def _constraints(item: Field, namespace: str, name: str) -> dict[str, Any]:
         "nominated_node": status.get("nominatedNodeName").text() or None,
         "unsupported": dra_reason("spec.resourceClaims") if dra else None,
         "completion_index": completion_index(labels, annotations, meta.get("annotations")),
+        "pod_group": spec.get("schedulingGroup").get("podGroupName").text() or None,
     }
 
 
@@ -346,6 +353,7 @@ def placer_fields(fields: PlacerFields) -> dict[str, Any]:
     return {
         "gang": fields.gang,
         "gang_size": fields.gang_size,
+        "gang_object": fields.gang_object,
         "moved_at": fields.moved_at,
         "annotations": fields.annotations,
     }
@@ -397,7 +405,7 @@ def _pod(item: Field, *, isolate: bool = False) -> Pod:
             raise
         problems.append(_relative(exc, item))
         fields["annotations"] = {EVICTABLE: "false"}  # its priority and owner are unknown: never evict it
-    own = read_placer_fields(fields.get("labels", {}), fields.get("annotations", {}))
+    own = read_placer_fields(fields.get("labels", {}), fields.get("annotations", {}), fields.pop("pod_group", None))
     fields.update(placer_fields(own))
     fields["problems"] = (*problems, *own.problems)
     return refuse_if_unreadable(Pod(**fields))

@@ -1,5 +1,6 @@
 """List-and-watch caches of Nodes, Pods, PodDisruptionBudgets, ReplicaSets, Namespaces,
-PersistentVolumes, PersistentVolumeClaims and StorageClasses.
+PersistentVolumes, PersistentVolumeClaims and StorageClasses, and of the PodGroups that declare
+gangs (the Workload API's and scheduler-plugins') where the API server serves them.
 
 Each informer lists once, in pages (``limit``/``continue``; raw JSON, so the same readers as
 ``placer solve`` parse it), then watches from the list's resourceVersion in a thread, for ever:
@@ -9,6 +10,10 @@ Each informer lists once, in pages (``limit``/``continue``; raw JSON, so the sam
 - a watch that ends (timeout, dropped connection, any error) is resumed from the last
   resourceVersion it delivered; bookmarks keep that version fresh on quiet kinds;
 - only 410 Gone (the version is too old) makes it list again, paged. There is no periodic relist.
+
+The PodGroup kinds are optional: at start-up discovery (``GET /apis/GROUP/VERSION``) says whether
+the server serves them; a kind it does not serve gets no informer and no request (placer runs as
+without it), and is looked for again only when the controller restarts.
 
 ``ListWatch`` is the I/O edge (``ApiListWatch`` on the API; tests pass a fake).
 """
@@ -24,7 +29,19 @@ from typing import Any, Protocol
 
 from placer.kube.policy import Budget, Outcome, Policy, Timeouts
 
-__all__ = ["PATHS", "ApiListWatch", "GoneError", "Informer", "ListWatch", "informers"]
+__all__ = [
+    "OPTIONAL",
+    "PATHS",
+    "PLUGINS_POD_GROUP",
+    "WORKLOAD_POD_GROUP",
+    "ApiListWatch",
+    "GoneError",
+    "Informer",
+    "ListWatch",
+    "informers",
+    "optional_informers",
+    "served",
+]
 
 log = logging.getLogger("placer.kube.informers")
 Raw = dict[str, Any]
@@ -42,6 +59,14 @@ PATHS = {
     "PersistentVolume": "/api/v1/persistentvolumes",
     "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
     "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+}
+
+# Gangs declared by objects (``placer.inputs.podgroups``): informer name -> (group/version path, resource).
+WORKLOAD_POD_GROUP = "PodGroup.scheduling.k8s.io"
+PLUGINS_POD_GROUP = "PodGroup.scheduling.x-k8s.io"
+OPTIONAL = {
+    WORKLOAD_POD_GROUP: ("/apis/scheduling.k8s.io/v1alpha2", "podgroups"),
+    PLUGINS_POD_GROUP: ("/apis/scheduling.x-k8s.io/v1alpha1", "podgroups"),
 }
 
 
@@ -219,8 +244,34 @@ class ApiListWatch:
             resp.release_conn()
 
 
+def served(http: Any, policy: Policy, group_version: str, resource: str) -> bool:
+    """Whether the API server serves ``resource`` in ``group_version`` (discovery). A group the
+    server does not know answers 404; any other failure is logged once and counts as not served."""
+    out = policy.call(f"discover {group_version}", http.call("GET", group_version), budget=Budget(attempts=3))
+    if not out.ok:
+        if out.status != 404:
+            log.warning(
+                "discovery of %s failed (%s %s); its objects are not read", group_version, out.result, out.reason
+            )
+        return False
+    data = out.json() or {}
+    return any(r.get("name") == resource for r in data.get("resources") or [] if isinstance(r, dict))
+
+
 def informers(http: Any, policy: Policy, *, watch_timeout: int = 60) -> dict[str, Informer]:
+    """An informer per kind of ``PATHS``."""
     return {
         kind: Informer(kind, ApiListWatch(http, policy, path), watch_timeout=watch_timeout)
         for kind, path in PATHS.items()
     }
+
+
+def optional_informers(http: Any, policy: Policy, *, watch_timeout: int = 60) -> dict[str, Informer]:
+    """An informer per kind of ``OPTIONAL`` the server serves (discovered now, once)."""
+    out = {}
+    for kind, (group_version, resource) in OPTIONAL.items():
+        if served(http, policy, group_version, resource):
+            log.info("%s is served: gangs are read from its %s", group_version, resource)
+            path = f"{group_version}/{resource}"
+            out[kind] = Informer(kind, ApiListWatch(http, policy, path), watch_timeout=watch_timeout)
+    return out

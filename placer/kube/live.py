@@ -1,7 +1,8 @@
 """``placer solve`` without a file: read the cluster straight from the API server, read-only.
 
 The same objects a ``kubectl get nodes,pods,pdb,rs,ns,pv,pvc,storageclass -A -o json`` dump holds,
-listed in pages, returned as one Kubernetes List for the same reader as a file.
+and the PodGroups of the gang APIs the server serves, listed in pages, returned as one Kubernetes
+List for the same reader as a file.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from placer.errors import InputError
+from placer.inputs.podgroups import PLUGINS_API, WORKLOAD_API
 from placer.kube.client import api_client
 
 __all__ = ["PAGE", "read_live"]
@@ -22,7 +24,7 @@ __all__ = ["PAGE", "read_live"]
 PAGE = 500  # objects per list call, as kubectl pages
 
 
-def _all(kind: str, list_fn: Callable[..., Any]) -> list[dict[str, Any]]:
+def _all(kind: str, list_fn: Callable[..., Any], api_version: str = "") -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     token: str | None = None
     while True:
@@ -32,10 +34,30 @@ def _all(kind: str, list_fn: Callable[..., Any]) -> list[dict[str, Any]]:
         page = json.loads(list_fn(**kwargs).data)
         for item in page.get("items", []):
             item.setdefault("kind", kind)
+            if api_version:
+                item.setdefault("apiVersion", api_version)
             items.append(item)
         token = page.get("metadata", {}).get("continue")
         if not token:
             return items
+
+
+def _pod_groups(custom: client.CustomObjectsApi) -> list[dict[str, Any]]:
+    """The PodGroups of the APIs the server serves (the Workload API's, scheduler-plugins'); an
+    API it does not serve (404) holds none."""
+    items: list[dict[str, Any]] = []
+    for api_version in (WORKLOAD_API, PLUGINS_API):
+        group, version = api_version.split("/")
+
+        def list_fn(group: str = group, version: str = version, **kwargs: Any) -> Any:
+            return custom.list_cluster_custom_object(group, version, "podgroups", **kwargs)
+
+        try:
+            items += _all("PodGroup", list_fn, api_version)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+    return items
 
 
 def read_live(kubeconfig: str | None, context: str | None) -> tuple[str, dict[str, Any]]:
@@ -58,9 +80,12 @@ def read_live(kubeconfig: str | None, context: str | None) -> tuple[str, dict[st
         ("StorageClass", storage.list_storage_class),
     ]
     items: list[dict[str, Any]] = []
+    kind = ""
     try:
         for kind, list_fn in kinds:
             items += _all(kind, list_fn)
+        kind = "PodGroup"
+        items += _pod_groups(client.CustomObjectsApi(api))
     except ApiException as exc:
         raise InputError(source, kind, f"cannot list: {exc.status} {exc.reason}") from None
     except (HTTPError, OSError) as exc:

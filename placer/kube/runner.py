@@ -48,6 +48,7 @@ from placer.inputs.kubectl import (
     parse_pod,
     parse_replicaset,
 )
+from placer.inputs.podgroups import PodGroup, parse_plugins_pod_group, parse_workload_pod_group
 from placer.inputs.stamps import parse_timestamp
 from placer.inputs.volumes import (
     SELECTED_NODE,
@@ -61,7 +62,7 @@ from placer.inputs.volumes import (
 from placer.kube.actions import Actions, Outcome
 from placer.kube.assume import AssumeCache
 from placer.kube.client import Http
-from placer.kube.informers import Informer, informers
+from placer.kube.informers import PLUGINS_POD_GROUP, WORKLOAD_POD_GROUP, Informer, informers, optional_informers
 from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence
 from placer.kube.policy import Policy, Result
 from placer.kube.rebalancing import Rebalancing
@@ -131,6 +132,7 @@ class Runner:
         http = Http(api)
         retried = self.metrics.api_retries.labels
         self.policy = Policy(fence=self.fence, retried=lambda cause: retried(cause=cause).inc())
+        self.http = http
         self.informers: dict[str, Informer] = informers(http, self.policy, watch_timeout=cfg.watch_timeout)
         self.actions = Actions(
             http,
@@ -173,6 +175,8 @@ class Runner:
         self.rebalancing = Rebalancing(cfg, http, self.policy)
         self.plan_reason = "Preempted"  # the reason of the running plan's eviction events
         self._parsed_namespaces: dict[str, tuple[str, tuple[str, dict[str, str]] | None]] = {}
+        self._parsed_groups: dict[str, tuple[str, PodGroup | None]] = {}
+        self._parsed_plugin_groups: dict[str, tuple[str, PodGroup | None]] = {}
         self.inflight: list[tuple[Pod, str, Future[Outcome]]] = []
         self._gangs: dict[str, str] = {}  # pending pod -> its gang, to keep gangs in one batch
         self._last_tick = time.monotonic()
@@ -241,6 +245,7 @@ class Runner:
         self.metrics.plan_age.set(0.0 if plan is None or started is None else max(0.0, time.time() - started))
 
     def run(self) -> int:
+        self.informers.update(optional_informers(self.http, self.policy, watch_timeout=self.cfg.watch_timeout))
         for inf in self.informers.values():
             inf.start()
         server = (
@@ -280,7 +285,8 @@ class Runner:
         isolated to it by ``parse_pod``: see ``Pod.problems``)."""
         out = []
         seen = set()
-        for raw in self.informers[kind].items():
+        informer = self.informers.get(kind)  # an optional kind the server does not serve has none
+        for raw in informer.items() if informer is not None else []:
             meta = raw.get("metadata", {}) if isinstance(raw, dict) else {}
             meta = meta if isinstance(meta, dict) else {}
             key = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
@@ -317,6 +323,10 @@ class Runner:
         objs.claims = self._parse_cached("PersistentVolumeClaim", parse_claim, self._parsed_claims)
         objs.classes = self._parse_cached("StorageClass", parse_storage_class, self._parsed_classes)
         objs.pods = self.assumed.apply(self._pods())
+        objs.pod_groups = [
+            *self._parse_cached(WORKLOAD_POD_GROUP, parse_workload_pod_group, self._parsed_groups),
+            *self._parse_cached(PLUGINS_POD_GROUP, parse_plugins_pod_group, self._parsed_plugin_groups),
+        ]
         return objs
 
     def cluster(self) -> Cluster:
@@ -426,7 +436,8 @@ class Runner:
 
     def _solve(self, cluster: Cluster) -> None:
         keys = set(self.batcher.take(self._gangs))
-        batch = [p for p in cluster.pods if p.key in keys and p.pending]
+        # awaits: the assembled pod, whose gang's PodGroup may not exist yet (it then waits).
+        batch = [p for p in cluster.pods if p.key in keys and p.awaits(self.cfg.scheduler_name)]
         if not batch:
             return
         planning = self.plan is None  # at most one plan in flight: meanwhile batches only place
