@@ -19,11 +19,18 @@ from ortools.sat.python import cp_model, cp_model_helper
 from placer.engine.objectives.strategy import Term
 from placer.models import Config
 
-__all__ = ["SHORT_BUDGET", "Budget", "LevelReport", "LevelSolver", "evaluate", "workers"]
+__all__ = ["MIN_LEVEL_SHARE", "SHORT_BUDGET", "Budget", "LevelReport", "LevelSolver", "evaluate", "workers"]
 
 # Below this many seconds left, a level solves without presolve and probing.
 SHORT_BUDGET = 1.0
 _MIN_SECONDS = 0.01
+# A level is not started with less than this share of the limit left (beyond the spare): building
+# its terms and loading the model into CP-SAT take time of their own, so a level started at the
+# very end overshoots the limit instead of improving the answer.
+MIN_LEVEL_SHARE = 0.02
+# Seconds per model variable that building a level and loading it into CP-SAT may take (measured
+# on the packing benchmark's largest models, on a loaded 2-core machine): part of the margin.
+_BUILD_SECONDS_PER_VARIABLE = 60e-6
 
 
 class Budget:
@@ -118,6 +125,24 @@ class LevelSolver:
         self.proven = True
         self.reports: list[LevelReport] = []
         self.last_gap = 0.0
+        self.overhead = 0.0  # longest stretch between two solver calls (building levels), seconds
+        self._mark = time.monotonic()  # when the last solver call ended
+
+    def _solve(self, solver: cp_model.CpSolver, cp: cp_model.CpModel) -> cp_model_helper.CpSolverStatus:
+        """One solver call; what passed since the last one is counted as overhead."""
+        self.overhead = max(self.overhead, time.monotonic() - self._mark)
+        status = solver.solve(cp)
+        self._mark = time.monotonic()
+        self.budget.charge(solver.response_proto.deterministic_time)
+        return status
+
+    def margin(self) -> float:
+        """What a level needs beyond the spare to be worth starting (wall seconds; deterministic
+        budgets need none): the longest build seen so far, or an estimate from the model size."""
+        if self.budget.deterministic:
+            return 0.0
+        estimate = _BUILD_SECONDS_PER_VARIABLE * len(self.variables)
+        return max(self.overhead, estimate, MIN_LEVEL_SHARE * self.budget.limit)
 
     def _solver(self, share: float = 1.0) -> cp_model.CpSolver:
         """A solver limited to ``share`` of the budget left."""
@@ -141,7 +166,7 @@ class LevelSolver:
     def exhausted(self) -> bool:
         """No budget left for another level (what is left builds the answer); the answer so far
         stays, unproven."""
-        if self.budget.left() > self.budget.spare:
+        if self.budget.left() > self.budget.spare + self.margin():
             return False
         self.proven = False
         return True
@@ -162,8 +187,7 @@ class LevelSolver:
         self._hint(cp)
         solver = self._solver(share)
         started = time.monotonic()
-        status = solver.solve(cp)
-        self.budget.charge(solver.response_proto.deterministic_time)
+        status = self._solve(solver, cp)
         seconds = time.monotonic() - started
         found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
         if found:
@@ -182,8 +206,7 @@ class LevelSolver:
         else:
             cp.minimize(term.expr)
         started = time.monotonic()
-        status = solver.solve(cp)
-        self.budget.charge(solver.response_proto.deterministic_time)
+        status = self._solve(solver, cp)
         seconds = time.monotonic() - started
         name = solver.status_name(status).lower()
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
