@@ -109,6 +109,10 @@ def solve_batch(
         other = packing.adopt(batch, alternative()) if alternative is not None else None
         if other is not None:
             hint = packing.better_start(batch, hint, other)
+        if not _all_placeable_placed(batch, hint):
+            found = packing.completed(batch, budget)
+            if found is not None:
+                hint = packing.better_start(batch, hint, found)
     counts = _counts(hint)
     greedy_placed = sum(counts.values())
     large = sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
