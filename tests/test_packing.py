@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from support import cluster, node, pod
+from support import cluster, node, pod, solve
 
 from placer.baseline import simulate
-from placer.engine import Budget, adopt, build_batch, build_snapshot, solve_batch
+from placer.engine import Budget, adopt, build_batch, build_snapshot, completion, solve_batch
 from placer.models import Cluster, Config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,3 +68,44 @@ def test_a_gang_placed_in_part_is_refused() -> None:
     state, pending = _state(c)
     batch = build_batch(state, pending, CONFIG)
     assert adopt(batch, [(pending[0], 0)]) is None
+
+
+def test_bin_completion_packs_what_greedy_does_not() -> None:
+    """A perfect packing (benchmarks.packing: 60 uniform items in 3 resources on 15 identical
+    nodes) that neither greedy pass nor kube-scheduler finds: bin completion places every pod, and
+    the validator accepts the answer (``support.solve``)."""
+    inst = packing_bench.instance("uniform", 60, 3, seed=1)
+    c = inst.cluster()
+    state, pending = _state(c)
+    sim = simulate(state.copy(), pending, "default", preemption=False)
+    no_time = Budget(0.0, deterministic=True)
+    greedy_only = solve_batch(state, pending, CONFIG, budget=no_time, alternative=lambda: sim.placements)
+    assert greedy_only.greedy_placed < inst.pods
+    outcome = solve(c, solver={"workers": 1, "deterministic": True, "timeLimit": 1, "seed": 0})
+    assert outcome.result.metrics.placed == inst.pods
+
+
+def test_bin_completion_proves_a_packing_impossible() -> None:
+    """Three pods of 600m on two 1-cpu nodes: the volume allows them (1.8 of 2 cpus), no packing
+    does; the complete first attempt says so without using its steps."""
+    c = cluster([node(n, cpu="1") for n in "ab"], [pod(f"p{i}", cpu="600m", memory="1Mi") for i in range(3)])
+    state, pending = _state(c)
+    batch = build_batch(state, pending, CONFIG)
+    nodes = completion.applies(batch)
+    assert nodes == [0, 1]
+    found, used = completion.complete(batch, nodes, steps=10_000)
+    assert found is None
+    assert used < 10_000
+
+
+def test_bin_completion_only_on_identical_nodes_and_plain_pods() -> None:
+    """Nodes with different free room, or pods with host ports, are not a plain packing."""
+    pods = [pod(f"p{i}", cpu="600m") for i in range(3)]
+    assert (
+        completion.applies(build_batch(*_state(cluster([node("a", cpu="1"), node("b", cpu="2")], pods)), CONFIG))
+        is None
+    )
+    ported = [pod(f"p{i}", cpu="600m", hostPorts=[{"port": 80}]) for i in range(3)]
+    same = [node("a", cpu="1"), node("b", cpu="1")]
+    assert completion.applies(build_batch(*_state(cluster(same, ported)), CONFIG)) is None
+    assert completion.applies(build_batch(*_state(cluster(same, pods)), CONFIG)) == [0, 1]

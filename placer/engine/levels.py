@@ -21,6 +21,7 @@ from placer.models import Config
 
 __all__ = [
     "DETERMINISTIC_UNITS_PER_SECOND",
+    "MIN_LEVEL_SHARE",
     "SHORT_BUDGET",
     "Budget",
     "LevelReport",
@@ -39,6 +40,10 @@ DETERMINISTIC_UNITS_PER_SECOND = 0.3
 # Below this many seconds left, a level solves without presolve and probing.
 SHORT_BUDGET = 1.0
 _MIN_SECONDS = 0.01
+# A level is not started with less than this share of the limit left (beyond the spare): building
+# its terms and loading the model into CP-SAT take time of their own, so a level started at the
+# very end overshoots the limit instead of improving the answer.
+MIN_LEVEL_SHARE = 0.02
 
 
 class Budget:
@@ -76,8 +81,9 @@ class Budget:
 
     @property
     def spare(self) -> float:
-        """Kept out of the solver calls for building the answer after them (3 % of the limit)."""
-        root = self.parent.spare if self.parent is not None else 0.03 * self.limit
+        """Kept out of the solver calls for building the answer after them and for CP-SAT
+        stopping late (up to 0.4 s past its limit on a loaded 2-core machine): 5 % of the limit."""
+        root = self.parent.spare if self.parent is not None else 0.05 * self.limit
         return root
 
     def capped(self, share: float) -> Budget:
@@ -135,7 +141,11 @@ class LevelSolver:
         config: Config,
         *,
         budget: Budget,
+        build: float = 0.0,
     ) -> None:
+        """``build``: wall seconds it took to build the model, the estimate of what building one
+        level may take (the same Python work over the same variables, on the same machine and
+        load)."""
         self.cp = cp
         self.variables = variables
         self.values = values
@@ -144,6 +154,23 @@ class LevelSolver:
         self.proven = True
         self.reports: list[LevelReport] = []
         self.last_gap = 0.0
+        self.overhead = build  # longest stretch between two solver calls (building levels), seconds
+        self._mark = time.monotonic()  # when the last solver call ended
+
+    def _solve(self, solver: cp_model.CpSolver, cp: cp_model.CpModel) -> cp_model_helper.CpSolverStatus:
+        """One solver call; what passed since the last one is counted as overhead."""
+        self.overhead = max(self.overhead, time.monotonic() - self._mark)
+        status = solver.solve(cp)
+        self._mark = time.monotonic()
+        self.budget.charge(solver.response_proto.deterministic_time)
+        return status
+
+    def margin(self) -> float:
+        """What a level needs beyond the spare to be worth starting (wall seconds; deterministic
+        budgets need none): the longest build seen so far (the model's own build at first)."""
+        if self.budget.deterministic:
+            return 0.0
+        return max(self.overhead, MIN_LEVEL_SHARE * self.budget.limit)
 
     def _solver(self, share: float = 1.0) -> cp_model.CpSolver:
         """A solver limited to ``share`` of the budget left."""
@@ -167,7 +194,7 @@ class LevelSolver:
     def exhausted(self) -> bool:
         """No budget left for another level (what is left builds the answer); the answer so far
         stays, unproven."""
-        if self.budget.left() > self.budget.spare:
+        if self.budget.left() > self.budget.spare + self.margin():
             return False
         self.proven = False
         return True
@@ -181,15 +208,17 @@ class LevelSolver:
         """Look for a solution of the model under extra constraints (``restrict`` adds them to a
         copy), within ``share`` of the budget left, with no objective: a feasibility search is
         often far faster than the optimisation it settles (a tight packing). On success the
-        solution becomes the current answer; the model itself is unchanged."""
+        solution becomes the current answer; the model itself is unchanged. Not started (False)
+        when the time left would not cover building it (``margin``)."""
+        if self.budget.left() <= self.budget.spare + self.margin():
+            return False
         cp = self.cp.clone()
         restrict(cp)
         cp.clear_objective()  # type: ignore[no-untyped-call]
         self._hint(cp)
         solver = self._solver(share)
         started = time.monotonic()
-        status = solver.solve(cp)
-        self.budget.charge(solver.response_proto.deterministic_time)
+        status = self._solve(solver, cp)
         seconds = time.monotonic() - started
         found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
         if found:
@@ -217,8 +246,7 @@ class LevelSolver:
         else:
             cp.minimize(term.expr)
         started = time.monotonic()
-        status = solver.solve(cp)
-        self.budget.charge(solver.response_proto.deterministic_time)
+        status = self._solve(solver, cp)
         seconds = time.monotonic() - started
         name = solver.status_name(status).lower()
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -16,18 +16,23 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from ortools.sat.python import cp_model
 
+from placer.engine import completion
 from placer.engine.batch import Batch
 from placer.engine.constraints.symmetry import Symmetry
 from placer.engine.greedy import Assignment
+from placer.engine.levels import Budget
 from placer.engine.model import Model
+from placer.engine.scoring import IntArray
 from placer.models import Pod
 
 __all__ = [
+    "COMPLETION_SHARE",
     "PLACE_ALL",
     "PLACE_ALL_SHARE",
     "Alternative",
     "adopt",
     "better_start",
+    "completed",
     "place_all",
     "volume_allows_all",
 ]
@@ -37,6 +42,7 @@ Alternative = Callable[[], Sequence[tuple[Pod, int]]]
 
 PLACE_ALL = "place-all"
 PLACE_ALL_SHARE = 0.6  # of the budget left; the maximising level keeps the rest
+COMPLETION_SHARE = 0.5  # of the budget left, for the bin-completion search on identical nodes
 
 
 def _placeable(model: Model) -> list[int]:
@@ -62,6 +68,35 @@ def volume_allows_all(model: Model) -> bool:
     return bool(np.all(demand <= free))
 
 
+def slack(model: Model) -> IntArray:
+    """Per resource, the free room of the nodes the placeable pods may use minus what those pods
+    ask for: once every placeable pod is placed, the room those nodes keep, in total."""
+    batch: Batch = model.batch
+    groups = _placeable(model)
+    demand = sum(
+        (batch.groups[gi].vec * batch.groups[gi].size for gi in groups),
+        np.zeros(len(batch.snapshot.resources), dtype=np.int64),
+    )
+    nodes = sorted({n for gi in groups for n, _ in model.by_group[gi]})
+    return np.asarray(batch.snapshot.free[nodes].sum(axis=0) - demand, dtype=np.int64)
+
+
+def _fill(model: Model, cp: cp_model.CpModel, own: Callable[[cp_model.IntVar], cp_model.IntVar]) -> None:
+    """Redundant bounds once every placeable pod must be placed (Shaw's packing constraint): no
+    node may keep more room of a resource than all of them keep together, so a node's load is at
+    least its free room minus the total slack; with no slack, every node is filled exactly, which
+    propagates far better than the capacity inequalities alone."""
+    free = model.batch.snapshot.free
+    left = slack(model)
+    groups = model.batch.groups
+    for n, row in model.by_node.items():
+        for j in np.flatnonzero(free[n] > left).tolist():
+            terms = [(int(groups[gi].vec[j]), own(v)) for gi, v in row if groups[gi].vec[j] > 0]
+            if terms:
+                expr = cp_model.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms])
+                cp.add(expr >= int(free[n, j] - left[j]))
+
+
 def place_all(model: Model, symmetry: Symmetry) -> Callable[[cp_model.CpModel], None]:
     """Adds, to a copy of ``model``'s CP-SAT model, "every placeable pod placed" and the search
     order: largest groups first (the symmetry's pod order), each on the first node it can take."""
@@ -75,10 +110,36 @@ def place_all(model: Model, symmetry: Symmetry) -> Callable[[cp_model.CpModel], 
         for gi in groups:
             row = [own(v) for _, v in model.by_group[gi]]
             cp.add(cp_model.LinearExpr.sum(row) == model.batch.groups[gi].size)
+        _fill(model, cp, own)
         decisions = [own(v) for gi in order for _, v in sorted(model.by_group[gi], key=lambda e: e[0])]
         cp.add_decision_strategy(decisions, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
 
     return restrict
+
+
+def completed(batch: Batch, budget: Budget) -> Assignment | None:
+    """Every placeable pod placed by bin completion (``placer.engine.completion``), when the batch
+    is a plain packing on identical nodes and the search succeeds within ``COMPLETION_SHARE`` of
+    the budget left (search steps under a deterministic budget, charged to it); the answer is
+    checked like any other start (``adopt``)."""
+    nodes = completion.applies(batch)
+    if nodes is None:
+        return None
+    share = COMPLETION_SHARE * max(budget.left(), 0.0)
+    if budget.deterministic:
+        found, used = completion.complete(batch, nodes, steps=int(share * completion.STEPS_PER_UNIT))
+        budget.charge(used / completion.STEPS_PER_UNIT)
+    else:
+        found, _ = completion.complete(batch, nodes, seconds=share)
+    if found is None:
+        return None
+    placements = [
+        (pod, int(n))
+        for group, picked in zip(batch.groups, found, strict=True)
+        for pod, n in zip(group.pods, picked.tolist(), strict=True)
+        if n >= 0
+    ]
+    return adopt(batch, placements)
 
 
 def better_start(batch: Batch, first: Assignment, second: Assignment) -> Assignment:

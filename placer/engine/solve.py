@@ -113,6 +113,10 @@ def solve_batch(
         other = packing.adopt(batch, alternative()) if alternative is not None else None
         if other is not None:
             hint = packing.better_start(batch, hint, other)
+        if not _all_placeable_placed(batch, hint):
+            found = packing.completed(batch, budget)
+            if found is not None:
+                hint = packing.better_start(batch, hint, found)
     counts = _counts(hint)
     greedy_placed = sum(counts.values())
     large = sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
@@ -136,11 +140,14 @@ def solve_batch(
         # Level 1 is optimal already; improve the strategy by neighbourhood re-solves.
         counts, report = lns.improve(batch, scorer, counts, config, budget.left())
         return result(counts, "feasible", 0.0, [_lns_report(report)])
+    encoding = time.monotonic()
     model, sym = encode(batch, scorer, packing=not all_placed)
     counts = sym.order(counts)
     values = {var.index: counts.get(key, 0) for key, var in model.y.items()}
     own = budget.capped(1.0 - reserve) if reserve and not all_placed else budget
-    levels = LevelSolver(model.cp, list(model.y.values()), values, config, budget=own)
+    levels = LevelSolver(
+        model.cp, list(model.y.values()), values, config, budget=own, build=time.monotonic() - encoding
+    )
 
     def current() -> Counts:
         return {key: values[var.index] for key, var in model.y.items() if values[var.index]}

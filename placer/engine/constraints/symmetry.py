@@ -110,14 +110,37 @@ def _by_first_pod(model: Model, classes: list[list[int]]) -> Symmetry:
     rank = {g: i for i, g in enumerate(group_order)}
     for members in classes:
         for a, b in itertools.pairwise(members):
-            before = sorted(model.by_node[a], key=lambda e: rank[e[0]])
+            held = _holds_upto(model, a, rank)
             for gi, var in model.by_node[b]:
-                upto = [v for g, v in before if rank[g] <= rank[gi]]
-                if upto:
-                    model.cp.add(var <= model.ub(var) * cp_model.LinearExpr.sum(upto))
-                else:
+                upto = held.get(rank[gi])
+                if upto is None:
                     model.cp.add(var == 0)
+                else:
+                    model.cp.add(var <= model.ub(var) * upto)
     return Symmetry(classes, packing=True, group_order=group_order)
+
+
+def _holds_upto(model: Model, node: int, rank: dict[int, int]) -> dict[int, cp_model.IntVar]:
+    """Per group rank at or after the node's first group: a boolean, true if the node holds a pod
+    of a group of that rank or a larger one. A chain (each one implied by the one before, and by
+    the group's own variable) keeps the model linear in size: summing every larger group's
+    variables for every group would make it quadratic."""
+    entries = sorted(model.by_node[node], key=lambda e: rank[e[0]])
+    out: dict[int, cp_model.IntVar] = {}
+    prev: cp_model.IntVar | None = None
+    for k, (gi, var) in enumerate(entries):
+        held = model.cp.new_bool_var(f"h{node}_{gi}")
+        parts = [var] if prev is None else [var, prev]
+        # held == (var > 0 or prev): held <= var + prev, and held >= prev, held * ub >= var.
+        model.cp.add(held <= cp_model.LinearExpr.sum(parts))
+        model.cp.add(var <= model.ub(var) * held)
+        if prev is not None:
+            model.cp.add(held >= prev)
+        nxt = rank[entries[k + 1][0]] if k + 1 < len(entries) else len(rank)
+        for r in range(rank[gi], nxt):
+            out[r] = held
+        prev = held
+    return out
 
 
 def order_hint(classes: list[list[int]], counts: Counts) -> Counts:

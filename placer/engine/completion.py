@@ -1,0 +1,242 @@
+"""Bin completion: an exact search for "every pod placed" on identical nodes.
+
+A tight batch of bare pods on interchangeable empty-or-equal nodes is a vector-packing problem,
+and bin completion (Korf 2002, Schreiber & Korf 2013 for the vector case) solves the perfect and
+near-perfect instances fast: nodes are filled one after the other; the largest pod left opens the
+current node (on identical nodes any packing can be permuted so that it does); the rest of the
+node is completed by a depth-first choice of how many pods of each smaller group join it. The
+total slack per resource (free room of the nodes minus the pods' demand) bounds how much room a
+completed node may keep (with no slack every node is filled exactly), which prunes most
+completions early. The answer is a start for the CP-SAT levels and is validated like any other.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
+
+from placer.engine.batch import Batch
+from placer.engine.greedy import Assignment
+from placer.engine.scoring import IntArray
+
+__all__ = ["MAX_PODS", "STEPS_PER_UNIT", "applies", "complete"]
+
+MAX_PODS = 400  # the search recurses once per pod and node: keep far below Python's stack limit
+_CHECK_EVERY = 256  # steps between two looks at the clock
+_FIRST_STEPS = 2000  # the first attempt's step limit; each restart doubles it
+_MAX_ATTEMPTS = 64
+# Search steps per unit of a deterministic budget (about a second's worth of steps): with
+# ``solver.deterministic`` the search is bounded by steps, never by the clock.
+STEPS_PER_UNIT = 10_000
+
+
+class _TimeoutError(Exception):
+    pass
+
+
+class _GiveUpError(Exception):
+    """An attempt used its steps."""
+
+
+def applies(batch: Batch) -> list[int] | None:
+    """The nodes the search runs on, when the batch is a plain packing problem: no inter-pod rules,
+    host ports or gangs; every group with a feasible node may use exactly the same nodes, and
+    those nodes have the same free room. None otherwise."""
+    if not batch.topology.empty:
+        return None
+    groups = [g for g in batch.groups if len(g.feasible)]
+    if not groups or sum(g.size for g in groups) > MAX_PODS:
+        return None
+    if any(g.has_ports or g.gang is not None for g in groups):
+        return None
+    nodes = np.unique(groups[0].feasible)
+    if any(not np.array_equal(np.unique(g.feasible), nodes) for g in groups[1:]):
+        return None
+    free = batch.snapshot.free[nodes]
+    if np.any(free != free[0]):
+        return None
+    return [int(n) for n in nodes]
+
+
+class _Search:
+    """Depth-first over nodes; each node opened by the largest pod left and completed by the
+    pods' choices. Where the slack of a resource is zero the node must be filled exactly, so the
+    last one or two pods of a completion are looked up by the room still missing in those
+    resources (exact sums) instead of enumerated: that removes two levels of the search tree."""
+
+    def __init__(
+        self, vecs: IntArray, room: IntArray, slack: IntArray, nodes: int, deadline: float, steps: int, seed: int
+    ) -> None:
+        self.vecs = vecs  # (pods, resources), largest first
+        self.room = room
+        self.nodes = nodes
+        self.slack = slack.copy()
+        self.exact = np.flatnonzero(slack == 0)
+        self.mix = np.random.default_rng(12345).integers(1, 2**62, len(self.exact), dtype=np.int64) | 1
+        self.deadline = deadline
+        self.steps = steps  # left before this attempt gives up (a restart follows)
+        self.rng = np.random.default_rng(seed) if seed else None
+        self.left = np.ones(len(vecs), dtype=bool)  # pods not yet on a node
+        self.bins: list[list[int]] = []  # pods per completed node
+
+    def _tick(self) -> None:
+        if self.steps <= 0:
+            raise _GiveUpError
+        self.steps -= 1
+        if self.steps % _CHECK_EVERY == 0 and time.monotonic() > self.deadline:
+            raise _TimeoutError
+
+    def _keys(self, v: IntArray) -> IntArray:
+        """Hashes of the exact resources' amounts (rows of ``v``); equal amounts, equal hashes
+        (a collision only costs a check)."""
+        with np.errstate(over="ignore"):
+            return np.asarray(v[..., self.exact] @ self.mix, dtype=np.int64)
+
+    def _completions(self, first: int) -> Iterator[list[int]]:
+        """Sets of pods (``first`` among them) that fit one node and keep no more room than the
+        slack allows, fewest pods first (a completion of few pods rarely fills a node exactly by
+        chance, so it is the likeliest to be part of a packing), larger pods first among equals."""
+        vecs, left = self.vecs, self.slack
+        rest = np.flatnonzero(self.left)
+        rest = rest[rest != first]
+        start = self.room - vecs[first]
+        rest = rest[np.all(vecs[rest] <= start, axis=1)]
+        if self.rng is not None:
+            rest = self._shuffled(rest)
+        sizes = vecs[rest]
+        # Per position, over the pods from there on: their sum, largest and smallest amounts.
+        suffix = np.cumsum(sizes[::-1], axis=0)[::-1]
+        top = np.maximum.accumulate(sizes[::-1], axis=0)[::-1]
+        low = np.minimum.accumulate(sizes[::-1], axis=0)[::-1]
+        exact = len(self.exact) > 0
+        if exact:
+            # Lookup tables by the exact resources' amounts: single pods and pairs (positions in
+            # ``rest``, a pair's first before its second), sorted by hash.
+            single_keys = self._keys(sizes)
+            s_order = np.argsort(single_keys, kind="stable")
+            s_keys, s_at = single_keys[s_order], s_order
+            i, j = np.triu_indices(len(rest), 1)
+            sums = sizes[i] + sizes[j]
+            ok = np.all(sums <= start, axis=1)
+            pair_keys = self._keys(sums[ok])
+            p_order = np.argsort(pair_keys, kind="stable")
+            p_keys, p_a, p_b = pair_keys[p_order], i[ok][p_order], j[ok][p_order]
+
+        def done(chosen: list[int], free: IntArray) -> Iterator[list[int]]:
+            if np.all(free >= 0) and np.all(free <= left):
+                yield [first, *(int(rest[p]) for p in chosen)]
+
+        def extend(pos: int, free: IntArray, chosen: list[int], need: int) -> Iterator[list[int]]:
+            """Completions adding exactly ``need`` pods from positions ``pos`` on (so each set
+            is met once)."""
+            self._tick()
+            if need == 0:
+                yield from done(chosen, free)
+                return
+            if pos == len(rest):
+                return
+            # ``need`` more pods can add at most ``need`` times the largest amount left, and at
+            # least ``need`` times the smallest.
+            if np.any(top[pos] * need < free - left) or np.any(low[pos] * need > free):
+                return
+            if exact and need <= 2:
+                key = int(self._keys(free))
+                keys = s_keys if need == 1 else p_keys
+                lo, hi = int(np.searchsorted(keys, key, "left")), int(np.searchsorted(keys, key, "right"))
+                for k in range(lo, hi):
+                    extra = [int(s_at[k])] if need == 1 else [int(p_a[k]), int(p_b[k])]
+                    if extra[0] >= pos:
+                        yield from done([*chosen, *extra], free - sizes[extra].sum(axis=0))
+                return
+            # Past the first position from which the pods left cannot fill the node, nothing can.
+            short = np.flatnonzero(np.any(suffix[pos:] < free - left, axis=1))
+            end = pos + (int(short[0]) if len(short) else len(rest) - pos)
+            fitting = np.flatnonzero(np.all(sizes[pos:end] <= free, axis=1)) + pos
+            for p in fitting.tolist():
+                yield from extend(p + 1, free - sizes[p], [*chosen, p], need - 1)
+
+        yield from done([], start)
+        # At most as many pods as the smallest ones that fit together, in every resource.
+        most = min(
+            int(np.searchsorted(np.cumsum(np.sort(vecs[rest][:, r])), start[r], "right")) for r in range(len(start))
+        )
+        for need in range(1, most + 1):
+            yield from extend(0, start, [], need)
+
+    def _shuffled(self, rest: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+        """A restart's order: the pods left, sorted by size with random noise (large pods stay
+        early, ties and near-ties are broken differently each time)."""
+        assert self.rng is not None
+        size = self.vecs[rest].sum(axis=1).astype(np.float64)
+        noisy = size * self.rng.uniform(0.7, 1.3, len(rest))
+        return rest[np.argsort(-noisy, kind="stable")]
+
+    def run(self) -> bool:
+        if not self.left.any():
+            return True
+        if len(self.bins) == self.nodes:
+            return False
+        first = int(np.flatnonzero(self.left)[0])
+        for pods in self._completions(first):
+            kept = self.room - self.vecs[pods].sum(axis=0)
+            self.left[pods] = False
+            self.slack -= kept
+            self.bins.append(pods)
+            if self.run():
+                return True
+            self.bins.pop()
+            self.left[pods] = True
+            self.slack += kept
+        return False
+
+
+def complete(
+    batch: Batch, nodes: list[int], *, seconds: float = float("inf"), steps: int | None = None
+) -> tuple[Assignment | None, int]:
+    """Every pod with a feasible node placed on ``nodes`` (from ``applies``), or None when the
+    volume bound rules it out, the search proves it impossible, or it runs out of ``seconds`` (wall)
+    or ``steps`` (deterministic); with the steps it took. Attempts with a growing step limit
+    restart with a perturbed order (search times of such instances are heavy-tailed: a bad early
+    node can cost more than a fresh start)."""
+    deadline = time.monotonic() + seconds
+    owners = [(gi, pod) for gi, g in enumerate(batch.groups) if len(g.feasible) for pod in range(g.size)]
+    room = batch.snapshot.free[nodes[0]].astype(np.int64)
+    vecs = np.array([batch.groups[gi].vec for gi, _ in owners], dtype=np.int64).reshape(len(owners), len(room))
+    slack: IntArray = room * len(nodes) - vecs.sum(axis=0)
+    if not owners or np.any(slack < 0) or np.any(vecs > room):
+        return None, 0
+    scale = np.where(room > 0, 1.0 / np.maximum(room, 1), 0.0)
+    order = np.argsort(-(vecs * scale).sum(axis=1), kind="stable")
+    vecs = vecs[order]
+    limit, used = _FIRST_STEPS, 0
+    for attempt in range(_MAX_ATTEMPTS):
+        allowed = limit if steps is None else min(limit, steps - used)
+        if allowed <= 0:
+            return None, used
+        search = _Search(vecs, room, slack, len(nodes), deadline, allowed, seed=attempt)
+        try:
+            packed = search.run()
+        except _GiveUpError:
+            packed = None
+            limit *= 2
+        except _TimeoutError:
+            return None, used + allowed - search.steps
+        used += allowed - search.steps
+        if packed:
+            break
+        if packed is False and attempt == 0:
+            return None, used  # the unperturbed search is complete: proven impossible
+    else:
+        return None, used
+    chosen: list[list[int]] = [[] for _ in batch.groups]
+    for node, pods in zip(nodes, search.bins, strict=False):
+        for k in pods:
+            chosen[owners[int(order[k])][0]].append(node)
+    out: Assignment = []
+    for gi, group in enumerate(batch.groups):
+        picked: npt.NDArray[np.int64] = np.array(chosen[gi], dtype=np.int64)
+        out.append(np.concatenate([picked, np.full(group.size - len(picked), -1, dtype=np.int64)]))
+    return out, used
