@@ -504,15 +504,18 @@ def lnu_evictions(
     present: np.ndarray[Any, np.dtype[np.bool_]],
     low: float,
     high: float,
+    rng: np.random.Generator | None = None,
 ) -> list[str]:
     """The pods LowNodeUtilization evicts in one run, in order (keys).
 
     ``alloc``/``used``: nodes x (cpu, memory) requests; thresholds in percent, the same for both
     resources; ``present``: nodes in the cluster. Underutilized: below ``low`` in every resource;
     overutilized: above ``high`` in any. Nothing unless both kinds exist. Overutilized nodes in
-    decreasing usage; on each, pods lowest priority first (stable otherwise) until the node is
-    under ``high`` in every resource or the room under ``high`` left on the underutilized nodes is
-    used up in some resource."""
+    decreasing usage; on each, pods lowest priority first until the node is under ``high`` in
+    every resource or the room under ``high`` left on the underutilized nodes is used up in some
+    resource. Among pods of one priority (and QoS class: every pod here is Burstable) the
+    descheduler's order is arbitrary (an unstable sort of an informer's listing): ``rng`` shuffles
+    them, None keeps the order given."""
     util = used / alloc * 100
     under = np.flatnonzero((util < low).all(axis=1) & present)
     over = np.flatnonzero((util > high).any(axis=1) & present)
@@ -523,7 +526,10 @@ def lnu_evictions(
     evicted: list[str] = []
     for n in order:
         usage = used[n].copy()
-        for pod in sorted((p for p in pods_on[n] if _evictable(p)), key=lambda p: p.priority):
+        candidates = [p for p in pods_on[n] if _evictable(p)]
+        if rng is not None:
+            candidates = [candidates[i] for i in rng.permutation(len(candidates))]
+        for pod in sorted(candidates, key=lambda p: p.priority):
             if not (usage > alloc[n] * high / 100).any() or (room <= 0).any():
                 break
             vec = np.array([pod.requests.get("cpu", 0), pod.requests.get("memory", 0)], dtype=np.float64)
@@ -536,12 +542,12 @@ def lnu_evictions(
 # ---------------------------------------------------------------- placer rebalance
 
 
-def rebalance_config(low: float, high: float, time_limit: float) -> Config:
+def rebalance_config(low: float, high: float, time_limit: float, per_period: int | None = None) -> Config:
+    section: dict[str, Any] = {"thresholds": {"low": low, "high": high}}
+    if per_period is not None:
+        section["limits"] = {"perPeriod": per_period}
     return Config.model_validate(
-        {
-            "solver": {"timeLimit": time_limit, "workers": 1, "deterministic": True},
-            "rebalance": {"thresholds": {"low": low, "high": high}},
-        }
+        {"solver": {"timeLimit": time_limit, "workers": 1, "deterministic": True}, "rebalance": section}
     )
 
 
@@ -603,10 +609,19 @@ class ArmResult:
 
 
 def run(
-    stream: Stream, low: float, high: float, time_limit: float, rebalancer: Rebalancer = placer_moves
+    stream: Stream,
+    low: float,
+    high: float,
+    time_limit: float,
+    rebalancer: Rebalancer = placer_moves,
+    *,
+    seed: int = 0,
+    per_period: int | None = None,
 ) -> list[ArmResult]:
+    """The three arms on ``stream``; ``seed`` orders LNU's ties, ``per_period`` overrides placer's
+    moves-per-period limit (None: its default)."""
     sims: dict[Arm, Sim] = {arm: Sim(stream, arm) for arm in ARMS}
-    config = rebalance_config(low, high, time_limit)
+    config = rebalance_config(low, high, time_limit, per_period)
     refused = dict.fromkeys(ARMS, 0)
     for k in range(stream.periods):
         t = (k + 1) * stream.period  # the end of period k: its events are in
@@ -620,7 +635,8 @@ def run(
                 for live in sim.pods.values():
                     if live.pod.node_name is not None:
                         pods_on[sim.index[live.pod.node_name]].append(live.pod)
-                keys = lnu_evictions(sim.alloc, sim.used, pods_on, sim.present, low, high)
+                rng = np.random.default_rng([seed, k])
+                keys = lnu_evictions(sim.alloc, sim.used, pods_on, sim.present, low, high, rng)
                 if keys:
                     sim.evict_and_replace(keys, t)
             elif arm == "placer":
@@ -684,13 +700,19 @@ def render_markdown(
 ) -> str:
     lines = report_header("Rebalancing under a drifting load", command, info, load_start=load_start)
     pods = sum(len(a) for a in stream.arrivals)
+    joined = sum(len(j) for j in stream.joins[1:])
+    when = next((k for k, j in enumerate(stream.joins) if k and j), 0)
+    lim = rebalance_config(args.low, args.high, args.time_limit, args.per_period).rebalance.limits
     lines += [
-        f"Cluster: {len(stream.nodes)} nodes in three pools, {len(stream.deployments)} Deployments (tier Always, "
+        f"Cluster: {len(stream.nodes)} nodes in three pools ({joined} of them join empty at minute "
+        f"{when * stream.period / 60:g}, after the peak), {len(stream.deployments)} Deployments (tier Always, "
         f"replicas drifting), {len(stream.jobs)} Jobs arriving in one wave ({pods} pods, 60 % Never / 40 % "
         f"OnFailure, 75 % opted in to moves, a quarter pinned to a pool), {stream.periods} periods of "
         f"{stream.period:g} s, seed {args.seed}. Load is by requests (usage is not modelled). Thresholds low "
-        f"{args.low:g} % / high {args.high:g} % for both rebalancers, the same period; placer's rebalance "
-        f"limits are its defaults, its solver time limit {args.time_limit:g} s per period, one worker. "
+        f"{args.low:g} % / high {args.high:g} % for both rebalancers, the same period. LowNodeUtilization with "
+        "no eviction limits (maxNoOfPodsToEvictPerNode/PerNamespace unset, its default); placer's limits "
+        f"perPeriod {lim.per_period}, perNode {lim.per_node}, perNamespace {lim.per_namespace}, cooldown "
+        f"{lim.cooldown:g} s, its solver time limit {args.time_limit:g} s per period, one worker. "
         "Workload and semantics: the docstring of `benchmarks/rebalance.py`.",
         "",
         f"placer arm: {rebalancer_name()}.",
@@ -758,6 +780,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--low", type=float, default=20.0, help="percent")
     parser.add_argument("--high", type=float, default=80.0, help="percent")
     parser.add_argument("--time-limit", type=float, default=2.0, help="placer's solver limit per period")
+    parser.add_argument("--per-period", type=int, help="placer's rebalance.limits.perPeriod (default: its default)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 40 nodes, 16 periods")
     parser.add_argument("--out", type=Path, help="report directory (default docs/bench, build/bench-quick if --quick)")
     args = parser.parse_args(argv)
@@ -770,7 +793,7 @@ def main(argv: list[str] | None = None) -> int:
     load_start = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     revision = source_revision()
     stream = workload(args.nodes, args.periods, args.period, args.seed, args.load)
-    results = run(stream, args.low, args.high, args.time_limit)
+    results = run(stream, args.low, args.high, args.time_limit, seed=args.seed, per_period=args.per_period)
     info = {**machine_info(), "revision": revision}
     out.mkdir(parents=True, exist_ok=True)
     (out / "rebalance.md").write_text(
