@@ -5,7 +5,7 @@ Cluster (``workload``, seeded): ``--nodes`` nodes in three pools (label ``pool``
 (16 cores, 64Gi), compute (32 cores, 64Gi) and highmem (8 cores, 64Gi), three zones; one
 DaemonSet pod per node and a few bare pods (neither moves in any arm).
 
-Workload (the same event stream for every arm; load is by requests, usage is not modelled):
+Workload (the same event stream for every arm):
 
 - Deployments (ReplicaSets, pods tier Always) whose replica counts drift on their own slow waves;
   a scale-down removes the newest replica;
@@ -34,6 +34,12 @@ simulation, one call per period); then the arm's rebalancer runs, and the state 
 - ``placer``: ``placer.rebalance.rebalance_cluster`` on the same state, with the same thresholds
   and its configured limits; each move is applied as the controller would (the pod runs on the
   target, stamped ``placer.io/moved-at``), after checking that it fits there by requests.
+
+Load is by requests for the metrics, LowNodeUtilization (its README: requests, not usage) and,
+unless ``--load-by usage``, placer. Usage is modelled too (``Profile``: per Deployment a cpu share
+of its requests on a slow wave, memory steady; per Job a cpu share of 50-130 %, bursting past its
+requests), reported as std_score and hot nodes by usage; with ``--load-by usage`` placer balances
+by it (one ``metrics.k8s.io`` sample per pod and period).
 
 A moved Job pod starts its work again (its end is pushed back by its whole duration), in both
 arms that move. Reported per period (plot) and as time averages over all periods (table):
@@ -130,6 +136,20 @@ class Deployment:
     memory: int
 
 
+@dataclass(frozen=True)
+class Profile:
+    """A workload's usage as a share of its pods' requests over time (cpu on a wave, memory steady)."""
+
+    cpu: float
+    swing: float  # the cpu wave's amplitude, a share of ``cpu``
+    wave: float  # seconds per cycle
+    phase: float
+    memory: float
+
+    def at(self, t: float) -> tuple[float, float]:
+        return max(0.02, self.cpu * (1 + self.swing * math.sin(2 * math.pi * t / self.wave + self.phase))), self.memory
+
+
 @dataclass
 class Stream:
     nodes: tuple[Node, ...]
@@ -140,6 +160,7 @@ class Stream:
     replicasets: tuple[ReplicaSet, ...]
     period: float
     joins: list[list[str]]  # per period: nodes that join the cluster at its start
+    profiles: dict[str, Profile]  # usage per owner (Deployment, Job, DaemonSet) name
 
     @property
     def periods(self) -> int:
@@ -151,6 +172,22 @@ def _shape(rng: np.random.Generator, kind: str) -> tuple[int, int]:
     cpu = int(rng.integers(c0 // 50, c1 // 50 + 1)) * 50
     memory = int(rng.uniform(m0, m1) * 4) * GI // 4
     return cpu, memory
+
+
+def _profiles(deployments: Sequence[Deployment], jobs: Sequence[Job], span: float, seed: int) -> dict[str, Profile]:
+    """Usage: Deployments' cpu 20-90 % of requests on waves of 30-100 % of the run (swinging 30-80 %),
+    memory 50-95 %; Jobs' cpu 50-130 % (batch work bursts past its requests) on a 10-minute wave
+    swinging 10 %, memory 60-100 %; the DaemonSet at half its cpu and 70 % of its memory."""
+    rng = np.random.default_rng([seed, 15])  # its own generator: the stream is the same with or without it
+    out = {"agent": Profile(0.5, 0.0, 600.0, 0.0, 0.7)}
+    for d in deployments:
+        low, high = [0.2, 0.3, 0.3, 0.0, 0.5], [0.9, 0.8, 1.0, 2 * math.pi, 0.95]
+        cpu, swing, share, phase, memory = (float(x) for x in rng.uniform(low, high))
+        out[d.name] = Profile(cpu, swing, share * span, phase, memory)
+    for j in jobs:
+        cpu, phase, memory = (float(x) for x in rng.uniform([0.5, 0, 0.6], [1.3, 2 * math.pi, 1.0]))
+        out[j.name] = Profile(cpu, 0.1, 600.0, phase, memory)
+    return out
 
 
 def _nodes(rng: np.random.Generator, count: int) -> tuple[Node, ...]:
@@ -261,7 +298,17 @@ def workload(nodes: int, periods: int, period: float, seed: int, load: float = 0
                 duration = float(np.clip(rng.lognormal(math.log(JOB_MEDIAN), JOB_SIGMA), 120.0, 5400.0))
                 specs.append(Spec(pod, t, duration))
         arrivals.append(specs)
-    return Stream(node_list, fixed, arrivals, deployments, tuple(jobs), tuple(replicasets), period, joins)
+    return Stream(
+        node_list,
+        fixed,
+        arrivals,
+        deployments,
+        tuple(jobs),
+        tuple(replicasets),
+        period,
+        joins,
+        _profiles(deployments, jobs, periods * period, seed),
+    )
 
 
 # ---------------------------------------------------------------- one arm's cluster
@@ -297,6 +344,8 @@ class Sample:
     landed_hot: int  # cumulative
     landed_back: int  # cumulative, LNU: re-placed on the node it was evicted from
     seconds: float  # the rebalancer's wall time this period
+    usage_std: float  # std_score with usage for load
+    usage_hot: int  # nodes above the high threshold in cpu or memory usage
 
 
 class Sim:
@@ -479,11 +528,43 @@ class Sim:
         used = [{"cpu": int(u[0]), "memory": int(u[1])} for u in self.used[rows]]
         imbalance, std = balance_metrics(alloc, used)
         pending = sum(1 for live in self.pods.values() if live.pod.node_name is None)
+        usage = self.usage_by_node(t)
+        _, usage_std = balance_metrics(alloc, [{"cpu": int(u[0]), "memory": int(u[1])} for u in usage[rows]])
+        usage_hot = int(((usage / self.alloc).max(axis=1) > high / 100)[rows].sum())
         self.samples.append(
             Sample(
-                t, imbalance, std, int(hot.sum()), pending, len(self.moves), self.landed_hot, self.landed_back, seconds
+                t,
+                imbalance,
+                std,
+                int(hot.sum()),
+                pending,
+                len(self.moves),
+                self.landed_hot,
+                self.landed_back,
+                seconds,
+                usage_std,
+                usage_hot,
             )
         )
+
+    def pod_usage(self, t: float) -> dict[str, tuple[int, int]]:
+        """Every running pod's cpu (millicores) and memory (bytes) in use at ``t``."""
+        out = {}
+        for key, live in self.pods.items():
+            pod = live.pod
+            if pod.node_name is None or pod.owner is None:
+                continue
+            cpu, memory = self.stream.profiles[pod.owner.name].at(t)
+            out[key] = (int(cpu * pod.requests.get("cpu", 0)), int(memory * pod.requests.get("memory", 0)))
+        return out
+
+    def usage_by_node(self, t: float) -> np.ndarray[Any, np.dtype[np.float64]]:
+        used = np.zeros_like(self.alloc)
+        for key, (cpu, memory) in self.pod_usage(t).items():
+            node = self.pods[key].pod.node_name
+            if node is not None:
+                used[self.index[node]] += (cpu, memory)
+        return used
 
 
 # ---------------------------------------------------------------- LowNodeUtilization
@@ -542,8 +623,10 @@ def lnu_evictions(
 # ---------------------------------------------------------------- placer rebalance
 
 
-def rebalance_config(low: float, high: float, time_limit: float, per_period: int | None = None) -> Config:
-    section: dict[str, Any] = {"thresholds": {"low": low, "high": high}}
+def rebalance_config(
+    low: float, high: float, time_limit: float, per_period: int | None = None, load: str = "requests"
+) -> Config:
+    section: dict[str, Any] = {"thresholds": {"low": low, "high": high}, "load": load}
     if per_period is not None:
         section["limits"] = {"perPeriod": per_period}
     return Config.model_validate(
@@ -551,7 +634,8 @@ def rebalance_config(low: float, high: float, time_limit: float, per_period: int
     )
 
 
-Rebalancer = Callable[[Cluster, Config, float], list[tuple[str, str, str]]]
+# (cluster, config, now, usage samples or None) -> moves (pod, source, target)
+Rebalancer = Callable[[Cluster, Config, float, Any], list[tuple[str, str, str]]]
 
 
 def placer_api() -> Any | None:
@@ -568,13 +652,32 @@ def rebalancer_name() -> str:
     return "`placer.rebalance.rebalance_cluster`"
 
 
-def placer_moves(cluster: Cluster, config: Config, now: float) -> list[tuple[str, str, str]]:
+def placer_moves(cluster: Cluster, config: Config, now: float, usage: Any = None) -> list[tuple[str, str, str]]:
     """``placer.rebalance.rebalance_cluster``: the moves (pod, source, target) of one period."""
     api = placer_api()
     if api is None:
         return _interim_moves(cluster, config)
-    out = api.rebalance_cluster(cluster, api.RebalanceOptions(config=config, usage=None, now=now))
+    out = api.rebalance_cluster(cluster, api.RebalanceOptions(config=config, usage=usage, now=now))
     return [(m.pod, m.source, m.target) for m in out.moves]
+
+
+def usage_samples(pods: dict[str, tuple[int, int]], now: float, window: float) -> Any:
+    """``placer.models.Usage``: one sample per pod (what ``--usage`` reads from metrics.k8s.io)."""
+    models = importlib.import_module("placer.models")
+    if not hasattr(models, "Usage"):
+        raise SystemExit("rebalance: --load usage needs placer.models.Usage, not on this revision")
+    return models.Usage(
+        samples=tuple(
+            models.PodUsage(
+                namespace=key.split("/", 1)[0],
+                name=key.split("/", 1)[1],
+                timestamp=now,
+                window=window,
+                usage={"cpu": cpu, "memory": memory},
+            )
+            for key, (cpu, memory) in pods.items()
+        )
+    )
 
 
 def _interim_moves(cluster: Cluster, config: Config) -> list[tuple[str, str, str]]:
@@ -617,11 +720,12 @@ def run(
     *,
     seed: int = 0,
     per_period: int | None = None,
+    load: str = "requests",
 ) -> list[ArmResult]:
     """The three arms on ``stream``; ``seed`` orders LNU's ties, ``per_period`` overrides placer's
-    moves-per-period limit (None: its default)."""
+    moves-per-period limit (None: its default), ``load`` is placer's (usage: it gets samples)."""
     sims: dict[Arm, Sim] = {arm: Sim(stream, arm) for arm in ARMS}
-    config = rebalance_config(low, high, time_limit, per_period)
+    config = rebalance_config(low, high, time_limit, per_period, load)
     refused = dict.fromkeys(ARMS, 0)
     for k in range(stream.periods):
         t = (k + 1) * stream.period  # the end of period k: its events are in
@@ -640,7 +744,8 @@ def run(
                 if keys:
                     sim.evict_and_replace(keys, t)
             elif arm == "placer":
-                moves = rebalancer(sim.cluster(t), config, EPOCH + t)
+                usage = usage_samples(sim.pod_usage(t), EPOCH + t, stream.period) if load == "usage" else None
+                moves = rebalancer(sim.cluster(t), config, EPOCH + t, usage)
                 refused[arm] += sim.apply_moves(moves, t)
             sim.sample(t, high, before, time.perf_counter() - started)
         s = {arm: sims[arm].samples[-1] for arm in ARMS}
@@ -669,7 +774,7 @@ def _result(sim: Sim, refused: int) -> ArmResult:
         seconds=sum(s.seconds for s in sim.samples),
     )
     joined = next((k for k, j in enumerate(sim.stream.joins) if k and j), 0)
-    for name in ("imbalance", "std_score", "hot", "pending"):
+    for name in ("imbalance", "std_score", "hot", "pending", "usage_std", "usage_hot"):
         r.averages[name] = float(np.mean([getattr(s, name) for s in sim.samples]))
         r.averages[f"{name}_after_join"] = float(np.mean([getattr(s, name) for s in sim.samples[joined:]]))
     return r
@@ -710,7 +815,9 @@ def render_markdown(
         f"{when * stream.period / 60:g}, after the peak), {len(stream.deployments)} Deployments (tier Always, "
         f"replicas drifting), {len(stream.jobs)} Jobs arriving in one wave ({pods} pods, 60 % Never / 40 % "
         f"OnFailure, 75 % opted in to moves, a quarter pinned to a pool), {stream.periods} periods of "
-        f"{stream.period:g} s, seed {args.seed}. Load is by requests (usage is not modelled). Thresholds low "
+        f"{stream.period:g} s, seed {args.seed}. Load, for the metrics and both rebalancers, is by requests "
+        f"(placer's `rebalance.load`: {args.load_by}); usage is modelled per workload (Deployments' cpu on "
+        "waves, Jobs bursting past their requests) and reported in the last columns. Thresholds low "
         f"{args.low:g} % / high {args.high:g} % for both rebalancers, the same period. LowNodeUtilization with "
         "no eviction limits (maxNoOfPodsToEvictPerNode/PerNamespace unset, its default); placer's limits "
         f"perPeriod {lim.per_period}, perNode {lim.per_node}, perNamespace {lim.per_namespace}, cooldown "
@@ -723,8 +830,9 @@ def render_markdown(
         "",
         "| arm | imbalance | std_score | nodes above high | pending pods | pods moved | Job pods moved "
         "| of Jobs not opted in | Always-tier moved | landed above high | landed back on source "
-        "| evicted, not re-placed | work restarted (pod-h) | rebalancer s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| evicted, not re-placed | work restarted (pod-h) | rebalancer s | std_score by usage "
+        "| nodes above high by usage |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         a = r.averages
@@ -732,18 +840,20 @@ def render_markdown(
         lines.append(
             f"| {LABELS[r.arm]} | {a['imbalance']:.4f} | {a['std_score']:.4f} | {a['hot']:.2f} | {a['pending']:.1f} "
             f"| {r.moves} | {r.job_moves} | {r.not_opted_in} | {r.always_moves} | {r.landed_hot} | {back} "
-            f"| {r.never_landed} | {r.restarted_hours:.1f} | {r.seconds:.1f} |"
+            f"| {r.never_landed} | {r.restarted_hours:.1f} | {r.seconds:.1f} | {a['usage_std']:.4f} "
+            f"| {a['usage_hot']:.2f} |"
         )
     refused = next(r.refused for r in results if r.arm == "placer")
     lines += [
         "",
         f"The same, averaged only from minute {when * stream.period / 60:g} (the nodes joining) to the end:",
         "",
-        "| arm | imbalance | std_score | nodes above high |",
-        "|---|---:|---:|---:|",
+        "| arm | imbalance | std_score | nodes above high | std_score by usage | nodes above high by usage |",
+        "|---|---:|---:|---:|---:|---:|",
         *(
             f"| {LABELS[r.arm]} | {r.averages['imbalance_after_join']:.4f} | {r.averages['std_score_after_join']:.4f} "
-            f"| {r.averages['hot_after_join']:.2f} |"
+            f"| {r.averages['hot_after_join']:.2f} | {r.averages['usage_std_after_join']:.4f} "
+            f"| {r.averages['usage_hot_after_join']:.2f} |"
             for r in results
         ),
         "",
@@ -761,7 +871,7 @@ def render_markdown(
 
 def plot(results: Sequence[ArmResult], path: Path, high: float, joined: float | None = None) -> None:
     """Six panels over simulated time; ``joined``: the minute the late nodes join (a dotted line)."""
-    fig = Figure(figsize=(12, 8))
+    fig = Figure(figsize=(16, 8))
     FigureCanvasAgg(fig)
     panels = (
         ("std_score", "std_score"),
@@ -770,9 +880,11 @@ def plot(results: Sequence[ArmResult], path: Path, high: float, joined: float | 
         ("moved", "pods moved (cumulative)"),
         ("landed_hot", f"moves landed above {high:g} % (cumulative)"),
         ("pending", "pending pods"),
+        ("usage_std", "std_score by usage"),
+        ("usage_hot", f"nodes above {high:g} % by usage"),
     )
     for i, (key, title) in enumerate(panels):
-        ax = fig.add_subplot(2, 3, i + 1)
+        ax = fig.add_subplot(2, 4, i + 1)
         for r in results:
             ax.plot([s.t / 60 for s in r.samples], [getattr(s, key) for s in r.samples], label=LABELS[r.arm])
         if joined is not None:
@@ -795,6 +907,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--low", type=float, default=20.0, help="percent")
     parser.add_argument("--high", type=float, default=80.0, help="percent")
     parser.add_argument("--time-limit", type=float, default=2.0, help="placer's solver limit per period")
+    parser.add_argument("--load-by", choices=("requests", "usage"), default="requests", help="placer's rebalance.load")
     parser.add_argument("--per-period", type=int, help="placer's rebalance.limits.perPeriod (default: its default)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 40 nodes, 16 periods of 180 s")
     parser.add_argument("--out", type=Path, help="report directory (default docs/bench, build/bench-quick if --quick)")
@@ -808,7 +921,9 @@ def main(argv: list[str] | None = None) -> int:
     load_start = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     revision = source_revision()
     stream = workload(args.nodes, args.periods, args.period, args.seed, args.load)
-    results = run(stream, args.low, args.high, args.time_limit, seed=args.seed, per_period=args.per_period)
+    results = run(
+        stream, args.low, args.high, args.time_limit, seed=args.seed, per_period=args.per_period, load=args.load_by
+    )
     info = {**machine_info(), "revision": revision}
     out.mkdir(parents=True, exist_ok=True)
     (out / "rebalance.md").write_text(

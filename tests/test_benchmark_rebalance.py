@@ -110,8 +110,8 @@ def test_placer_moves_are_applied_only_where_they_fit_and_restart_the_job() -> N
     assert len(sim.moves) == 1 and sim.moves[0].restarted > 0
 
 
-def _no_moves(cluster: Cluster, config: Config, now: float) -> list[tuple[str, str, str]]:
-    assert config.rebalance.thresholds.high == 80 and now > rebalance.EPOCH
+def _no_moves(cluster: Cluster, config: Config, now: float, usage: object) -> list[tuple[str, str, str]]:
+    assert config.rebalance.thresholds.high == 80 and now > rebalance.EPOCH and usage is None
     job_pods = [p for p in cluster.pods if p.owner and p.owner.kind == "Job"]
     assert {p.scheduler_name for p in job_pods} <= {"placer"}
     assert {p.owner.name for p in job_pods if p.owner} == {j.name for j in cluster.jobs}  # the Jobs go along
