@@ -863,7 +863,7 @@ def render_markdown(
         "",
         *targets(results),
         "",
-        "![rebalance](rebalance.png)",
+        f"![rebalance]({args.name}.png)",
         "",
     ]
     return "\n".join(lines)
@@ -909,6 +909,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=2.0, help="placer's solver limit per period")
     parser.add_argument("--load-by", choices=("requests", "usage"), default="requests", help="placer's rebalance.load")
     parser.add_argument("--per-period", type=int, help="placer's rebalance.limits.perPeriod (default: its default)")
+    parser.add_argument("--name", default="rebalance", help="report file names (NAME.md, .png, .json)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 40 nodes, 16 periods of 180 s")
     parser.add_argument("--out", type=Path, help="report directory (default docs/bench, build/bench-quick if --quick)")
     args = parser.parse_args(argv)
@@ -926,20 +927,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     info = {**machine_info(), "revision": revision}
     out.mkdir(parents=True, exist_ok=True)
-    (out / "rebalance.md").write_text(
+    (out / f"{args.name}.md").write_text(
         render_markdown(results, stream, args, command, info, load_start), encoding="utf-8"
     )
     rows = [
         {k: v for k, v in asdict(r).items() if k != "samples"} | {"samples": [asdict(s) for s in r.samples]}
         for r in results
     ]
-    (out / "rebalance.json").write_text(
+    (out / f"{args.name}.json").write_text(
         json.dumps({"machine": info, "command": command, "arms": rows}, indent=1) + "\n", encoding="utf-8"
     )
     joined = next((k for k, j in enumerate(stream.joins) if k and j), None)
-    plot(results, out / "rebalance.png", args.high, None if joined is None else joined * stream.period / 60)
+    plot(results, out / f"{args.name}.png", args.high, None if joined is None else joined * stream.period / 60)
     print("\n".join(targets(results)))
-    print(f"[rebalance] wrote {out / 'rebalance.md'}, {out / 'rebalance.png'}, {out / 'rebalance.json'}")
+    print(f"[rebalance] wrote {out / args.name}.md, .png, .json")
     return 0
 
 

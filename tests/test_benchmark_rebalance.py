@@ -140,3 +140,20 @@ def test_rebalance_benchmark_writes_the_report(tmp_path: Path) -> None:
     arms = json.loads((tmp_path / "rebalance.json").read_text(encoding="utf-8"))["arms"]
     assert [a["arm"] for a in arms] == list(rebalance.ARMS) and all(len(a["samples"]) == 6 for a in arms)
     assert (tmp_path / "rebalance.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_usage_follows_the_profiles_and_adds_up_per_node() -> None:
+    stream = rebalance.workload(8, 6, 60.0, seed=1, load=3.0)
+    assert set(stream.profiles) >= {d.name for d in stream.deployments} | {j.name for j in stream.jobs}
+    sim = rebalance.Sim(stream, "none")
+    for k in range(len(stream.arrivals)):
+        sim.churn(k)
+        sim.place_pending((k + 1) * 60.0)
+    pods = sim.pod_usage(360.0)
+    assert pods and all(cpu > 0 and memory > 0 for cpu, memory in pods.values())
+    by_node = sim.usage_by_node(360.0)
+    total = np.array([sum(u[0] for u in pods.values()), sum(u[1] for u in pods.values())], dtype=float)
+    assert np.allclose(by_node.sum(axis=0), total)
+    job = next(j for j in stream.jobs if any(f"/{j.name}-" in key for key in pods))  # a running Job
+    profile = stream.profiles[job.name]
+    assert 0.5 * 0.9 <= profile.at(0.0)[0] <= 1.3 * 1.1 and 0.6 <= profile.at(0.0)[1] <= 1.0
