@@ -21,10 +21,11 @@ from rich.console import Console
 from rich.table import Table
 
 from placer.check import find_fixtures, run_fixture
-from placer.cli.render import render_compare, render_explanation, render_outcome
+from placer.cli.render import render_compare, render_explanation, render_outcome, render_rebalance
 from placer.errors import InputError
 from placer.explain import explain_pod
 from placer.inputs import cluster_schema, load_cluster, read_cluster
+from placer.inputs.usage import load_usage
 from placer.models import (
     BASELINES,
     POLICIES,
@@ -36,6 +37,7 @@ from placer.models import (
     compare_schema,
     result_schema,
 )
+from placer.rebalance import RebalanceOptions, rebalance_cluster
 from placer.service import SolveOptions, solve_cluster
 
 __all__ = ["app", "main"]
@@ -222,6 +224,46 @@ def solve(
             raise _fail(f"{plot}: cannot write the plot: {exc.strerror or exc}") from None
     if fail_on_unplaced and outcome.result.unplaced:
         raise typer.Exit(1)
+
+
+@app.command()
+def rebalance(
+    file: Annotated[
+        Path, typer.Argument(help="kubectl List dump (with Jobs, ReplicaSets, PDBs) or native-schema cluster")
+    ],
+    usage: Annotated[
+        list[Path] | None,
+        typer.Option(help="a `kubectl get --raw /apis/metrics.k8s.io/v1beta1/pods` dump; repeat to average several"),
+    ] = None,
+    output: Annotated[Output, typer.Option("--output", "-o", help="text, json or yaml")] = Output.text,
+    config: Annotated[Path | None, typer.Option(help="YAML/JSON engine configuration (its rebalance section)")] = None,
+    time_limit: Annotated[float | None, typer.Option(min=0.01, help="solver time limit in seconds")] = None,
+) -> None:
+    """Plan moves off overloaded nodes to planned landing nodes (offline, nothing is written):
+    which pods move where, each node's load before and after, and the balance before and after.
+    With --usage the load is the measured usage (rebalance.load: usage in the config)."""
+    try:
+        cfg = load_config(config)
+        cluster = load_cluster(file)
+        samples = load_usage(usage) if usage else None
+    except InputError as exc:
+        raise _fail(str(exc)) from None
+    if samples is not None:
+        cfg = cfg.model_copy(update={"rebalance": cfg.rebalance.model_copy(update={"load": "usage"})})
+    if time_limit is not None:
+        cfg = cfg.model_copy(update={"solver": cfg.solver.model_copy(update={"time_limit": time_limit})})
+    now = max((s.timestamp for s in samples.samples), default=None) if samples is not None else None
+    outcome = rebalance_cluster(cluster, RebalanceOptions(config=cfg, usage=samples, now=now))
+    if output is Output.text:
+        render_rebalance(Console(), outcome)
+    else:
+        data = outcome.result.contract()
+        typer.echo(
+            json.dumps(data, indent=2) if output is Output.json else yaml.safe_dump(data, sort_keys=False),
+            nl=output is Output.json,
+        )
+    for warning in outcome.warnings:
+        typer.echo(f"placer: warning: {warning}", err=True)
 
 
 def _live(kubeconfig: str | None, context: str | None) -> Cluster:

@@ -10,9 +10,10 @@ from rich.table import Table
 from placer.engine import Snapshot
 from placer.explain import Explanation
 from placer.models import format_quantity
+from placer.rebalance import RebalanceOutcome
 from placer.service import Outcome
 
-__all__ = ["offered_resources", "render_compare", "render_explanation", "render_outcome"]
+__all__ = ["offered_resources", "render_compare", "render_explanation", "render_outcome", "render_rebalance"]
 
 _COLUMNS = ("cpu", "memory", "ephemeral-storage", "placer.io/bandwidth", "pods")
 _GPU_HINTS = ("gpu", "neuron", "tpu")  # extended resources shown when some node offers them
@@ -183,3 +184,50 @@ def render_explanation(console: Console, story: Explanation) -> None:
         console.print(f"Decision: stays pending ({story.unplaced_code}): {story.unplaced_reason}")
     for e in story.evictions:
         console.print(f"For it: {e.pod} on {e.node} is {'moved' if e.kind == 'move' else 'preempted'}: {e.reason}")
+
+
+def render_rebalance(console: Console, outcome: RebalanceOutcome) -> None:
+    """``placer rebalance``: the moves, the steps, giving and taking nodes before -> after, and
+    the balance before -> after (lower is better)."""
+    result, report = outcome.result, outcome.report
+    if result.evictions:
+        table = Table(title="Rebalancing plan: moves")
+        for col in ("pod", "from", "to", "replacement waits"):
+            table.add_column(col)
+        waits = {st.replaces: st.wait for st in result.steps if st.replaces is not None}
+        for e in result.evictions:
+            wait = waits.get(e.pod, 0.0)
+            table.add_row(e.pod, e.node, e.to or "-", f"{wait:.0f}s Job backoff" if wait else "-")
+        console.print(table)
+        steps = Table(title="Steps (each waits for the steps in 'after')")
+        for col in ("id", "op", "pod", "node", "after"):
+            steps.add_column(col)
+        for st in result.steps:
+            steps.add_row(str(st.id), st.op, st.subject, st.node, ", ".join(map(str, st.after)) or "-")
+        console.print(steps)
+    if report.nodes:
+        table = Table(
+            title=f"Nodes giving (above {report.high:g} %) and taking (below {report.low:g} %), load by {report.load}"
+        )
+        table.add_column("node")
+        table.add_column("role")
+        table.add_column("score", justify="right")
+        resources = list(report.nodes[0].before)
+        for r in resources:
+            table.add_column(r, justify="right")
+        for row in report.nodes:
+            cells = []
+            for r in resources:
+                b, a = row.before.get(r, 0.0), row.after.get(r, 0.0)
+                cells.append(f"{b:.0%} -> {a:.0%}" if abs(a - b) > 1e-9 else f"{b:.0%}")
+            table.add_row(row.node, row.role, f"{row.score:+.2f}", *cells)
+        console.print(table)
+    for pod, why in list(report.skipped.items())[:_MAX_ROWS]:
+        console.print(f"stays: {pod}: {why}")
+    old, new = report.before, report.after
+    console.print(
+        f"{'plan' if report.kept else 'no plan'}: {report.why}. moved {len(result.evictions)}; "
+        f"spread {old.spread:.4f} -> {new.spread:.4f}, std_score {old.std_score:.4f} -> {new.std_score:.4f}, "
+        f"imbalance {old.imbalance:.4f} -> {new.imbalance:.4f}, nodes above high {old.hot} -> {new.hot} "
+        "(lower is better)"
+    )

@@ -52,11 +52,14 @@ from placer.models.config import (
 )
 from placer.models.plan import (
     SCHEMA_VERSION,
+    Balance,
     Eviction,
     EvictionChoice,
     EvictionDetail,
     Metrics,
+    NodeLoad,
     Placement,
+    RebalanceReport,
     Result,
     Step,
     Unplaced,
@@ -88,6 +91,7 @@ from placer.models.steps import (
     step_kinds,
     unregister_step_kind,
 )
+from placer.models.usage import PodUsage, Usage
 
 __all__ = [
     "AWAIT_GONE",
@@ -100,6 +104,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SOLVE_STATUSES",
     "UNPLACED_CODES",
+    "Balance",
     "BalanceWeights",
     "Baseline",
     "ClaimRef",
@@ -123,6 +128,7 @@ __all__ = [
     "Metrics",
     "Node",
     "NodeFilter",
+    "NodeLoad",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "Owner",
@@ -132,6 +138,7 @@ __all__ = [
     "Pod",
     "PodAffinityTerm",
     "PodDisruptionBudget",
+    "PodUsage",
     "Policy",
     "PreferredTerm",
     "PriorityConfig",
@@ -139,6 +146,7 @@ __all__ = [
     "Reason",
     "RebalanceConfig",
     "RebalanceLimits",
+    "RebalanceReport",
     "RebalanceThresholds",
     "Rejected",
     "ReplicaSet",
@@ -156,6 +164,7 @@ __all__ = [
     "Unplaced",
     "UnplacedCode",
     "Untolerated",
+    "Usage",
     "WeightedPodAffinityTerm",
     "compare_schema",
     "describe",

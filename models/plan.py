@@ -100,6 +100,9 @@ class Step(_Out):
     node: str
     after: list[int] = Field(default_factory=list)
     replaces: str | None = None
+    # Seconds this step may wait beyond the plan's timeouts (a Job's backoff before it recreates
+    # an evicted pod); 0 for most steps.
+    wait: float = Field(0.0, ge=0, alias="waitSeconds")
 
     @field_validator("op")
     @classmethod
@@ -135,7 +138,43 @@ class Metrics(_Out):
     gap: float = 0.0
 
 
-SCHEMA_VERSION = 3  # 2: evictions gained reason and detail; 3: unplaced code Invalid, detail.invalid and detail.pdbs
+class Balance(_Out):
+    """How evenly loaded the nodes are (README, "Reading the numbers"): ``imbalance`` and
+    ``std_score`` by requests, ``spread`` the std_score of the load rebalancing reads (requests or
+    usage, weighted resources), ``hot`` the nodes above the high threshold."""
+
+    imbalance: float = 0.0
+    std_score: float = Field(0.0, alias="stdScore")
+    spread: float = 0.0
+    hot: int = 0
+
+
+class NodeLoad(_Out):
+    node: str
+    role: Literal["gives", "takes", ""] = ""
+    score: float = 0.0  # the thesis's node score before (> 0 lighter than the cluster)
+    before: dict[str, float] = Field(default_factory=dict)  # utilisation per weighted resource
+    after: dict[str, float] = Field(default_factory=dict)
+
+
+class RebalanceReport(_Out):
+    """``placer rebalance``: the plan's why and its effect (the moves are the result's evictions)."""
+
+    load: Literal["requests", "usage"] = "requests"
+    kept: bool = False  # the plan is made (its moves are the evictions)
+    why: str = ""  # why there is no plan, or what it achieves
+    low: float = 0.0  # thresholds, percent
+    high: float = 0.0
+    before: Balance = Field(default_factory=Balance)
+    after: Balance = Field(default_factory=Balance)
+    nodes: list[NodeLoad] = Field(default_factory=list)  # givers and takers
+    skipped: dict[str, str] = Field(default_factory=dict)  # pods on giving nodes that may not move, and why
+    fallbacks: list[str] = Field(default_factory=list)  # pods read by requests: no fresh usage sample
+
+
+# 2: evictions gained reason and detail; 3: unplaced code Invalid, detail.invalid and detail.pdbs;
+# 4: steps' waitSeconds, and the rebalance section of ``placer rebalance``.
+SCHEMA_VERSION = 4
 
 
 class Result(_Out):
@@ -147,6 +186,7 @@ class Result(_Out):
     evictions: list[Eviction] = Field(default_factory=list)
     steps: list[Step] = Field(default_factory=list)
     metrics: Metrics = Field(default_factory=Metrics)
+    rebalance: RebalanceReport | None = None
 
     def contract(self) -> dict[str, object]:
         """The JSON output contract's shape, arrays sorted by pod name."""
@@ -160,7 +200,12 @@ class Result(_Out):
             for u in sorted(data["unplaced"], key=lambda u: u["pod"])
         ]
         data["evictions"] = sorted(data["evictions"], key=lambda e: e["pod"])
-        data["steps"] = [{k: v for k, v in st.items() if v is not None or k == "pod"} for st in data["steps"]]
+        data["steps"] = [
+            {k: v for k, v in st.items() if (v is not None or k == "pod") and not (k == "waitSeconds" and not v)}
+            for st in data["steps"]
+        ]
+        if data["rebalance"] is None:
+            del data["rebalance"]  # only ``placer rebalance`` answers have it
         return data
 
 

@@ -49,9 +49,11 @@ __all__ = [
     "Decision",
     "Outcome",
     "SolveOptions",
+    "apply_plan",
     "check_decision",
     "decide",
     "holding",
+    "node_dicts",
     "nominated_holds",
     "pending_batch",
     "plan_steps",
@@ -143,7 +145,7 @@ def nominated_holds(cluster: Cluster, scheduler_name: str, batch: Sequence[Pod])
     ]
 
 
-def _node_dicts(snap: Snapshot) -> tuple[list[dict[str, int]], list[dict[str, int]]]:
+def node_dicts(snap: Snapshot) -> tuple[list[dict[str, int]], list[dict[str, int]]]:
     names = snap.resources
     alloc = [dict(zip(names, row.tolist(), strict=True)) for row in snap.alloc]
     used = [dict(zip(names, row.tolist(), strict=True)) for row in snap.used]
@@ -267,7 +269,7 @@ def _check(cluster: Cluster, state: Snapshot, batch: Sequence[Pod], decision: De
         return hard_violations(view, placed, scheduler_name=config.scheduler_name)
     evictions: list[Eviction] = []
     steps: list[Step] = []
-    _apply_plan(state.copy(), decision.plan, evictions, steps, placements)
+    apply_plan(state.copy(), decision.plan, evictions, steps, placements)
     result = Result(placements=placements, evictions=evictions, steps=steps)
     tiers = config.priority.restart_tiers
     return validate_plan(view, result, restart_tiers=tiers, scheduler_name=config.scheduler_name)
@@ -321,7 +323,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
                     budget -= len(decision.plan.evictions)
                 if not steps:
                     _bind_earlier(steps, placements)  # the first plan: earlier batches' binds become steps
-                replacements += _apply_plan(state, decision.plan, evictions, steps, placements)
+                replacements += apply_plan(state, decision.plan, evictions, steps, placements)
                 placed_here.update(f"{e.pod.namespace}/{e.pod.name}~replacement" for e in decision.plan.evictions)
             elif steps:
                 _bind_after_earlier_plans(steps, done, names)
@@ -350,7 +352,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
         if not queue:
             unplaced = [u for _, u in left]
             break
-    imbalance, std = balance_metrics(*_node_dicts(state))
+    imbalance, std = balance_metrics(*node_dicts(state))
     result = Result(
         status=status,
         policy=options.policy,
@@ -378,7 +380,7 @@ def _unplaced(pod: Pod, code: UnplacedCode, reason: Reason) -> Unplaced:
     return Unplaced(pod=pod.key, code=code, reason=describe(reason), detail=reason)
 
 
-def _apply_plan(
+def apply_plan(
     state: Snapshot, plan: Plan, evictions: list[Eviction], steps: list[Step], placements: list[Placement]
 ) -> int:
     """Account a plan on the state; record its evictions, steps and replacement placements."""

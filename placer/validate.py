@@ -93,6 +93,7 @@ from placer.models import (
     Placement,
     Pod,
     PodDisruptionBudget,
+    RebalanceConfig,
     Result,
     SpreadConstraint,
     Step,
@@ -142,6 +143,7 @@ __all__ = [
     "untolerated_taint",
     "validate_placements",
     "validate_plan",
+    "validate_rebalance",
     "volume_problems",
 ]
 
@@ -1072,14 +1074,25 @@ def eviction_refusal(cluster: Cluster, pod: Pod) -> str | None:
     return None
 
 
-def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer") -> str | None:
+def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer", *, jobs: bool = False) -> str | None:
     """Why a plan may not move this pod, on top of ``eviction_refusal`` (None: it may).
 
     A move evicts the pod and binds its ReplicaSet's replacement: only a ReplicaSet whose
-    template names this scheduler (``"*"``: any) sends the replacement back to it.
+    template names this scheduler (``"*"``: any) sends the replacement back to it. With ``jobs``
+    (rebalancing) a Job's pod may move too when its Job names this scheduler and opts in: its
+    podFailurePolicy ignores DisruptionTarget, or it accepts restarts (``placer.io/rebalance``).
     """
     if pod.owner is None:
         return "it is a bare pod (no owner creates a replacement)"
+    if jobs and pod.owner.kind == "Job":
+        job = next((j for j in cluster.jobs if j.namespace == pod.namespace and j.name == pod.owner.name), None)
+        if job is None:
+            return f"its Job {pod.namespace}/{pod.owner.name} is not in the cluster"
+        if scheduler_name not in ("*", job.scheduler_name):
+            return f"its Job is scheduled by {job.scheduler_name!r}, not {scheduler_name!r}"
+        if not (job.ignores_disruption or job.accepts_restarts):
+            return "its Job does not opt in to moves"
+        return None
     if pod.owner.kind != "ReplicaSet":
         return f"it is owned by a {pod.owner.kind}, not a ReplicaSet"
     owners = [r for r in cluster.replicasets if r.namespace == pod.namespace and r.name == pod.owner.name]
@@ -1144,6 +1157,7 @@ def _stand_in(victim: Pod) -> Pod:
 class _Plan:
     ctx: _Context
     scheduler_name: str
+    jobs: bool = False  # a rebalancing plan: opted-in Jobs' pods may move
     victims: dict[str, tuple[Pod, Eviction]] = field(default_factory=dict)  # valid evictions
     pending: dict[str, tuple[Pod, str]] = field(default_factory=dict)  # pod key -> (pod, node)
     replacements: dict[str, tuple[Pod, Pod, str]] = field(default_factory=dict)  # victim -> (victim, stand-in, node)
@@ -1215,7 +1229,7 @@ def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Evic
             if placed is None or placed[1] != e.node:
                 out.append(f"{what}: it is for {name}, which the plan does not place on {e.node}")
         if e.kind == "move":
-            refusal = move_refusal(cluster, pod, plan.scheduler_name)
+            refusal = move_refusal(cluster, pod, plan.scheduler_name, jobs=plan.jobs)
             if refusal:
                 out.append(f"{what}: may not move: {refusal}")
             if e.to is None or e.to not in plan.ctx.nodes:
@@ -1681,6 +1695,95 @@ def _improvement_violations(plan: _Plan, cluster: Cluster) -> list[str]:
         f"the plan does not strictly improve placed-and-running pods per key: {ours} with it, "
         f"{theirs} already without evictions (keys {sorted(with_plan.keys() | without.keys(), reverse=True)})"
     ]
+
+
+def _utilisation(cluster: Cluster, moved: Mapping[str, str], resources: Sequence[str]) -> dict[str, list[float]]:
+    """Per node, requests over allocatable per resource, with ``moved`` pods (key -> node) moved."""
+    used: dict[str, dict[str, int]] = {n.name: {} for n in cluster.nodes}
+    for pod in cluster.pods:
+        if not pod.running or pod.node_name not in used:
+            continue
+        where = moved.get(pod.key, pod.node_name)
+        for r in resources:
+            used[where][r] = used[where].get(r, 0) + pod.requests.get(r, 0)
+    out: dict[str, list[float]] = {}
+    for node in cluster.nodes:
+        out[node.name] = [
+            used[node.name].get(r, 0) / allocatable(node, r) if allocatable(node, r) > 0 else 0.0 for r in resources
+        ]
+    return out
+
+
+def validate_rebalance(
+    cluster: Cluster, result: Result, config: RebalanceConfig, *, scheduler_name: str = "placer", now: float = 0.0
+) -> list[str]:
+    """Every reason a rebalancing plan (``placer rebalance``, load by requests) is wrong; empty when valid.
+
+    The plan's own rules: only moves; each from a node above the high threshold to a node below
+    the low one that stays at most at the high threshold once every move lands; never a bare pod,
+    an Always-tier pod unless allowed (and then only of a ReplicaSet with two ready replicas), a
+    Job's pod unless its Job opts in, or a pod moved within the cooldown; at most ``perPeriod``
+    moves, ``perNode`` off one node and ``perNamespace`` in one namespace. Then the global plan's
+    rules for moves (eviction and move eligibility, PDBs, replacements, step order, final capacity).
+    """
+    out: list[str] = []
+    resources = [r for r, w in config.weights.items() if w > 0]
+    high, low = config.thresholds.high / 100.0, config.thresholds.low / 100.0
+    pods = {p.key: p for p in cluster.pods}
+    moves = {e.pod: e.to or "" for e in result.evictions if e.kind == "move"}
+    before = _utilisation(cluster, {}, resources)
+    after = _utilisation(cluster, moves, resources)
+    if len(moves) > config.limits.per_period:
+        out.append(f"{len(moves)} moves, more than perPeriod {config.limits.per_period}")
+    off: dict[str, int] = {}
+    per_namespace: dict[str, int] = {}
+    for e in result.evictions:
+        if e.kind != "move":
+            out.append(f"eviction of {e.pod}: a rebalancing plan only moves pods")
+            continue
+        pod = pods.get(e.pod)
+        if pod is None:
+            continue  # named by the plan rules below
+        off[e.node] = off.get(e.node, 0) + 1
+        per_namespace[pod.namespace] = per_namespace.get(pod.namespace, 0) + 1
+        if not any(u > high for u in before.get(e.node, [])):
+            out.append(f"move of {e.pod}: its node {e.node} is not above {config.thresholds.high:g} %")
+        target = e.to or ""
+        if target in before and not all(u < low for u in before[target]):
+            out.append(f"move of {e.pod}: its landing node {target} is not below {config.thresholds.low:g} %")
+        if target in after and any(u > high for u in after[target]):
+            out.append(f"move of {e.pod}: its landing node {target} ends above {config.thresholds.high:g} %")
+        if pod.restart_policy == "Always":
+            rs = next(
+                (
+                    r
+                    for r in cluster.replicasets
+                    if pod.owner and r.namespace == pod.namespace and r.name == pod.owner.name
+                ),
+                None,
+            )
+            if not config.move_always_tier or rs is None or rs.ready_replicas < 2:
+                out.append(f"move of {e.pod}: restart policy Always stays")
+        if pod.moved_at is not None and now - pod.moved_at < config.limits.cooldown:
+            out.append(f"move of {e.pod}: moved within the cooldown")
+    out += [
+        f"{n}: {k} moves off it, more than perNode {config.limits.per_node}"
+        for n, k in off.items()
+        if k > config.limits.per_node
+    ]
+    out += [
+        f"namespace {ns}: {k} moves, more than perNamespace {config.limits.per_namespace}"
+        for ns, k in per_namespace.items()
+        if k > config.limits.per_namespace
+    ]
+    ctx = _Context.of(cluster, True)
+    plan = _Plan(ctx=ctx, scheduler_name=scheduler_name, jobs=True)
+    replacements = _resolve_placements(plan, cluster, result.placements, out)
+    out += _eviction_violations(plan, cluster, result.evictions)
+    out += _replacement_violations(plan, replacements)
+    out += _step_violations(plan, cluster, result.steps)
+    out += _final_violations(plan, cluster)
+    return out
 
 
 def validate_plan(

@@ -84,6 +84,7 @@ def assemble_cluster(objs: KubeObjects, *, source: str | None = None) -> Cluster
         pods=tuple(resolve_volumes(kept, storage, len(nodes))),
         pdbs=tuple(objs.pdbs),
         replicasets=tuple(objs.replicasets),
+        jobs=tuple(objs.jobs),
         namespaces=objs.namespaces,
         warnings=tuple(warnings),
     )

@@ -29,9 +29,9 @@ from placer.inputs.volumes import (
     read_persistent_volume,
     read_storage_class,
 )
-from placer.models import Node, Owner, Pod, PodDisruptionBudget, ReplicaSet
+from placer.models import Job, Node, Owner, Pod, PodDisruptionBudget, ReplicaSet
 
-__all__ = ["DRA_CLASS_PREFIX", "KubeObjects", "dra_reason", "parse_namespace", "read_list"]
+__all__ = ["DRA_CLASS_PREFIX", "KubeObjects", "dra_reason", "parse_job", "parse_namespace", "read_list"]
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 KINDS = (
@@ -39,12 +39,18 @@ KINDS = (
     "Pod",
     "PodDisruptionBudget",
     "ReplicaSet",
+    "Job",
     "Namespace",
     "PersistentVolume",
     "PersistentVolumeClaim",
     "StorageClass",
     "DeviceClass",
 )
+# An Indexed Job's pods carry their completion index here (annotation; a label too since 1.28).
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+# A Job's annotation accepting that rebalancing restarts its pods' work (issue 15).
+REBALANCE_ANNOTATION = "placer.io/rebalance"
+REBALANCE_ACCEPTS = "restarts-work"
 # The extended resource every DeviceClass implicitly backs (DRA extended resources, 1.34+).
 DRA_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 
@@ -55,6 +61,7 @@ class KubeObjects:
         self.pods: list[Pod] = []
         self.pdbs: list[PodDisruptionBudget] = []
         self.replicasets: list[ReplicaSet] = []
+        self.jobs: list[Job] = []
         self.namespaces: dict[str, dict[str, str]] = {}
         self.volumes: list[PersistentVolume] = []
         self.claims: list[PersistentVolumeClaim] = []
@@ -82,6 +89,8 @@ def read_list(doc: Field) -> KubeObjects:
             out.pdbs.append(_pdb(item))
         elif item_kind == "ReplicaSet":
             out.replicasets.append(_replicaset(item))
+        elif item_kind == "Job":
+            out.jobs.append(_job(item))
         elif item_kind == "Namespace":
             name, labels = parse_namespace_item(item)
             out.namespaces[name] = labels
@@ -323,6 +332,7 @@ def _constraints(item: Field, namespace: str, name: str) -> dict[str, Any]:
         "terminating": _deleting(meta.get("deletionTimestamp")),
         "nominated_node": status.get("nominatedNodeName").text() or None,
         "unsupported": dra_reason("spec.resourceClaims") if dra else None,
+        "completion_index": completion_index(labels, annotations, meta.get("annotations")),
     }
 
 
@@ -420,7 +430,48 @@ def _replicaset(item: Field) -> ReplicaSet:
         scheduler_name=template_spec.get("schedulerName").text("default-scheduler") or "default-scheduler",
         owner=_owner(meta),
         selector=parse_label_selector(item.get("spec").get("selector")),
+        ready_replicas=_not_negative(item.get("status").get("readyReplicas")),
     )
+
+
+def ignores_disruption(policy: Field) -> bool:
+    """spec.podFailurePolicy has a rule ``action: Ignore`` on the pod condition DisruptionTarget."""
+    for rule in policy.get("rules").items():
+        if rule.get("action").text() != "Ignore":
+            continue
+        if any(c.get("type").text() == "DisruptionTarget" for c in rule.get("onPodConditions").items()):
+            return True
+    return False
+
+
+def _job(item: Field) -> Job:
+    namespace, name, meta = _meta(item)
+    spec, status = item.get("spec"), item.get("status")
+    template_spec = spec.get("template").get("spec")
+    mode = spec.get("completionMode").text("NonIndexed") or "NonIndexed"
+    if mode not in ("NonIndexed", "Indexed"):
+        raise spec.get("completionMode").fail(f"expected NonIndexed or Indexed, got {mode!r}")
+    return Job(
+        namespace=namespace,
+        name=name,
+        uid=meta.get("uid").text(),
+        scheduler_name=template_spec.get("schedulerName").text("default-scheduler") or "default-scheduler",
+        indexed=mode == "Indexed",
+        backoff_limit=_not_negative(spec.get("backoffLimit")) if spec.get("backoffLimit").present() else 6,
+        failed=_not_negative(status.get("failed")),
+        ignores_disruption=ignores_disruption(spec.get("podFailurePolicy")),
+        accepts_restarts=meta.get("annotations").str_map().get(REBALANCE_ANNOTATION) == REBALANCE_ACCEPTS,
+    )
+
+
+def completion_index(labels: dict[str, str], annotations: dict[str, str], where: Field) -> int | None:
+    """An Indexed Job pod's completion index (None for other pods)."""
+    text = annotations.get(COMPLETION_INDEX, labels.get(COMPLETION_INDEX))
+    if text is None:
+        return None
+    if not text.isdigit():
+        raise where.fail(f"{COMPLETION_INDEX}: expected a non-negative integer, got {text!r}")
+    return int(text)
 
 
 def is_list(data: Any) -> bool:
@@ -444,6 +495,10 @@ def parse_pdb(raw: Any, source: str = "api") -> PodDisruptionBudget:
 
 def parse_replicaset(raw: Any, source: str = "api") -> ReplicaSet:
     return _replicaset(api_object(raw, "ReplicaSet", source))
+
+
+def parse_job(raw: Any, source: str = "api") -> Job:
+    return _job(api_object(raw, "Job", source))
 
 
 def parse_namespace(raw: Any, source: str = "api") -> tuple[str, dict[str, str]]:

@@ -15,7 +15,7 @@ from placer.inputs.kubectl import is_list, read_list
 from placer.inputs.native import is_native, read_native
 from placer.models import Cluster
 
-__all__ = ["MAX_DEPTH", "load_cluster", "parse_cluster", "read_cluster"]
+__all__ = ["MAX_DEPTH", "decode_document", "load_cluster", "parse_cluster", "read_cluster"]
 
 # Real Kubernetes objects nest about 15 levels deep (a List item's affinity term's expression's
 # values); anything far deeper is refused with one line instead of exhausting Python's stack.
@@ -71,7 +71,8 @@ def _check_depth(source: str, data: Any) -> None:
         raise _too_deep(source, path if len(path) <= 60 else path[:60] + "...")
 
 
-def _decode(source: str, text: str) -> Any:
+def decode_document(source: str, text: str) -> Any:
+    """A file's text as JSON or YAML, refused in one line when empty, malformed or nested too deep."""
     if not text.strip():
         raise InputError(source, "", "file is empty")
     try:
@@ -100,7 +101,7 @@ def _parse(source: str, text: str) -> Any:
 
 
 def parse_cluster(source: str, text: str) -> Cluster:
-    return read_cluster(source, _decode(source, text))
+    return read_cluster(source, decode_document(source, text))
 
 
 def read_cluster(source: str, data: Any) -> Cluster:

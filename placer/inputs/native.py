@@ -9,7 +9,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from placer.errors import InputError
 from placer.inputs.annotations import read_placer_fields
 from placer.inputs.fields import Field as Doc
-from placer.inputs.kubectl import KubeObjects, placer_fields, refuse_if_unreadable
+from placer.inputs.kubectl import (
+    REBALANCE_ACCEPTS,
+    REBALANCE_ANNOTATION,
+    KubeObjects,
+    completion_index,
+    ignores_disruption,
+    placer_fields,
+    refuse_if_unreadable,
+)
 from placer.inputs.requests import NONZERO_CPU, NONZERO_MEMORY
 from placer.inputs.shapes import (
     parse_label_selector,
@@ -20,7 +28,7 @@ from placer.inputs.shapes import (
     parse_tolerations,
 )
 from placer.inputs.volumes import read_claim, read_persistent_volume, read_storage_class
-from placer.models import HostPort, Node, Owner, Pod, PodDisruptionBudget, ReplicaSet
+from placer.models import HostPort, Job, Node, Owner, Pod, PodDisruptionBudget, ReplicaSet
 
 __all__ = ["NativeCluster", "cluster_schema", "is_native", "read_native"]
 
@@ -100,6 +108,23 @@ class NativeReplicaSet(_Native):
     uid: str = ""
     scheduler_name: str = Field("placer", alias="schedulerName")
     selector: dict[str, Any] | None = Field(None, description="Kubernetes label selector of the ReplicaSet")
+    ready_replicas: int = Field(0, ge=0, alias="readyReplicas", description="status.readyReplicas")
+
+
+class NativeJob(_Native):
+    """A Job as far as rebalancing goes: whether its pods may move and how its replacements come."""
+
+    name: str = Field(min_length=1)
+    namespace: str = "default"
+    uid: str = ""
+    scheduler_name: str = Field("placer", alias="schedulerName")
+    completion_mode: Literal["NonIndexed", "Indexed"] = Field("NonIndexed", alias="completionMode")
+    backoff_limit: int = Field(6, ge=0, alias="backoffLimit")
+    failed: int = Field(0, ge=0, description="status.failed")
+    pod_failure_policy: dict[str, Any] = Field(
+        default_factory=dict, alias="podFailurePolicy", description="Kubernetes spec.podFailurePolicy"
+    )
+    annotations: dict[str, str] = Field(default_factory=dict)
 
 
 class NativeCluster(_Native):
@@ -110,6 +135,7 @@ class NativeCluster(_Native):
     pods: list[NativePod] = Field(default_factory=list)
     pdbs: list[NativePDB] = Field(default_factory=list)
     replica_sets: list[NativeReplicaSet] = Field(default_factory=list, alias="replicaSets")
+    jobs: list[NativeJob] = Field(default_factory=list)
     namespaces: dict[str, dict[str, str]] = Field(
         default_factory=dict, description="namespace name -> labels, for namespaceSelector in pod affinity terms"
     )
@@ -168,10 +194,25 @@ def read_native(source: str, data: Any) -> KubeObjects:
             uid=r.uid,
             scheduler_name=r.scheduler_name,
             selector=parse_label_selector(Doc(source, f"replicaSets[{i}].selector", r.selector)),
+            ready_replicas=r.ready_replicas,
         )
         for i, r in enumerate(native.replica_sets)
     ]
     objs = KubeObjects()
+    objs.jobs = [
+        Job(
+            namespace=j.namespace,
+            name=j.name,
+            uid=j.uid or f"{j.namespace}/{j.name}",
+            scheduler_name=j.scheduler_name,
+            indexed=j.completion_mode == "Indexed",
+            backoff_limit=j.backoff_limit,
+            failed=j.failed,
+            ignores_disruption=ignores_disruption(Doc(source, f"jobs[{i}].podFailurePolicy", j.pod_failure_policy)),
+            accepts_restarts=j.annotations.get(REBALANCE_ANNOTATION) == REBALANCE_ACCEPTS,
+        )
+        for i, j in enumerate(native.jobs)
+    ]
     objs.nodes, objs.pods, objs.pdbs, objs.replicasets = nodes, pods, pdbs, rss
     objs.warnings += [f"pod {pod.key}: {problem}" for pod in pods for problem in pod.problems]
     objs.namespaces = {
@@ -230,6 +271,9 @@ def _pod(source: str, i: int, p: NativePod) -> Pod:
             claims=tuple(dict.fromkeys(p.claims)),
             terminating=p.terminating,
             nominated_node=p.nominated_node,
+            completion_index=completion_index(
+                p.labels, p.annotations, Doc(source, f"{where}.annotations", p.annotations)
+            ),
             problems=own.problems,
         )
     )

@@ -5,7 +5,9 @@
   than one PodDisruptionBudget (the Eviction API refuses them), and pods using host ports (kept
   fixed: the plan does not model port clashes of moved pods);
 - movable: owned by a ReplicaSet whose template has the placer scheduler name (its replacement
-  comes back and is bound where the plan says);
+  comes back and is bound where the plan says); for rebalancing (``jobs``) also owned by a Job
+  with that scheduler name that opts in (``Job.opted_in``: evictions do not count as failures, or
+  its owner accepted that a moved pod restarts its work);
 - preemptible: anything else not excluded above, as a victim of a strictly higher key only.
 """
 
@@ -15,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from placer.engine import Snapshot, selector_matches
-from placer.models import Cluster, Pod, PodDisruptionBudget
+from placer.models import Cluster, Job, Pod, PodDisruptionBudget
 
-__all__ = ["Eligibility", "calm", "classify", "could_evict"]
+__all__ = ["Eligibility", "calm", "classify", "could_evict", "owning_job"]
 
 OPT_OUT = (("placer.io/evictable", "false"), ("cluster-autoscaler.kubernetes.io/safe-to-evict", "false"))
 
@@ -37,7 +39,13 @@ def _pdbs_of(pod: Pod, pdbs: Sequence[PodDisruptionBudget]) -> tuple[int, ...]:
     )
 
 
-def classify(cluster: Cluster, pod: Pod, scheduler_name: str) -> Eligibility:
+def owning_job(cluster: Cluster, pod: Pod) -> Job | None:
+    if pod.owner is None or pod.owner.kind != "Job":
+        return None
+    return next((j for j in cluster.jobs if j.namespace == pod.namespace and j.name == pod.owner.name), None)
+
+
+def classify(cluster: Cluster, pod: Pod, scheduler_name: str, *, jobs: bool = False) -> Eligibility:
     pdbs = _pdbs_of(pod, cluster.pdbs)
     reason = ""
     if pod.owner is not None and pod.owner.kind == "DaemonSet":
@@ -58,6 +66,9 @@ def classify(cluster: Cluster, pod: Pod, scheduler_name: str) -> Eligibility:
             rs.namespace == pod.namespace and rs.name == pod.owner.name and rs.scheduler_name == scheduler_name
             for rs in cluster.replicasets
         )
+    elif jobs:
+        job = owning_job(cluster, pod)
+        movable = job is not None and job.opted_in and job.scheduler_name == scheduler_name
     return Eligibility(pod=pod, evictable=True, movable=movable, pdbs=pdbs)
 
 

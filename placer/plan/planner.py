@@ -15,7 +15,8 @@ nodes become decisions.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -256,12 +257,19 @@ def plan_batch(
 
 
 def _move_targets(
-    pod: Pod, home: int, batch: Batch, state: Snapshot, destinations: npt.NDArray[np.int64]
+    pod: Pod,
+    home: int,
+    batch: Batch,
+    state: Snapshot,
+    destinations: npt.NDArray[np.int64],
+    only: npt.NDArray[np.bool_] | None = None,
 ) -> npt.NDArray[np.int64]:
     """Nodes a moved pod's replacement may be bound to (``batch.snapshot``: the room once every
-    evictable pod is gone; ``state``: the room now)."""
+    evictable pod is gone; ``state``: the room now), among ``only`` when given."""
     vec = pod_vector(pod, state.resources)
     masks = batch.prefilter.masks(pod.model_copy(update={"annotations": {}}))
+    if only is not None:
+        masks = replace(masks, allowed=masks.allowed & only)
     if len(state.nodes) <= WHOLE_CLUSTER:
         # Small clusters: any node, including ones that other moves free (chains).
         ok = masks.allowed & fits(batch.snapshot, vec)
@@ -305,10 +313,17 @@ def plan_rebalance(
     frozen: frozenset[str] = frozenset(),
     margin: float = 0.0,
     budget: Budget | None = None,
+    candidates: Sequence[tuple[Pod, int]] | None = None,
+    landing: npt.NDArray[np.int64] | None = None,
+    max_per_node: int | None = None,
 ) -> Plan | None:
     """A plan of moves only, with no pending pod: lower the strategy cost with at most
     ``max_moves`` moves (fewest moves for the best cost found), or None unless the cost drops by
-    more than ``margin``. Same movers, model, levels loop and steps as ``plan_batch``."""
+    more than ``margin``. Same movers, model, levels loop and steps as ``plan_batch``.
+
+    ``candidates`` (pod, node) are the pods that may move (default: every movable pod), with
+    opted-in Jobs' pods movable too; ``landing`` the nodes their replacements may go to
+    (default: any node with room); ``max_per_node`` caps the moves off one node."""
     started = time.monotonic()
     if max_moves <= 0:
         return None
@@ -317,24 +332,36 @@ def plan_rebalance(
     repelling = running_anti_terms(state)
     chosen: list[tuple[Pod, int, tuple[int, ...]]] = []
     base = state.copy()
-    for n, pods in enumerate(state.running):
-        for pod in pods:
-            e = classify(cluster, pod, config.scheduler_name)
-            if not (e.movable and pod.key not in frozen and _may_move(pod, repelling, state.namespaces)):
-                continue
-            chosen.append((pod, n, e.pdbs))
-            base.remove(pod, n)
+    offered = candidates if candidates is not None else [(p, n) for n, pods in enumerate(state.running) for p in pods]
+    for pod, n in offered:
+        e = classify(cluster, pod, config.scheduler_name, jobs=candidates is not None)
+        if not (e.movable and pod.key not in frozen and _may_move(pod, repelling, state.namespaces)):
+            continue
+        chosen.append((pod, n, e.pdbs))
+        base.remove(pod, n)
     if not chosen:
         return None
     batch = rebased(empty, base, [pod_key(p, restart_tiers=tiers) for p, _, _ in chosen])
     scorer = Scorer(state, config, batch_demand(batch))
     everywhere = np.arange(len(state.nodes), dtype=np.int64)
+    only = None
+    if landing is not None:
+        only = np.zeros(len(state.nodes), dtype=np.bool_)
+        only[landing] = True
+
+    def _targets(pod: Pod, n: int) -> npt.NDArray[np.int64]:
+        return _move_targets(pod, n, batch, state, everywhere, only)
+
     movers = [
-        _mover(pod, n, batch, pdbs, _move_targets(pod, n, batch, state, everywhere), preemptible=False, tiers=tiers)
+        _mover(
+            pod, n, batch, pdbs, _move_targets(pod, n, batch, state, everywhere, only), preemptible=False, tiers=tiers
+        )
         for pod, n, pdbs in chosen
     ]
     model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer)
-    model.build(pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs], max_evictions=max_moves)
+    model.build(
+        pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs], max_evictions=max_moves, max_per_node=max_per_node
+    )
     variables = [*model.z.values(), *model.p.values()]
     values = {v.index: 0 for v in variables}
     levels = LevelSolver(model.cp, variables, values, config, budget=budget or Budget.of(config))

@@ -1,0 +1,205 @@
+"""One rebalancing decision: loads, queues, what may move, the solver's landing plan, the margin.
+
+Pure: the controller and ``placer rebalance`` call it with a cluster (and usage samples) and
+carry out or print the answer. The plan is the global plan's kind (moves only, steps evict ->
+gone -> bind the replacement on the landing node); it is kept only if the spread of node load
+(std_score over the configured load) drops by at least ``rebalance.margin`` of itself and no
+landing node ends above ``high``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from placer.engine import Budget, build_snapshot
+from placer.metrics import balance_metrics
+from placer.models import (
+    Balance,
+    Cluster,
+    Config,
+    Eviction,
+    Metrics,
+    NodeLoad,
+    Placement,
+    RebalanceReport,
+    Result,
+    Step,
+    Usage,
+)
+from placer.plan import Plan, plan_rebalance
+from placer.plan.eligibility import owning_job
+from placer.rebalance.load import Loads, node_loads
+from placer.rebalance.score import Queues, queues
+from placer.rebalance.select import offer
+from placer.service import apply_plan, node_dicts
+
+__all__ = ["Move", "RebalanceOptions", "RebalanceOutcome", "job_backoff", "rebalance_cluster"]
+
+# The Job controller's backoff before it recreates a failed pod: 10 s doubling per failure, at most
+# 6 minutes (pkg/controller/job: DefaultJobPodFailureBackOff, MaxJobPodFailureBackOff).
+_BACKOFF_BASE = 10.0
+_BACKOFF_MAX = 360.0
+
+
+@dataclass(frozen=True)
+class RebalanceOptions:
+    config: Config = field(default_factory=Config)
+    usage: Usage | None = None
+    now: float | None = None  # seconds since the epoch (cooldowns, usage age); default: the clock
+    frozen: frozenset[str] = frozenset()  # pods that must not move (the controller's in-flight binds)
+
+
+@dataclass(frozen=True)
+class Move:
+    pod: str
+    source: str
+    target: str
+
+
+@dataclass
+class RebalanceOutcome:
+    result: Result
+    moves: list[Move]
+    plan: Plan | None
+    warnings: list[str]
+
+    @property
+    def report(self) -> RebalanceReport:
+        assert self.result.rebalance is not None
+        return self.result.rebalance
+
+
+def job_backoff(cluster: Cluster, pod_key: str) -> float:
+    """Seconds the Job controller waits before recreating this pod once it is evicted: none when
+    its Job ignores DisruptionTarget (the eviction is not a failure), else its failure backoff."""
+    pod = next((p for p in cluster.pods if p.key == pod_key), None)
+    job = owning_job(cluster, pod) if pod is not None else None
+    if job is None or job.ignores_disruption:
+        return 0.0
+    return min(_BACKOFF_MAX, _BACKOFF_BASE * 2.0**job.failed)
+
+
+def _balance(cluster_loads: Loads, imbalance: float, std: float, high: float) -> Balance:
+    hot = int(((cluster_loads.util > high) & (cluster_loads.alloc > 0)).any(axis=1).sum())
+    return Balance(
+        imbalance=round(imbalance, 6), std_score=round(std, 6), spread=round(cluster_loads.spread(), 6), hot=hot
+    )
+
+
+def _node_rows(names: list[str], q: Queues, before: Loads, after: Loads) -> list[NodeLoad]:
+    rows = []
+    roles: list[tuple[int, Literal["gives", "takes"]]] = [(n, "gives") for n in q.givers]
+    roles += [(n, "takes") for n in q.takers]
+    for n, role in roles:
+        rows.append(
+            NodeLoad(
+                node=names[n],
+                role=role,
+                score=round(float(q.scores[n]), 3),
+                before={r: round(float(before.util[n, i]), 4) for i, r in enumerate(before.resources)},
+                after={r: round(float(after.util[n, i]), 4) for i, r in enumerate(after.resources)},
+            )
+        )
+    return rows
+
+
+def rebalance_cluster(cluster: Cluster, options: RebalanceOptions) -> RebalanceOutcome:
+    started = time.monotonic()
+    config = options.config
+    rc = config.rebalance
+    now = time.time() if options.now is None else options.now
+    running = [p for p in cluster.pods if p.running]
+    state = build_snapshot(cluster.nodes, running, [], cluster.namespaces)
+    names = [n.name for n in state.nodes]
+    loads = node_loads(state, rc, options.usage, now=now)
+    high = rc.thresholds.high / 100.0
+    q = queues(loads, rc)
+    imbalance, std = balance_metrics(*node_dicts(state))
+    before = _balance(loads, imbalance, std, high)
+    warnings = list(cluster.warnings)
+    if loads.fallbacks:
+        shown = ", ".join(loads.fallbacks[:5]) + (" ..." if len(loads.fallbacks) > 5 else "")
+        warnings.append(
+            f"usage: {len(loads.fallbacks)} running pod(s) without a sample newer than "
+            f"{rc.usage_max_age:.0f}s are counted by their requests ({shown})"
+        )
+    report = RebalanceReport(
+        load=rc.load,
+        low=rc.thresholds.low,
+        high=rc.thresholds.high,
+        before=before,
+        after=before,
+        fallbacks=list(loads.fallbacks),
+    )
+
+    def answer(why: str, plan: Plan | None = None, after_loads: Loads | None = None) -> RebalanceOutcome:
+        report.why = why
+        report.nodes = _node_rows(names, q, loads, after_loads or loads)
+        evictions: list[Eviction] = []
+        steps: list[Step] = []
+        placements: list[Placement] = []
+        after_state = state.copy()
+        if plan is not None:
+            report.kept = True
+            apply_plan(after_state, plan, evictions, steps, placements)
+            waits = {e.pod: job_backoff(cluster, e.pod) for e in evictions}
+            steps = [s.model_copy(update={"wait": waits.get(s.replaces or "", 0.0)}) for s in steps]
+            imb, sd = balance_metrics(*node_dicts(after_state))
+            report.after = _balance(after_loads or loads, imb, sd, high)
+        result = Result(
+            status="optimal" if plan is None else plan.status,
+            policy="placer",
+            placements=placements,
+            evictions=evictions,
+            steps=steps,
+            metrics=Metrics(
+                replacements=len(placements),
+                moved=len(evictions),
+                imbalance=report.after.imbalance,
+                std_score=report.after.std_score,
+                solve_seconds=round(time.monotonic() - started, 4),
+            ),
+            rebalance=report,
+        )
+        moves = [Move(pod=e.pod, source=e.node, target=e.to or "") for e in evictions]
+        return RebalanceOutcome(result=result, moves=moves, plan=plan, warnings=warnings)
+
+    if not q.givers:
+        return answer(f"no node is above {rc.thresholds.high:g} % on {', '.join(loads.resources)}")
+    if not q.takers:
+        return answer(f"no node is below {rc.thresholds.low:g} % on every one of {', '.join(loads.resources)}")
+    offered = offer(cluster, state, loads, q.givers, rc, scheduler_name=config.scheduler_name, now=now)
+    report.skipped = dict(sorted(offered.skipped.items()))
+    if not offered.candidates:
+        return answer("no pod on a node above the high threshold may move")
+    budget = Budget.of(config)
+    landing = list(q.takers)
+    while landing:
+        plan = plan_rebalance(
+            cluster,
+            state,
+            config,
+            max_moves=rc.limits.per_period,
+            frozen=options.frozen,
+            budget=budget,
+            candidates=offered.candidates,
+            landing=np.array(landing, dtype=np.int64),
+            max_per_node=rc.limits.per_node,
+        )
+        if plan is None:
+            return answer("no move to a taking node lowers the balance cost")
+        moved = [(e.pod.key, e.node, e.to) for e in plan.evictions if e.to is not None]
+        after = loads.moved(moved)
+        over = sorted({t for _, _, t in moved if (after.util[t][after.alloc[t] > 0] > high).any()})
+        if over:
+            landing = [n for n in landing if n not in over]  # a landing node must stay below high
+            continue
+        gain = (loads.spread() - after.spread()) / loads.spread() if loads.spread() > 0 else 0.0
+        if gain < rc.margin:
+            return answer(f"the best plan lowers the load spread by {gain:.1%}, less than the margin {rc.margin:.0%}")
+        return answer(f"{len(moved)} move(s) lower the load spread by {gain:.1%}", plan, after)
+    return answer("every plan would push a taking node above the high threshold")
