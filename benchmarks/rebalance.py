@@ -57,7 +57,6 @@ the work restarted by moves.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
 import os
@@ -77,10 +76,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.machine import machine_info, report_header, source_revision  # noqa: E402
-from placer.engine import build_snapshot  # noqa: E402
 from placer.metrics import balance_metrics  # noqa: E402
-from placer.models import Cluster, Config, Job, Node, Owner, Pod, ReplicaSet  # noqa: E402
-from placer.plan import plan_rebalance  # noqa: E402
+from placer.models import Cluster, Config, Job, Node, Owner, Pod, PodUsage, ReplicaSet, Usage  # noqa: E402
+from placer.rebalance import RebalanceOptions, rebalance_cluster  # noqa: E402
 from placer.service import SolveOptions, solve_cluster  # noqa: E402
 
 OUT_DIR = REPO / "docs" / "bench"
@@ -635,40 +633,22 @@ def rebalance_config(
 
 
 # (cluster, config, now, usage samples or None) -> moves (pod, source, target)
-Rebalancer = Callable[[Cluster, Config, float, Any], list[tuple[str, str, str]]]
+Rebalancer = Callable[[Cluster, Config, float, Usage | None], list[tuple[str, str, str]]]
 
 
-def placer_api() -> Any | None:
-    """``placer.rebalance`` once it is on the branch (None before: the interim stand-in runs)."""
-    try:
-        return importlib.import_module("placer.rebalance")
-    except ModuleNotFoundError:
-        return None
-
-
-def rebalancer_name() -> str:
-    if placer_api() is None:
-        return "INTERIM stand-in `placer.plan.plan_rebalance` (placer.rebalance is not on this revision yet)"
-    return "`placer.rebalance.rebalance_cluster`"
-
-
-def placer_moves(cluster: Cluster, config: Config, now: float, usage: Any = None) -> list[tuple[str, str, str]]:
+def placer_moves(
+    cluster: Cluster, config: Config, now: float, usage: Usage | None = None
+) -> list[tuple[str, str, str]]:
     """``placer.rebalance.rebalance_cluster``: the moves (pod, source, target) of one period."""
-    api = placer_api()
-    if api is None:
-        return _interim_moves(cluster, config)
-    out = api.rebalance_cluster(cluster, api.RebalanceOptions(config=config, usage=usage, now=now))
+    out = rebalance_cluster(cluster, RebalanceOptions(config=config, usage=usage, now=now))
     return [(m.pod, m.source, m.target) for m in out.moves]
 
 
-def usage_samples(pods: dict[str, tuple[int, int]], now: float, window: float) -> Any:
-    """``placer.models.Usage``: one sample per pod (what ``--usage`` reads from metrics.k8s.io)."""
-    models = importlib.import_module("placer.models")
-    if not hasattr(models, "Usage"):
-        raise SystemExit("rebalance: --load usage needs placer.models.Usage, not on this revision")
-    return models.Usage(
+def usage_samples(pods: dict[str, tuple[int, int]], now: float, window: float) -> Usage:
+    """One ``metrics.k8s.io`` sample per pod (what ``placer rebalance --usage`` reads)."""
+    return Usage(
         samples=tuple(
-            models.PodUsage(
+            PodUsage(
                 namespace=key.split("/", 1)[0],
                 name=key.split("/", 1)[1],
                 timestamp=now,
@@ -678,17 +658,6 @@ def usage_samples(pods: dict[str, tuple[int, int]], now: float, window: float) -
             for key, (cpu, memory) in pods.items()
         )
     )
-
-
-def _interim_moves(cluster: Cluster, config: Config) -> list[tuple[str, str, str]]:
-    """Until ``placer.rebalance`` lands: the global plan's rebalancing entry (``plan_rebalance``),
-    which knows neither thresholds nor Jobs (it moves placer ReplicaSets' pods)."""
-    state = build_snapshot(cluster.nodes, [p for p in cluster.pods if p.running], [], cluster.namespaces)
-    plan = plan_rebalance(cluster, state, config, max_moves=config.rebalance.limits.per_period)
-    if plan is None:
-        return []
-    names = [n.name for n in state.nodes]
-    return [(e.pod.key, names[e.node], names[e.to]) for e in plan.evictions if e.kind == "move" and e.to is not None]
 
 
 # ---------------------------------------------------------------- the run
@@ -823,8 +792,6 @@ def render_markdown(
         f"perPeriod {lim.per_period}, perNode {lim.per_node}, perNamespace {lim.per_namespace}, cooldown "
         f"{lim.cooldown:g} s, its solver time limit {args.time_limit:g} s per period, one worker. "
         "Workload and semantics: the docstring of `benchmarks/rebalance.py`.",
-        "",
-        f"placer arm: {rebalancer_name()}.",
         "",
         "Time averages over all periods (state at the end of each period):",
         "",
