@@ -703,6 +703,7 @@ def run(
             sim.place_pending(t)
             before = len(sim.moves)
             started = time.perf_counter()
+            seconds = 0.0
             if arm == "lnu":
                 pods_on: list[list[Pod]] = [[] for _ in stream.nodes]
                 for live in sim.pods.values():
@@ -710,13 +711,15 @@ def run(
                         pods_on[sim.index[live.pod.node_name]].append(live.pod)
                 rng = np.random.default_rng([seed, k])
                 keys = lnu_evictions(sim.alloc, sim.used, pods_on, sim.present, low, high, rng)
+                seconds = time.perf_counter() - started
                 if keys:
                     sim.evict_and_replace(keys, t)
             elif arm == "placer":
                 usage = usage_samples(sim.pod_usage(t), EPOCH + t, stream.period) if load == "usage" else None
                 moves = rebalancer(sim.cluster(t), config, EPOCH + t, usage)
+                seconds = time.perf_counter() - started
                 refused[arm] += sim.apply_moves(moves, t)
-            sim.sample(t, high, before, time.perf_counter() - started)
+            sim.sample(t, high, before, seconds)
         s = {arm: sims[arm].samples[-1] for arm in ARMS}
         print(
             f"[rebalance] t={t / 60:5.0f} min "
@@ -792,6 +795,14 @@ def render_markdown(
         f"perPeriod {lim.per_period}, perNode {lim.per_node}, perNamespace {lim.per_namespace}, cooldown "
         f"{lim.cooldown:g} s, its solver time limit {args.time_limit:g} s per period, one worker. "
         "Workload and semantics: the docstring of `benchmarks/rebalance.py`.",
+        "",
+        "Columns: *nodes above high*: above the high threshold in cpu or memory requests (LNU's "
+        "overutilized); *landed above high*: moves whose landing node is above it at the end of the period; "
+        "*landed back on source*: LNU evictions the default scheduler put back where they came from; "
+        "*of Jobs not opted in*: Job pods moved although their Job neither ignores DisruptionTarget nor "
+        "accepts restarts (each counts toward its backoffLimit); *work restarted*: the work moved Job pods had "
+        "done; *rebalancer s*: wall time of the rebalancer's calls over the run (placer: `rebalance_cluster`; "
+        "LNU: the simulation of its choice, re-placement not counted), on a shared, loaded machine.",
         "",
         "Time averages over all periods (state at the end of each period):",
         "",
