@@ -801,8 +801,9 @@ def render_markdown(
         "*landed back on source*: LNU evictions the default scheduler put back where they came from; "
         "*of Jobs not opted in*: Job pods moved although their Job neither ignores DisruptionTarget nor "
         "accepts restarts (each counts toward its backoffLimit); *work restarted*: the work moved Job pods had "
-        "done; *rebalancer s*: wall time of the rebalancer's calls over the run (placer: `rebalance_cluster`; "
-        "LNU: the simulation of its choice, re-placement not counted), on a shared, loaded machine.",
+        "done; *rebalancer s*: wall time of the rebalancer over the run (placer: building its input and "
+        "`rebalance_cluster`; LNU: choosing the evictions, their re-placement not counted), on a shared, "
+        "loaded machine.",
         "",
         "Time averages over all periods (state at the end of each period):",
         "",
