@@ -1717,7 +1717,7 @@ def _utilisation(cluster: Cluster, moved: Mapping[str, str], resources: Sequence
 def validate_rebalance(
     cluster: Cluster, result: Result, config: RebalanceConfig, *, scheduler_name: str = "placer", now: float = 0.0
 ) -> list[str]:
-    """Every reason a rebalancing plan (``placer rebalance``, load by requests) is wrong; empty when valid.
+    """Every reason a rebalancing plan (``placer rebalance``) is wrong; empty when valid.
 
     The plan's own rules: only moves; each from a node above the high threshold to a node below
     the low one that stays at most at the high threshold once every move lands; never a bare pod,
@@ -1725,6 +1725,7 @@ def validate_rebalance(
     Job's pod unless its Job opts in, or a pod moved within the cooldown; at most ``perPeriod``
     moves, ``perNode`` off one node and ``perNamespace`` in one namespace. Then the global plan's
     rules for moves (eviction and move eligibility, PDBs, replacements, step order, final capacity).
+    The threshold rules read load by requests; with ``load: usage`` only the others are checked.
     """
     out: list[str] = []
     resources = [r for r, w in config.weights.items() if w > 0]
@@ -1746,13 +1747,14 @@ def validate_rebalance(
             continue  # named by the plan rules below
         off[e.node] = off.get(e.node, 0) + 1
         per_namespace[pod.namespace] = per_namespace.get(pod.namespace, 0) + 1
-        if not any(u > high for u in before.get(e.node, [])):
-            out.append(f"move of {e.pod}: its node {e.node} is not above {config.thresholds.high:g} %")
         target = e.to or ""
-        if target in before and not all(u < low for u in before[target]):
-            out.append(f"move of {e.pod}: its landing node {target} is not below {config.thresholds.low:g} %")
-        if target in after and any(u > high for u in after[target]):
-            out.append(f"move of {e.pod}: its landing node {target} ends above {config.thresholds.high:g} %")
+        if config.load == "requests":  # the thresholds are on measured usage otherwise, unseen here
+            if not any(u > high for u in before.get(e.node, [])):
+                out.append(f"move of {e.pod}: its node {e.node} is not above {config.thresholds.high:g} %")
+            if target in before and not all(u < low for u in before[target]):
+                out.append(f"move of {e.pod}: its landing node {target} is not below {config.thresholds.low:g} %")
+            if target in after and any(u > high for u in after[target]):
+                out.append(f"move of {e.pod}: its landing node {target} ends above {config.thresholds.high:g} %")
         if pod.restart_policy == "Always":
             rs = next(
                 (

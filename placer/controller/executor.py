@@ -11,9 +11,10 @@ it carried out; the executor answers with the next actions. Rules:
 - ``bind`` of a pending pod, or of the replacement of an evicted pod (``Step.replaces``: any new
   pod of the victim's owner created after the eviction, unbound, not yet claimed; replacements are
   interchangeable), is issued once predecessors are done and the node really has room for it
-  (``World.free``, which counts terminating pods and binds not yet observed). Waiting for room or
-  for the replacement times out; a bind refused with a conflict is abandoned (the pod is re-queued
-  by the next batch).
+  (``World.free``, which counts terminating pods and binds not yet observed). An Indexed Job's
+  replacement is the new pod with the victim's completion index. Waiting for room or for the
+  replacement times out (the replacement's wait is longer by the step's ``wait``: a Job's
+  backoff); a bind refused with a conflict is abandoned (the pod is re-queued by the next batch).
 - A step kind without effect on the cluster (``Effect.MARK``) is done once its predecessors are.
 - When a pod or node the plan relies on disappears, the steps that need it are abandoned.
 - A gang's binds go out together, only once every member is ready and has room on its planned
@@ -53,6 +54,7 @@ class PodView:
     created: float
     requests: Mapping[str, int] = field(default_factory=dict)
     deleting: bool = False
+    completion_index: int | None = None  # an Indexed Job's pod: its replacement keeps the index
 
 
 @dataclass(frozen=True)
@@ -283,7 +285,7 @@ class PlanRun:
         if s.spec.replaces is not None:
             target = s.target or self._capture(s.spec.replaces, world)
             if target is None:
-                if world.now - self._ready_since(s) > self.await_replacement:
+                if world.now - self._ready_since(s) > self.await_replacement + s.spec.wait:
                     return self._abandon(sid, f"no replacement for {s.spec.replaces} appeared")
                 return []
             s.target = target
@@ -318,6 +320,7 @@ class PlanRun:
         for view in sorted(world.pods.values(), key=lambda v: (v.created, v.key)):
             if (
                 view.owner_uid == victim.owner_uid
+                and view.completion_index == victim.completion_index
                 and view.node is None
                 and not view.deleting
                 and view.key != victim_key

@@ -219,6 +219,26 @@ class Actions:
         """An events.k8s.io/v1 Event on the pod (best effort: a failed event never stops scheduling;
         one whose answer was lost is not sent again)."""
         ns, name = _split(key)
+        regarding = {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": ns, "uid": uid}
+        self._event(key, ns, name, regarding, reason=reason, note=note, kind=kind, action=action)
+
+    def node_event(self, node: str, *, reason: str, note: str, action: str = "Rebalancing") -> None:
+        """An Event on a Node (kept in the ``default`` namespace, as the kubelet's are)."""
+        regarding = {"apiVersion": "v1", "kind": "Node", "name": node}
+        self._event(f"node {node}", "default", node, regarding, reason=reason, note=note, kind="Normal", action=action)
+
+    def _event(
+        self,
+        key: str,
+        ns: str,
+        name: str,
+        regarding: dict[str, str],
+        *,
+        reason: str,
+        note: str,
+        kind: str,
+        action: str,
+    ) -> None:
         if self.dry_run:
             log.info("dry-run: event %s on %s: %s", reason, key, note)
             return
@@ -235,7 +255,7 @@ class Actions:
             "type": kind,
             "reportingController": f"placer.io/{self.scheduler_name}",
             "reportingInstance": self.identity,
-            "regarding": {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": ns, "uid": uid},
+            "regarding": regarding,
         }
         self.event_limit.acquire()
         call = self.http.call("POST", f"/apis/events.k8s.io/v1/namespaces/{ns}/events", body=body)

@@ -34,6 +34,8 @@ PATHS = {
     "Pod": "/api/v1/pods",
     "PodDisruptionBudget": "/apis/policy/v1/poddisruptionbudgets",
     "ReplicaSet": "/apis/apps/v1/replicasets",
+    # Jobs: whether a Job's pods may move when rebalancing, and how their replacements come.
+    "Job": "/apis/batch/v1/jobs",
     # Namespace labels, for namespaceSelector in pod affinity terms.
     "Namespace": "/api/v1/namespaces",
     # Volumes: a bound volume's node affinity, and which unbound claims wait for their first consumer.

@@ -41,6 +41,7 @@ from placer.inputs.annotations import LABEL_POLICY, MOVED_AT
 from placer.inputs.assemble import assemble_cluster
 from placer.inputs.kubectl import (
     KubeObjects,
+    parse_job,
     parse_namespace,
     parse_node,
     parse_pdb,
@@ -63,20 +64,24 @@ from placer.kube.client import Http
 from placer.kube.informers import Informer, informers
 from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence
 from placer.kube.policy import Policy, Result
+from placer.kube.rebalancing import Rebalancing
 from placer.kube.serving import Metrics, serve
 from placer.models import (
     UNPLACED_CODES,
     Cluster,
     ControllerConfig,
     EvictionDetail,
+    Job,
     Node,
     Pod,
     PodDisruptionBudget,
     Reason,
     ReplicaSet,
+    Step,
     describe,
     describe_eviction,
 )
+from placer.plan import Plan
 from placer.service import check_decision, decide, holding, nominated_holds, plan_steps
 
 __all__ = ["MOVED_AT", "Runner"]
@@ -112,6 +117,7 @@ def _view(pod: Pod) -> PodView:
         created=_epoch(pod.creation),
         requests={**pod.requests, "pods": 1},
         deleting=pod.terminating,
+        completion_index=pod.completion_index,
     )
 
 
@@ -163,6 +169,9 @@ class Runner:
         self._parsed_classes: dict[str, tuple[str, StorageClass | None]] = {}
         self._parsed_pdbs: dict[str, tuple[str, PodDisruptionBudget | None]] = {}
         self._parsed_replicasets: dict[str, tuple[str, ReplicaSet | None]] = {}
+        self._parsed_jobs: dict[str, tuple[str, Job | None]] = {}
+        self.rebalancing = Rebalancing(cfg, http, self.policy)
+        self.plan_reason = "Preempted"  # the reason of the running plan's eviction events
         self._parsed_namespaces: dict[str, tuple[str, tuple[str, dict[str, str]] | None]] = {}
         self.inflight: list[tuple[Pod, str, Future[Outcome]]] = []
         self._gangs: dict[str, str] = {}  # pending pod -> its gang, to keep gangs in one batch
@@ -302,6 +311,7 @@ class Runner:
         objs.nodes = self._parse_cached("Node", parse_node, self._parsed_nodes)
         objs.pdbs = self._parse_cached("PodDisruptionBudget", parse_pdb, self._parsed_pdbs)
         objs.replicasets = self._parse_cached("ReplicaSet", parse_replicaset, self._parsed_replicasets)
+        objs.jobs = self._parse_cached("Job", parse_job, self._parsed_jobs)
         objs.namespaces = dict(self._parse_cached("Namespace", parse_namespace, self._parsed_namespaces))
         objs.volumes = self._parse_cached("PersistentVolume", parse_persistent_volume, self._parsed_volumes)
         objs.claims = self._parse_cached("PersistentVolumeClaim", parse_claim, self._parsed_claims)
@@ -366,7 +376,9 @@ class Runner:
         if not leading or not self.ready():
             return ok
         labels_due = time.monotonic() - self._label_checked >= self.cfg.label_check_period
-        if self.plan is None and not self.batcher.due(time.monotonic()) and not labels_due:
+        # At most one plan in flight, scheduling or rebalancing.
+        rebalance_due = self.plan is None and self.rebalancing.due(time.monotonic())
+        if self.plan is None and not self.batcher.due(time.monotonic()) and not labels_due and not rebalance_due:
             return ok
         model: list[Cluster] = []
         if not self._stage("model", lambda: model.append(self.cluster())):
@@ -380,6 +392,8 @@ class Runner:
         if labels_due:
             self._label_checked = time.monotonic()
             ok = self._stage("labels", lambda: self._check_labels(cluster)) and ok
+        if rebalance_due and self.plan is None:
+            ok = self._stage("rebalance", lambda: self._rebalance(cluster)) and ok
         return ok
 
     def _in_scope(self, pod: Pod) -> bool:
@@ -456,9 +470,7 @@ class Runner:
             return
         plan = decision.plan
         log.info("global plan: %d evictions, %d steps", len(plan.evictions), len(plan.steps))
-        steps = plan_steps(plan.steps, names)
-        victims = {e.pod.key: _view(e.pod) for e in plan.evictions}
-        self.why = {
+        why = {
             e.pod.key: describe_eviction(
                 e.kind,
                 names[e.node],
@@ -468,9 +480,16 @@ class Runner:
             )
             for e in plan.evictions
         }
+        self._start(plan, plan_steps(plan.steps, names), why, reason="Preempted")
+        self._advance(cluster)
+
+    def _start(self, plan: Plan, steps: list[Step], why: dict[str, str], *, reason: str) -> None:
+        """Make ``plan`` the one plan in flight; its evictions' events say ``why`` with ``reason``."""
+        self.why = why
+        self.plan_reason = reason
         self.plan = PlanRun(
             steps,
-            victims,
+            {e.pod.key: _view(e.pod) for e in plan.evictions},
             started=time.time(),
             await_gone=self.cfg.plan_timeouts.await_gone,
             await_replacement=self.cfg.plan_timeouts.await_replacement,
@@ -479,6 +498,53 @@ class Runner:
         )
         self.reserved = {pod.key for pod, _ in plan.placements}
         self.plan_pods = {pod.key: pod for pod, _ in plan.placements} | {e.pod.key: e.pod for e in plan.evictions}
+
+    def _rebalance(self, cluster: Cluster) -> None:
+        """One rebalancing decision; its plan (if any, valid, and not a dry run) becomes the plan in
+        flight. Every move gets an event on the pod and on both nodes, with the load before and after."""
+        out, problems = self.rebalancing.decide(cluster, self._frozen(cluster))
+        report = out.report
+        if report.fallbacks:  # usage asked for but missing or stale: said on the nodes concerned
+            where = {p.key: p.node_name for p in cluster.pods if p.node_name}
+            per_node: dict[str, int] = {}
+            for key in report.fallbacks:
+                node = where.get(key)
+                if node is not None:
+                    per_node[node] = per_node.get(node, 0) + 1
+            age = self.cfg.engine.rebalance.usage_max_age
+            cause = self.rebalancing.usage_error() or "metrics.k8s.io gave none"
+            for node, count in sorted(per_node.items()):
+                note = f"{count} pod(s) have no usage sample newer than {age:.0f}s ({cause}): their requests count"
+                self.actions.node_event(node, reason="UsageUnavailable", note=note)
+        if problems:
+            self.metrics.rebalances.labels(outcome="refused").inc()
+            log.error("rebalancing plan refused by the validator, nothing moves: %s", "; ".join(problems[:5]))
+            return
+        if out.plan is None or not out.moves:
+            self.metrics.rebalances.labels(outcome="none").inc()
+            log.info("rebalance: no plan: %s", report.why)
+            return
+        loads = {row.node: row for row in report.nodes}
+
+        def load(node: str) -> str:
+            row = loads.get(node)
+            if row is None:
+                return node
+            parts = [f"{r} {row.before[r]:.0%} -> {row.after.get(r, 0.0):.0%}" for r in row.before]
+            return f"{node} ({', '.join(parts)})"
+
+        why = {m.pod: f"rebalancing: moved from {load(m.source)} to {load(m.target)}; {report.why}" for m in out.moves}
+        for move in out.moves:
+            log.info("rebalance%s: %s", " (dry run, nothing moves)" if self.cfg.dry_run else "", why[move.pod])
+        if self.cfg.dry_run:
+            self.metrics.rebalances.labels(outcome="dry-run").inc()
+            return
+        self.metrics.rebalances.labels(outcome="planned").inc()
+        self.metrics.rebalance_moves.inc(len(out.moves))
+        for node in sorted({m.source for m in out.moves} | {m.target for m in out.moves}):
+            moves = [m.pod for m in out.moves if node in (m.source, m.target)]
+            self.actions.node_event(node, reason="Rebalancing", note=f"{load(node)}: moves {', '.join(moves)}")
+        self._start(out.plan, list(out.result.steps), why, reason="Rebalanced")
         self._advance(cluster)
 
     def _world(self, cluster: Cluster) -> World:
@@ -513,8 +579,8 @@ class Runner:
                     self.actions.event(
                         action.pod,
                         view.uid if view else "",
-                        reason="Preempted",
-                        note=f"evicted by placer's global plan ({self.identity}): {self.why.get(action.pod, '')}",
+                        reason=self.plan_reason,
+                        note=f"evicted by placer's plan ({self.identity}): {self.why.get(action.pod, '')}",
                         kind="Normal",
                     )
                 queue += self.plan.evicted(action.step, time.time(), ok=out.ok, reason=out.reason)

@@ -29,6 +29,13 @@ class Metrics:
             "placer_evictions_total", "Evictions by kind and result", ["kind", "result"], registry=r
         )
         self.plan_aborts = Counter("placer_plan_aborts_total", "Plan steps abandoned", registry=r)
+        self.rebalances = Counter(
+            "placer_rebalance_decisions_total",
+            "Rebalancing decisions by outcome (planned, dry-run, none)",
+            ["outcome"],
+            registry=r,
+        )
+        self.rebalance_moves = Counter("placer_rebalance_moves_total", "Moves in started rebalancing plans", registry=r)
         self.pending = Gauge("placer_pending_pods", "Pending pods addressed to placer", registry=r)
         self.pending_by_reason = Gauge(
             "placer_pending_pods_by_reason",

@@ -2,7 +2,7 @@
 rebalancing entry. The public surface other packages use; see docs/architecture.md."""
 
 from placer.plan.blocked import name_blocking_pdbs
-from placer.plan.eligibility import Eligibility, classify, could_evict
+from placer.plan.eligibility import Eligibility, classify, could_evict, owning_job
 from placer.plan.planner import Plan, PlannedEviction, plan_batch, plan_rebalance
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
 
@@ -17,6 +17,7 @@ __all__ = [
     "could_evict",
     "name_blocking_pdbs",
     "order_steps",
+    "owning_job",
     "plan_batch",
     "plan_rebalance",
 ]

@@ -30,8 +30,7 @@ from placer.models import (
     Step,
     Usage,
 )
-from placer.plan import Plan, plan_rebalance
-from placer.plan.eligibility import owning_job
+from placer.plan import Plan, owning_job, plan_rebalance
 from placer.rebalance.load import Loads, node_loads
 from placer.rebalance.score import Queues, queues
 from placer.rebalance.select import offer

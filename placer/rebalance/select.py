@@ -18,8 +18,7 @@ import numpy as np
 
 from placer.engine import Snapshot, tier
 from placer.models import Cluster, Pod, RebalanceConfig
-from placer.plan import classify
-from placer.plan.eligibility import owning_job
+from placer.plan import classify, owning_job
 from placer.rebalance.load import Loads
 
 __all__ = ["Offer", "offer"]

@@ -32,6 +32,11 @@ def placer_kubeconfig(cluster: testenv.Cluster, core: client.CoreV1Api, tmp_path
     """k8s/ applied (server dry-run of everything, then namespace + RBAC for real) and a
     kubeconfig carrying a token of the placer ServiceAccount: the controller runs with exactly
     the permissions the manifests grant."""
+    return service_account_kubeconfig(cluster, core, tmp_path_factory.mktemp("placer"))
+
+
+def service_account_kubeconfig(cluster: testenv.Cluster, core: client.CoreV1Api, directory: Path) -> Path:
+    """``placer_kubeconfig`` for any control plane (a test module's own cluster too)."""
     ns = kubectl("apply", "-f", str(REPO / "k8s" / "namespace.yaml"), kubeconfig=cluster.kubeconfig)
     assert ns.returncode == 0, ns.stderr
     # With its namespace present, the whole kustomization is accepted by the API server.
@@ -47,7 +52,7 @@ def placer_kubeconfig(cluster: testenv.Cluster, core: client.CoreV1Api, tmp_path
     ).status.token
     admin = yaml.safe_load(Path(cluster.kubeconfig).read_text())
     server = admin["clusters"][0]["cluster"]
-    path = tmp_path_factory.mktemp("placer") / "kubeconfig"
+    path = directory / "kubeconfig"
     path.write_text(
         yaml.safe_dump(
             {
@@ -98,6 +103,11 @@ class Controller:
 
 @pytest.fixture
 def controllers(placer_kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., Controller]]:
+    yield from controller_factory(placer_kubeconfig, tmp_path)
+
+
+def controller_factory(kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..., Controller]]:
+    """``controllers`` for any kubeconfig: start controllers with the e2e defaults (overridable)."""
     started: list[Controller] = []
 
     def start(identity: str = "placer-0", **overrides: Any) -> Controller:
@@ -124,7 +134,7 @@ def controllers(placer_kubeconfig: Path, tmp_path: Path) -> Iterator[Callable[..
         }
         path = tmp_path / f"{identity}.yaml"
         path.write_text(yaml.safe_dump(cfg))
-        c = Controller(placer_kubeconfig, path, tmp_path / f"{identity}.log", identity).start()
+        c = Controller(kubeconfig, path, tmp_path / f"{identity}.log", identity).start()
         started.append(c)
         return c
 
