@@ -40,7 +40,7 @@ from typing import Literal
 
 from benchmarks.generate import cluster as generated_cluster
 from benchmarks.machine import machine_info, report_header
-from benchmarks.plan import infeasible
+from benchmarks.plan import SINGLE_TENANT, infeasible
 from benchmarks.topology import workload_batch
 from placer.engine import Snapshot, build_snapshot
 from placer.models import Cluster, Config, Pod
@@ -74,7 +74,7 @@ class Row:
 
 
 def _case(kind: str, c: Cluster, time_limit: float) -> Case:
-    config = Config.model_validate({"solver": {"timeLimit": time_limit, "workers": 1}})
+    config = Config.model_validate({"solver": {"timeLimit": time_limit, "workers": 1}, "priority": SINGLE_TENANT})
     batch, _ = pending_batch(c, config.scheduler_name)
     state = build_snapshot(c.nodes, [p for p in c.pods if p.running], batch, c.namespaces)
     decision = decide(c, state, batch, config)

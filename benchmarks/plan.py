@@ -28,6 +28,12 @@ REPO = Path(__file__).resolve().parents[1]
 GI = 2**30
 
 
+# The scenario is the thesis's single-tenant one: an Always pod is worth evicting two Never pods of
+# its priority for (restartTiers: cluster; with the default namespace scope, two pods of equal
+# priority count more than one, so no plan would be made).
+SINGLE_TENANT = {"restartTiers": "cluster"}
+
+
 def infeasible(nodes: int, *, running_per_node: int = 10, pending: int = 99) -> Cluster:
     node_list = [
         Node(name=f"n{i:05d}", labels={"zone": f"z{i % 3}"}, allocatable={"cpu": 8000, "memory": 32 * GI, "pods": 110})
@@ -68,7 +74,7 @@ def run_size(nodes: int, repeats: int, time_limit: float) -> dict[str, float | i
     pending = [p for p in cluster.pods if p.pending]
     running = [p for p in cluster.pods if p.running]
     snap = build_snapshot(cluster.nodes, running, pending)
-    config = Config.model_validate({"solver": {"timeLimit": time_limit}})
+    config = Config.model_validate({"solver": {"timeLimit": time_limit}, "priority": SINGLE_TENANT})
     decide(cluster, snap, pending, config)  # warm-up
     times = []
     decision = None
