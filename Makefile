@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.topology $(BENCH_TOPOLOGY_ARGS)
 	$(PY) -m benchmarks.packing $(BENCH_PACKING_ARGS)
 	$(PY) -m benchmarks.gpu $(BENCH_GPU_ARGS)
+	$(PY) -m benchmarks.rebalance
 
 # Issue 17's packing and GPU benchmarks in under a minute, reports in build/bench-quick/.
 bench-quick: $(STAMP)
