@@ -32,6 +32,8 @@ class Offer:
 
 def _why_not(cluster: Cluster, pod: Pod, config: RebalanceConfig, scheduler_name: str, now: float) -> str:
     """Why ``pod`` may not move (empty: it may)."""
+    if pod.terminating:
+        return "already being deleted"
     if pod.owner is None:
         return "a bare pod: nothing would recreate it"
     e = classify(cluster, pod, scheduler_name, jobs=True)
