@@ -7,6 +7,7 @@ from placer.engine import solve
 from placer.engine.batch import Batch, Group, build_batch, gang_groups, rebased
 from placer.engine.candidates import select_candidates
 from placer.engine.constraints.topology import build as build_topology_constraints
+from placer.engine.dominance import Quality
 from placer.engine.encoder import encode
 from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
@@ -50,6 +51,7 @@ __all__ = [
     "LoadEntry",
     "NodeLabels",
     "Prefilter",
+    "Quality",
     "Scorer",
     "Snapshot",
     "StrategyObjective",

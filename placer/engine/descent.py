@@ -16,16 +16,33 @@ import time
 import numpy as np
 
 from placer.engine.batch import Batch
-from placer.engine.scoring import Scorer
+from placer.engine.scoring import IntArray, Scorer
 
-__all__ = ["descend"]
+__all__ = ["descend", "fixed_groups", "move_targets"]
 
 Counts = dict[tuple[int, int], int]
 _EPS = 1e-12
 
 
-def _fixed_groups(batch: Batch) -> set[int]:
+def fixed_groups(batch: Batch) -> set[int]:
+    """Groups whose pods stay where they are: host ports, or rules involving other batch pods."""
     return batch.topology.involved | {gi for gi, g in enumerate(batch.groups) if g.has_ports}
+
+
+def move_targets(batch: Batch, gi: int, a: int, used: IntArray, nodes: IntArray) -> IntArray:
+    """The ``nodes`` a pod of group ``gi`` on node ``a`` may move to without lowering an earlier
+    level: room for it in ``used``, a preference at least ``a``'s, and a matching node for a
+    relaxed-affinity pod on a matching node."""
+    group = batch.groups[gi]
+    masks = group.masks
+    ok = (nodes != a) & (masks.preference[nodes] >= masks.preference[a])
+    if masks.binding == "relaxed" and masks.matching[a]:
+        ok &= masks.matching[nodes]
+    nz = np.flatnonzero(group.vec)
+    alloc = batch.snapshot.alloc
+    ok &= np.all(alloc[np.ix_(nodes, nz)] - used[np.ix_(nodes, nz)] >= group.vec[nz], axis=1)
+    out: IntArray = nodes[ok]
+    return out
 
 
 def descend(batch: Batch, scorer: Scorer, counts: Counts, *, seconds: float, seed: int) -> tuple[Counts, int]:
@@ -36,7 +53,7 @@ def descend(batch: Batch, scorer: Scorer, counts: Counts, *, seconds: float, see
     snap = batch.snapshot
     used = snap.used.copy()
     pods: list[tuple[int, int]] = []  # (group, node) per placed pod
-    fixed = _fixed_groups(batch)
+    fixed = fixed_groups(batch)
     for (gi, n), c in sorted(counts.items()):
         used[n] += batch.groups[gi].vec * c
         if gi not in fixed:
@@ -51,14 +68,7 @@ def descend(batch: Batch, scorer: Scorer, counts: Counts, *, seconds: float, see
                 break
             gi, a = pods[i]
             group = batch.groups[gi]
-            cand = group.candidates
-            masks = group.masks
-            ok = (cand != a) & (masks.preference[cand] >= masks.preference[a])
-            if masks.binding == "relaxed" and masks.matching[a]:
-                ok &= masks.matching[cand]
-            nz = np.flatnonzero(group.vec)
-            ok &= np.all(snap.alloc[np.ix_(cand, nz)] - used[np.ix_(cand, nz)] >= group.vec[nz], axis=1)
-            targets = cand[ok]
+            targets = move_targets(batch, gi, a, used, group.candidates)
             if len(targets) == 0:
                 continue
             gain = scorer.removal(group.vec, a, used) + scorer.delta(group.vec, targets, used)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placer.engine import lns, packing
+from placer.engine import dominance, lns, packing
 from placer.engine.batch import Batch, build_batch
 from placer.engine.candidates import select_candidates
 from placer.engine.descent import descend
@@ -91,30 +91,53 @@ def solve_batch(
     budget: Budget | None = None,
     reserve: float = 0.0,
     alternative: packing.Alternative | None = None,
+    no_worse: bool = False,
 ) -> BatchResult:
     """Place a batch on ``snapshot``. ``budget`` is the decision's time limit (a fresh one from the
     config by default); when pods stay unplaced after the greedy pass, ``reserve`` of it is kept
     for a global plan, and ``alternative`` (another answer, computed only then) becomes the start
-    if it places more pods per key, so the answer never places fewer."""
+    if it places more pods per key, so the answer never places fewer. With ``no_worse``, the
+    alternative is computed for every batch and the answer is also no worse than it on imbalance
+    and std_score (``dominance``), in the last ``dominance.SHARE`` of the budget."""
     started = time.monotonic()
-    budget = budget or Budget.of(config)
+    whole = budget = budget or Budget.of(config)
+    guard = no_worse and alternative is not None
     batch = build_batch(snapshot, pending, config)
     scorer = Scorer(snapshot, config, batch_demand(batch))
     select_candidates(batch, scorer, config.solver.candidates)
     hint = greedy(batch, scorer)
+    adopted: list[Assignment | None] = []
+
+    def other() -> Assignment | None:
+        """The alternative as a start of this batch, computed once."""
+        if not adopted:
+            adopted.append(packing.adopt(batch, alternative()) if alternative is not None else None)
+        return adopted[0]
+
+    if guard:
+        other()  # before the levels: what they spend leaves the guard its share of the rest
+        budget = whole.capped(1.0 - dominance.SHARE)
     if not _all_placeable_placed(batch, hint):
         # A tight batch: best-fit decreasing (the pack strategy's greedy) may place more, and so
         # may the alternative (kube-scheduler's answer, when the caller gives it).
         hint = packing.better_start(batch, hint, greedy(batch, scorer.with_strategy(StrategyName.PACK)))
-        other = packing.adopt(batch, alternative()) if alternative is not None else None
-        if other is not None:
-            hint = packing.better_start(batch, hint, other)
+        start = other()
+        if start is not None:
+            hint = packing.better_start(batch, hint, start)
     counts = _counts(hint)
     greedy_placed = sum(counts.values())
     large = sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
     all_placed = _all_placeable_placed(batch, hint)
 
     def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
+        start = other() if guard else None
+        if start is not None:
+            seconds = float("inf") if config.solver.deterministic else max(0.0, whole.left() - whole.spare)
+            counts, changed = dominance.no_worse(
+                batch, counts, _counts(start), seconds=seconds, seed=config.solver.seed
+            )
+            if changed and status == "optimal":
+                status = "feasible"  # optimal for the levels' objectives, changed for the measures
         placements, unplaced = extract(batch, counts, status)
         return BatchResult(
             placements=placements,
