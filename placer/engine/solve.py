@@ -136,8 +136,8 @@ def solve_batch(
             counts, changed = dominance.no_worse(
                 batch, counts, _counts(start), seconds=seconds, seed=config.solver.seed
             )
-            if changed and status == "optimal":
-                status = "feasible"  # optimal for the levels' objectives, changed for the measures
+            if changed:  # the levels' bound is not one of this answer: optimality and gap are unknown
+                status, gap = ("feasible" if status == "optimal" else status), 1.0
         placements, unplaced = extract(batch, counts, status)
         return BatchResult(
             placements=placements,
@@ -154,7 +154,7 @@ def solve_batch(
     if large and all_placed:
         # Level 1 is optimal already; improve the strategy by neighbourhood re-solves.
         counts, report = lns.improve(batch, scorer, counts, config, budget.left())
-        return result(counts, "feasible", 0.0, [_lns_report(report)])
+        return result(counts, "feasible", 1.0, [_lns_report(report)])  # no bound: the gap is unknown
     model, sym = encode(batch, scorer, packing=not all_placed)
     counts = sym.order(counts)
     values = {var.index: counts.get(key, 0) for key, var in model.y.items()}
