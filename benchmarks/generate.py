@@ -28,8 +28,8 @@ Three generators:
   ``placer.models.Cluster``: nodes of nine sizes (general-purpose, cpu-optimised and
   memory-optimised, 4-32 cores, 8-256Gi; cpu and memory only, 250 pods each), cpu-heavy pods
   (0.25-2 cores, 128Mi-1Gi) and memory-heavy pods (0.1-0.5 cores, 1-8Gi) in a per-cluster mix,
-  running pods filling a per-cluster share of 0-50 % of the cpu (unevenly: each node a uniform
-  draw around that share), then bare pending pods until cpu demand reaches a per-cluster 60-85 %
+  running pods filling a per-cluster share of 0-50 % of the cpu (unevenly: each node 0.5-1.5
+  times that share), then bare pending pods until cpu demand reaches a per-cluster 60-85 %
   of the allocatable (or memory 90 %).
 
 Everything is drawn from ``numpy.random.default_rng(seed)``: the same seed gives the same cluster
@@ -695,7 +695,7 @@ def mixed(
     pods: list[Pod] = []
     for node in node_list:
         cpu, mem = node.allocatable["cpu"], node.allocatable["memory"]
-        fill = min(float(rng.uniform(0.0, 2.0 * shape.running_cpu)), 0.9) * cpu
+        fill = min(float(rng.uniform(0.5, 1.5)) * shape.running_cpu, 0.9) * cpu
         used_cpu = used_mem = 0
         while True:
             req = _mixed_requests(rng, shape.cpu_heavy)
