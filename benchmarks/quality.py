@@ -5,7 +5,8 @@ memory-heavy pods, 0-50 % of the cpu already requested by running pods, pending 
 to 60-85 %). Per instance, ``solve_cluster`` (what ``placer solve`` runs) with placer and with
 the kube-scheduler simulation, in one batch (``--time-limit``) and with ``--batch-size 99``
 (``--batch-time-limit`` per batch: the controller's batches get far less than the CLI's 10 s);
-wall time of the whole call. Every placer answer goes through the independent validator
+wall time of the whole call (batched: of placer's decisions in ``per_batch``'s loop, the
+service's loop, which also gives the per-batch verdicts). Every placer answer goes through the independent validator
 (``placer.validate.hard_violations``).
 
 The rule (issue 12, item 4): placer places at least as many pods per key as default (compared
@@ -44,7 +45,7 @@ from benchmarks.machine import machine_info, report_header, source_revision  # n
 from benchmarks.solving import timed_solve  # noqa: E402
 from placer.baseline import simulate  # noqa: E402
 from placer.engine import Quality, Snapshot, build_snapshot, pod_key, with_default_spread  # noqa: E402
-from placer.models import Cluster, Config, Pod, Result  # noqa: E402
+from placer.models import Cluster, Config, Pod, Result, SolveStatus, worst_status  # noqa: E402
 from placer.service import check_decision, decide, pending_batch, state_metrics  # noqa: E402
 from placer.validate import hard_violations  # noqa: E402
 
@@ -83,22 +84,41 @@ def _state_quality(state: Snapshot, placed: list[Pod], config: Config) -> Qualit
     )
 
 
-def per_batch(cluster: Cluster, config: Config, size: int) -> tuple[list[tuple[Quality, Quality]], list[str]]:
-    """The service's batch loop (no plans: these batches fit), and per batch (placer's decision,
-    default's answer for the same batch from the same state) as the rule measures them; with what
-    the independent validator objects to in placer's decisions (``check_decision``)."""
+@dataclass
+class BatchRun:
+    """placer's batched run, decided as ``solve_cluster`` decides it."""
+
+    pairs: list[tuple[Quality, Quality]]  # per batch: (placer's decision, default's answer from the same state)
+    problems: list[str]  # what the independent validator objects to (``check_decision``)
+    final: Quality  # placer's state at the end (pods placed over the whole run)
+    seconds: float  # wall time of placer's decisions
+    status: SolveStatus
+    gap: float  # the largest reported
+
+
+def per_batch(cluster: Cluster, config: Config, size: int) -> BatchRun:
+    """The service's batch loop (``solve_cluster``'s, without plans: these batches fit), and per
+    batch placer's decision and default's answer for the same batch from the same state, as the
+    rule measures them."""
     pending, _ = pending_batch(cluster, config.scheduler_name)
     pending = with_default_spread(pending, cluster.replicasets, config.default_spread)
     state = build_snapshot(cluster.nodes, [p for p in cluster.pods if p.running], pending, cluster.namespaces)
     out: list[tuple[Quality, Quality]] = []
     problems: list[str] = []
+    placed: list[Pod] = []
+    seconds, gap = 0.0, 0.0
+    status: SolveStatus = "optimal"
     queue, carried = list(pending), []
     while queue or carried:
         batch, queue = carried + queue[:size], queue[size:]
         other = state.copy()
         sim = simulate(other, batch, "default", preemption=False, namespaces=cluster.namespaces)
+        started = time.perf_counter()
         decision = decide(cluster, state, batch, config, evict=False)
+        seconds += time.perf_counter() - started
+        status, gap = worst_status(status, decision.status), max(gap, decision.gap)
         problems += check_decision(cluster, state, batch, decision, config)
+        placed += [p for p, _ in decision.placements]
         for pod, node in decision.placements:
             state.add(pod, node)
         mine = _state_quality(state, [p for p, _ in decision.placements], config)
@@ -106,7 +126,7 @@ def per_batch(cluster: Cluster, config: Config, size: int) -> tuple[list[tuple[Q
         carried = [pod for pod, _, _ in decision.unplaced]
         if not queue:
             break
-    return out, problems
+    return BatchRun(out, problems, _state_quality(state, placed, config), seconds, status, gap)
 
 
 @dataclass
@@ -137,13 +157,14 @@ class Row:
 
 
 def run_instance(seed: int, mode: str, limit: float, nodes: tuple[int, int] = (100, 400)) -> Row:
+    """One instance in one mode. ``batch 99``: placer's run is ``per_batch``'s loop (the service's
+    loop, timed over placer's decisions only), so the per-batch rule comes from the same run."""
     cluster, shape = mixed(seed, nodes=nodes)
     size = BATCH if mode == "batch 99" else None
     config = Config.model_validate({"solver": {"timeLimit": limit}})
     default = timed_solve(cluster, "default", time_limit=limit, batch_size=size)
-    mine = timed_solve(cluster, "placer", time_limit=limit, batch_size=size)
-    res, ref = mine.outcome.result, default.outcome.result
-    placed = {p.pod: p.node for p in res.placements if p.pod is not None}
+    ref = default.outcome.result
+    theirs = outcome_quality(cluster, ref, config)
     running = sum(1 for p in cluster.pods if p.running)
     row = Row(
         seed=seed,
@@ -158,22 +179,34 @@ def run_instance(seed: int, mode: str, limit: float, nodes: tuple[int, int] = (1
         default_imbalance=ref.metrics.imbalance,
         default_std=ref.metrics.std_score,
         default_seconds=round(default.seconds, 2),
-        placed=res.metrics.placed,
-        imbalance=res.metrics.imbalance,
-        std=res.metrics.std_score,
-        seconds=round(mine.seconds, 2),
-        status=res.status,
-        gap=res.metrics.gap,
-        verdict=verdict(outcome_quality(cluster, res, config), outcome_quality(cluster, ref, config)),
-        violations=len(hard_violations(cluster, placed)),
+        placed=0,
+        imbalance=0.0,
+        std=0.0,
+        seconds=0.0,
+        status="",
+        gap=0.0,
+        verdict="",
+        violations=0,
     )
-    if size is not None:
-        pairs, problems = per_batch(cluster, config, size)
-        verdicts = [verdict(m, t) for m, t in pairs]
-        row.violations += len(problems)
+    if size is None:
+        mine = timed_solve(cluster, "placer", time_limit=limit)
+        res = mine.outcome.result
+        placed = {p.pod: p.node for p in res.placements if p.pod is not None}
+        q = outcome_quality(cluster, res, config)
+        row.seconds, row.status, row.gap = round(mine.seconds, 2), res.status, res.metrics.gap
+        row.violations = len(hard_violations(cluster, placed))
+    else:
+        run = per_batch(cluster, config, size)
+        q = run.final
+        verdicts = [verdict(m, t) for m, t in run.pairs]
+        row.seconds, row.status, row.gap = round(run.seconds, 2), run.status, round(run.gap, 6)
+        row.violations = len(run.problems)
         row.batches = len(verdicts)
         row.batch_violations = verdicts.count("violation")
         row.batch_ties = verdicts.count("tie")
+    row.placed = sum(q.per_key.values())
+    row.imbalance, row.std = q.imbalance, q.std_score
+    row.verdict = verdict(q, theirs)
     return row
 
 
@@ -234,6 +267,16 @@ def plot(rows: list[Row], path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
+def _write(out: Path, rows: list[Row], command: str, revision: str, load_start: str) -> None:
+    info = {**machine_info(), "revision": revision}
+    (out / "quality.md").write_text(render_markdown(rows, command, info, load_start), encoding="utf-8")
+    (out / "quality.json").write_text(
+        json.dumps({"machine": info, "command": command, "rows": [asdict(r) for r in rows]}, indent=1) + "\n",
+        encoding="utf-8",
+    )
+    plot(rows, out / "quality.png")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.quality", description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=8)
@@ -250,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     load_start = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     revision = source_revision()
     rows: list[Row] = []
+    out.mkdir(parents=True, exist_ok=True)
     for seed in range(args.seeds):
         for mode, limit in (("one batch", args.time_limit), ("batch 99", args.batch_time_limit)):
             started = time.monotonic()
@@ -261,14 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r.verdict} ({time.monotonic() - started:.0f} s)",
                 flush=True,
             )
-    info = {**machine_info(), "revision": revision}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "quality.md").write_text(render_markdown(rows, command, info, load_start), encoding="utf-8")
-    (out / "quality.json").write_text(
-        json.dumps({"machine": info, "command": command, "rows": [asdict(r) for r in rows]}, indent=1) + "\n",
-        encoding="utf-8",
-    )
-    plot(rows, out / "quality.png")
+            _write(out, rows, command, revision, load_start)  # after every instance: a long run reports as it goes
     print(f"[quality] wrote {out / 'quality.md'}, {out / 'quality.png'}, {out / 'quality.json'}")
     return 0
 

@@ -52,8 +52,8 @@ def test_one_batch_is_never_worse_than_default_and_mostly_better() -> None:
 @pytest.mark.parametrize("seed", range(2))
 def test_every_batch_of_ten_is_no_worse_than_default_and_most_are_better(seed: int) -> None:
     cluster, _ = mixed(seed, nodes=NODES)
-    pairs, problems = per_batch(cluster, CONFIG, 10)
-    assert problems == []
-    verdicts = [verdict(mine, theirs) for mine, theirs in pairs]
+    run = per_batch(cluster, CONFIG, 10)
+    assert run.problems == []
+    verdicts = [verdict(mine, theirs) for mine, theirs in run.pairs]
     assert "violation" not in verdicts
     assert verdicts.count("better") >= len(verdicts) // 2
