@@ -26,9 +26,16 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.generate import cluster  # noqa: E402
 from benchmarks.run import strategy_cost, time_limit_for  # noqa: E402
-from placer.engine import Scorer, Snapshot, batch_demand, build_batch, build_snapshot, select_candidates  # noqa: E402
-from placer.engine.greedy import greedy  # noqa: E402
-from placer.engine.solve import solve_batch  # noqa: E402
+from placer.engine import (  # noqa: E402
+    Scorer,
+    Snapshot,
+    batch_demand,
+    build_batch,
+    build_snapshot,
+    greedy,
+    select_candidates,
+    solve_batch,
+)
 from placer.models import Config, Pod  # noqa: E402
 from placer.service import decide, pending_batch, state_metrics  # noqa: E402
 

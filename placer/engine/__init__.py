@@ -9,6 +9,7 @@ from placer.engine.candidates import select_candidates
 from placer.engine.constraints.topology import build as build_topology_constraints
 from placer.engine.dominance import Quality
 from placer.engine.encoder import encode
+from placer.engine.greedy import greedy
 from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
 from placer.engine.levels import Budget, LevelReport, LevelSolver, evaluate
@@ -69,6 +70,7 @@ __all__ = [
     "first_untolerated",
     "fits",
     "gang_groups",
+    "greedy",
     "kept_namespace",
     "outranks",
     "placed_by_rank",
