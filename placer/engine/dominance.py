@@ -32,9 +32,13 @@ from placer.engine.scoring import FloatArray, IntArray
 from placer.engine.unplaced import Counts
 from placer.metrics import BALANCE_RESOURCES, node_balance
 
-__all__ = ["SHARE", "Quality", "no_worse", "quality"]
+__all__ = ["FLOOR", "SHARE", "Quality", "no_worse", "quality"]
 
 SHARE = 0.2  # of a decision's time limit kept for making the answer no worse than the other
+# At least this share of the limit even when the phases before it overran the limit (the greedy
+# pass, candidates and kube-scheduler's simulation are not interruptible): without it the answer
+# is the other one unchanged, a tie. The decision may then exceed its limit by this much.
+FLOOR = 0.1
 MAX_SWEEPS = 50  # a deterministic run stops after this many sweeps over the pods
 _MARGIN = 1e-9  # relative: the descent aims this far inside the other's measures (float noise)
 

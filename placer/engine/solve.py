@@ -132,7 +132,8 @@ def solve_batch(
     def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
         start = other() if guard else None
         if start is not None:
-            seconds = float("inf") if config.solver.deterministic else max(0.0, whole.left() - whole.spare)
+            left = max(whole.left() - whole.spare, dominance.FLOOR * whole.limit)
+            seconds = float("inf") if config.solver.deterministic else left
             counts, changed = dominance.no_worse(
                 batch, counts, _counts(start), seconds=seconds, seed=config.solver.seed
             )
