@@ -197,7 +197,12 @@ def solve_batch(
         final, status = counts, "fallback"
     elif levels.reports and not any(r.solved for r in levels.reports):
         status = "fallback"
-    return result(final, status, levels.gap, levels.reports)
+    # The gap is the strategy level's: unknown (1) when it did not run (budget spent before it),
+    # found nothing, or ran as neighbourhood search (no bound), unless the answer is proven.
+    strategy = [r for r in levels.reports if r.name.startswith("strategy")]
+    bounded = bool(strategy) and strategy[-1].bound == strategy[-1].bound
+    gap = levels.gap if bounded else (0.0 if status == "optimal" else 1.0)
+    return result(final, status, gap, levels.reports)
 
 
 def _set(values: dict[int, int], model: Model, counts: Counts) -> None:
