@@ -8,7 +8,7 @@ node (``run.strategy_cost``) and with imbalance and std_score (``service.state_m
 answer's status and reported gap; wall times of ``repeats`` decisions (median, p95 with numpy's
 linear interpolation) after one warm-up.
 
-  python -m benchmarks.contribution [--sizes 1000,5000] [--repeats 5]
+  python -m benchmarks.contribution [--sizes 1000,5000] [--repeats 5] [--time-limit T]
 """
 
 from __future__ import annotations
@@ -64,9 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.contribution", description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,5000")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--time-limit", type=float, help="instead of the controller's budget per size")
     args = parser.parse_args(argv)
     for nodes in (int(s) for s in args.sizes.split(",")):
-        config = Config(solver={"timeLimit": time_limit_for(nodes)})
+        config = Config(solver={"timeLimit": args.time_limit or time_limit_for(nodes)})
         generated = cluster(nodes, running_per_node=10, pending=99, seed=1)
         pending, _ = pending_batch(generated, config.scheduler_name)
         snapshot = build_snapshot(generated.nodes, [p for p in generated.pods if p.running], pending)
