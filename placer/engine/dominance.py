@@ -7,8 +7,9 @@ least as many pods per priority key as the other, with imbalance and std_score e
 than the other's, and lower on at least one whenever single-pod moves find such a state:
 
 the better (``_score``: the larger of the two measures relative to the other's) of single-pod
-descents from the engine's answer (when it places at least as many pods per key) and, unless the
-engine's answer is already strictly better, from the other answer. The descent takes a move only
+descents from the engine's answer and, when the other answer places as many pods of every group
+(so the placed levels are equal) and the engine's answer is not already strictly better, from
+the other answer. The descent takes a move only
 when it strictly lowers (excess over the other's measures, score), lexicographically: from the
 other answer every state it reaches is within both measures; from the engine's answer it first
 walks into them, then widens the margin.
@@ -202,17 +203,26 @@ def _descend(batch: Batch, counts: Counts, ref: Quality, *, deadline: float, see
     return out
 
 
+def _per_group(counts: Counts) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for (gi, _), c in counts.items():
+        out[gi] = out.get(gi, 0) + c
+    return {gi: c for gi, c in out.items() if c}
+
+
 def no_worse(batch: Batch, counts: Counts, other: Counts, *, seconds: float, seed: int) -> tuple[Counts, bool]:
     """An answer no worse than ``other`` on every measure (see the module docstring), and whether
-    it differs from ``counts``. When ``counts`` places more pods per key than ``other``, it is
-    only improved (never traded for fewer pods), so its measures may stay above the other's: they
-    then compare different loads. Deterministic when ``seconds`` is infinite."""
+    it differs from ``counts``. When ``counts`` places other pods than ``other`` (more of a higher
+    key, as the placed levels rank them), it is only improved, never traded for the other's pods,
+    so its measures may stay above the other's: they then compare different loads.
+    Deterministic when ``seconds`` is infinite."""
     ref = quality(batch, other)
     own = quality(batch, counts)
     started = time.monotonic()
-    more = own.places_more(ref)
-    starts = [counts] if own.places_at_least(ref) else []
-    if not more and not own.better(ref):
+    starts = [counts]
+    # The other answer is a start only when it places as many pods of every group: then every
+    # placed level (per key, and per namespace and tier where restart tiers count) is the same.
+    if _per_group(counts) == _per_group(other) and not own.better(ref):
         starts.append(other)
     best: tuple[bool, float, Counts] | None = None
     for i, start in enumerate(starts):
