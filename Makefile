@@ -26,11 +26,13 @@ test: $(STAMP)
 check-fixtures: $(STAMP)
 	$(PLACER) check tests/fixtures/infeasible
 
-# BENCH_TOPOLOGY_ARGS=--quick / BENCH_PACKING_ARGS=--quick / BENCH_GPU_ARGS=--quick for short
-# smoke runs (packing and gpu write quick reports to build/bench-quick/, not docs/bench/).
+# BENCH_TOPOLOGY_ARGS=--quick / BENCH_PACKING_ARGS=--quick / BENCH_GPU_ARGS=--quick /
+# BENCH_QUALITY_ARGS=--quick for short smoke runs (packing, gpu and quality write quick reports to
+# build/bench-quick/, not docs/bench/).
 BENCH_TOPOLOGY_ARGS ?=
 BENCH_PACKING_ARGS ?=
 BENCH_GPU_ARGS ?=
+BENCH_QUALITY_ARGS ?=
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.run
@@ -38,6 +40,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.packing $(BENCH_PACKING_ARGS)
 	$(PY) -m benchmarks.gpu $(BENCH_GPU_ARGS)
 	$(PY) -m benchmarks.rebalance
+	$(PY) -m benchmarks.quality $(BENCH_QUALITY_ARGS)
 
 # Issue 17's packing and GPU benchmarks in under a minute, reports in build/bench-quick/.
 bench-quick: $(STAMP)

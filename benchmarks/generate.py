@@ -1,6 +1,6 @@
 """Seeded cluster generators for the benchmarks.
 
-Two generators:
+Three generators:
 
 - ``tbesk``: the TBESK evaluation setting as a kubectl ``List`` (what ``placer solve`` reads).
   31 nodes of three types, ``TBESK_NODE_COUNTS`` = 11 x 16 cores / 24574Mi / 30000 Mbit/s / 800Gi,
@@ -23,6 +23,14 @@ Two generators:
   resource; and a batch of ``pending`` pods from Deployments/Jobs with several replicas, mixed
   nodeSelectors and required/preferred affinity (In, NotIn, Exists, DoesNotExist, Gt, Lt),
   tolerations, priorities, restart policies, a few host ports and weak-binding annotations.
+
+- ``mixed``: issue 12's random heterogeneous cluster (``MixedShape``), built directly as a
+  ``placer.models.Cluster``: nodes of nine sizes (general-purpose, cpu-optimised and
+  memory-optimised, 4-32 cores, 8-256Gi; cpu and memory only, 250 pods each), cpu-heavy pods
+  (0.25-2 cores, 128Mi-1Gi) and memory-heavy pods (0.1-0.5 cores, 1-8Gi) in a per-cluster mix,
+  running pods filling a per-cluster share of 0-50 % of the cpu (unevenly: each node 0.5-1.5
+  times that share), then bare pending pods until cpu demand reaches a per-cluster 60-85 %
+  of the allocatable (or memory 90 %).
 
 Everything is drawn from ``numpy.random.default_rng(seed)``: the same seed gives the same cluster
 (and byte-identical JSON for ``tbesk``).
@@ -70,9 +78,11 @@ __all__ = [
     "TBESK_NODE_COUNTS",
     "TBESK_NODE_TYPES",
     "TBESK_PODS",
+    "MixedShape",
     "NodeType",
     "cluster",
     "main",
+    "mixed",
     "tbesk_class",
     "tbesk_classes",
     "tbesk_document",
@@ -614,6 +624,100 @@ def cluster(nodes: int, running_per_node: int = 10, pending: int = 99, seed: int
     running, running_rs = _running(rng, node_list, running_per_node)
     waiting, pending_rs = _pending(rng, pending)
     return Cluster(nodes=tuple(node_list), pods=(*running, *waiting), replicasets=(*running_rs, *pending_rs))
+
+
+# --------------------------------------------------------------------------------------------
+# Random heterogeneous clusters (issue 12, item 4)
+# --------------------------------------------------------------------------------------------
+# (cores, memory Gi): general-purpose 1:4, cpu-optimised 1:2, memory-optimised 1:8.
+_MIXED_SIZES = ((4, 16), (8, 32), (16, 64), (32, 128), (8, 16), (16, 32), (32, 64), (4, 32), (16, 128))
+_MIXED_MAX_PODS = 250
+
+
+@dataclass(frozen=True)
+class MixedShape:
+    """What a ``mixed`` cluster was drawn with (the rest follows from the seed)."""
+
+    nodes: int
+    running_cpu: float  # share of the cluster's cpu the running pods request, 0-0.5
+    target_cpu: float  # share of the cluster's cpu requested once the pending pods are placed, 0.6-0.85
+    cpu_heavy: float  # share of the pods that are cpu-heavy (the others are memory-heavy)
+
+
+def _mixed_requests(rng: np.random.Generator, cpu_heavy: float) -> dict[str, int]:
+    if rng.random() < cpu_heavy:
+        return {"cpu": int(rng.integers(250, 2001)), "memory": int(rng.integers(128, 1025)) * MI}
+    return {"cpu": int(rng.integers(100, 501)), "memory": int(rng.integers(1024, 8193)) * MI}
+
+
+def _mixed_pod(index: int, requests: dict[str, int], node: str | None) -> Pod:
+    running = node is not None
+    name = f"{'run' if running else 'app'}-{index:05d}"
+    return Pod(
+        namespace="default",
+        name=name,
+        uid=_uid(name),
+        node_name=node,
+        phase="Running" if running else "Pending",
+        scheduler_name="placer",
+        creation=_stamp(index - 10**6 if running else index),
+        requests=requests,
+        score_cpu=requests["cpu"],
+        score_memory=requests["memory"],
+    )
+
+
+def mixed(
+    seed: int, nodes: tuple[int, int] = (100, 400), running: tuple[float, float] = (0.0, 0.5)
+) -> tuple[Cluster, MixedShape]:
+    """A random heterogeneous cluster of ``nodes`` (inclusive range) nodes, running pods requesting
+    a share of the cpu drawn from ``running``, and pending pods that bring the cpu requested to
+    60-85 % (see the module docstring). Deterministic for a given seed and ranges."""
+    rng = np.random.default_rng(seed)
+    shape = MixedShape(
+        nodes=int(rng.integers(nodes[0], nodes[1] + 1)),
+        running_cpu=float(rng.uniform(*running)),
+        target_cpu=float(rng.uniform(0.60, 0.85)),
+        cpu_heavy=float(rng.uniform(0.3, 0.7)),
+    )
+    sizes = rng.integers(0, len(_MIXED_SIZES), size=shape.nodes)
+    node_list = []
+    for i, s in enumerate(sizes.tolist()):
+        cores, mem_gi = _MIXED_SIZES[s]
+        name = f"node-{i:04d}"
+        node_list.append(
+            Node(
+                name=name,
+                labels={"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
+                allocatable={"cpu": cores * 1000, "memory": mem_gi * GI, "pods": _MIXED_MAX_PODS},
+            )
+        )
+    pods: list[Pod] = []
+    for node in node_list:
+        cpu, mem = node.allocatable["cpu"], node.allocatable["memory"]
+        fill = min(float(rng.uniform(0.5, 1.5)) * shape.running_cpu, 0.9) * cpu
+        used_cpu = used_mem = 0
+        while True:
+            req = _mixed_requests(rng, shape.cpu_heavy)
+            if used_cpu + req["cpu"] > fill or used_mem + req["memory"] > 0.9 * mem:
+                break
+            used_cpu += req["cpu"]
+            used_mem += req["memory"]
+            pods.append(_mixed_pod(len(pods), req, node.name))
+    total_cpu = sum(n.allocatable["cpu"] for n in node_list)
+    total_mem = sum(n.allocatable["memory"] for n in node_list)
+    cpu_used = sum(p.requests["cpu"] for p in pods)
+    mem_used = sum(p.requests["memory"] for p in pods)
+    pending = 0
+    while True:
+        req = _mixed_requests(rng, shape.cpu_heavy)
+        if cpu_used + req["cpu"] > shape.target_cpu * total_cpu or mem_used + req["memory"] > 0.9 * total_mem:
+            break
+        cpu_used += req["cpu"]
+        mem_used += req["memory"]
+        pods.append(_mixed_pod(pending, req, None))
+        pending += 1
+    return Cluster(nodes=tuple(node_list), pods=tuple(pods)), shape
 
 
 # --------------------------------------------------------------------------------------------

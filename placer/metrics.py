@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BALANCE_RESOURCES", "balance_metrics", "load_terms", "utilisation"]
+__all__ = ["BALANCE_RESOURCES", "balance_metrics", "load_terms", "node_balance", "utilisation"]
 
 BALANCE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "placer.io/bandwidth")
 
@@ -53,14 +53,24 @@ def load_terms(
     return skews, distances
 
 
+def node_balance(
+    util: npt.NDArray[np.float64], has: npt.NDArray[np.bool_]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Per node: TBESK's Z and the mean utilisation over the resources it has (0, 0 for a node with
+    none). imbalance is the mean of Z and std_score the standard deviation of the means, both over
+    the nodes that have a resource: what ``balance_metrics`` returns, kept per node so that a
+    search can update the two measures one node at a time."""
+    k = np.maximum(has.sum(axis=1), 1)
+    mean = (util * has).sum(axis=1) / k
+    z = np.sqrt((((util - mean[:, None]) ** 2) * has).sum(axis=1))
+    return z, mean
+
+
 def balance_metrics(alloc: Sequence[Mapping[str, int]], used: Sequence[Mapping[str, int]]) -> tuple[float, float]:
     """(imbalance, std_score) of a cluster state."""
     util, has = utilisation(alloc, used)
     rows = has.any(axis=1)
     if not rows.any():
         return 0.0, 0.0
-    util, has = util[rows], has[rows]
-    k = has.sum(axis=1)
-    mean = util.sum(axis=1) / k
-    z = np.sqrt((((util - mean[:, None]) ** 2) * has).sum(axis=1))
+    z, mean = node_balance(util[rows], has[rows])
     return float(z.mean()), float(mean.std())

@@ -19,7 +19,7 @@ from placer.engine import (
     with_default_spread,
 )
 from placer.engine import Unplaced as UnplacedPod
-from placer.metrics import balance_metrics
+from placer.metrics import BALANCE_RESOURCES, balance_metrics
 from placer.models import (
     BIND,
     Cluster,
@@ -35,6 +35,7 @@ from placer.models import (
     Result,
     SolveStatus,
     Step,
+    StrategyName,
     Unplaced,
     UnplacedCode,
     describe,
@@ -58,10 +59,18 @@ __all__ = [
     "pending_batch",
     "plan_steps",
     "solve_cluster",
+    "state_metrics",
 ]
 
 PLAN_SHARE = 0.5  # of a decision's time limit kept for the global plan when a batch is tight
 ALTERNATIVE_WORK = 5_000 * 99  # nodes x pods up to which a tight batch also gets kube-scheduler's answer
+# kube-scheduler's simulation costs about this per pod and per node x pod (99 pods: 0.02 s at 100
+# nodes, 0.19 s at 5,000, docs/bench/engine.md). Every batch gets its answer, and placer's is made
+# no worse than it on imbalance and std_score (the balance strategy only), when that costs at most
+# NO_WORSE_SHARE of the limit.
+SIM_SECONDS_PER_POD = 2e-4
+SIM_SECONDS_PER_PAIR = 3.5e-7
+NO_WORSE_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -152,6 +161,11 @@ def node_dicts(snap: Snapshot) -> tuple[list[dict[str, int]], list[dict[str, int
     return alloc, used
 
 
+def state_metrics(snap: Snapshot) -> tuple[float, float]:
+    """(imbalance, std_score) of a cluster state (``placer.metrics``)."""
+    return balance_metrics(*node_dicts(snap))
+
+
 @dataclass
 class Decision:
     """What placer decides for one batch: placements, a plan (or None), and what stays unplaced."""
@@ -188,9 +202,14 @@ def decide(
     reserve = PLAN_SHARE if may_plan else 0.0
     # The simulation costs ~0.15 s at 5,000 nodes x 99 pods and grows with both: beyond that it
     # would eat the budget of the very batch it is meant to help.
-    small = len(state.nodes) * len(batch) <= ALTERNATIVE_WORK
-    alternative = default_answer if small else None
-    res = solve_batch(state, batch, config, budget=budget, reserve=reserve, alternative=alternative)
+    pairs = len(state.nodes) * len(batch)
+    simulation = len(batch) * SIM_SECONDS_PER_POD + pairs * SIM_SECONDS_PER_PAIR
+    # The rule is the balance strategy's over the resources the measures read: another strategy,
+    # or other balance resources, ask for another shape of cluster.
+    measured = config.strategy == StrategyName.BALANCE and set(config.balance.resources) == set(BALANCE_RESOURCES)
+    no_worse = measured and simulation <= NO_WORSE_SHARE * config.solver.time_limit
+    alternative = default_answer if pairs <= ALTERNATIVE_WORK or no_worse else None
+    res = solve_batch(state, batch, config, budget=budget, reserve=reserve, alternative=alternative, no_worse=no_worse)
     left = res.unplaced
     plan = None
     if may_plan and left:
@@ -352,7 +371,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
         if not queue:
             unplaced = [u for _, u in left]
             break
-    imbalance, std = balance_metrics(*node_dicts(state))
+    imbalance, std = state_metrics(state)
     result = Result(
         status=status,
         policy=options.policy,

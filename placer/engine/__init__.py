@@ -7,7 +7,9 @@ from placer.engine import solve
 from placer.engine.batch import Batch, Group, build_batch, gang_groups, rebased
 from placer.engine.candidates import select_candidates
 from placer.engine.constraints.topology import build as build_topology_constraints
+from placer.engine.dominance import Quality
 from placer.engine.encoder import encode
+from placer.engine.greedy import greedy
 from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver, evaluate
@@ -51,6 +53,7 @@ __all__ = [
     "LoadEntry",
     "NodeLabels",
     "Prefilter",
+    "Quality",
     "Scorer",
     "Snapshot",
     "StrategyObjective",
@@ -68,6 +71,7 @@ __all__ = [
     "first_untolerated",
     "fits",
     "gang_groups",
+    "greedy",
     "kept_namespace",
     "outranks",
     "placed_by_rank",

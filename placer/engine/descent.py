@@ -6,8 +6,7 @@ take the best strictly improving move. Moves never lower an earlier level: a pod
 node of at least the same preference, and a relaxed-affinity pod never leaves a matching node for
 a non-matching one. Pods with host ports, and pods whose placement interacts with other batch
 pods through inter-pod affinity, anti-affinity or spreading, stay where they are. Sweeps repeat until one improves
-nothing or the budget is spent: wall seconds, or with a deterministic budget a number of pods
-weighed (``DESCENT_PODS_PER_SECOND`` per second of the time limit). Used for strategies that declare ``descends``.
+nothing or the budget is spent. Used for strategies that declare ``descends``.
 """
 
 from __future__ import annotations
@@ -17,9 +16,9 @@ import time
 import numpy as np
 
 from placer.engine.batch import Batch
-from placer.engine.scoring import Scorer
+from placer.engine.scoring import IntArray, Scorer
 
-__all__ = ["DESCENT_PODS_PER_SECOND", "descend"]
+__all__ = ["DESCENT_PODS_PER_SECOND", "descend", "fixed_groups", "move_targets"]
 
 # Pods weighed per second of one core on the reference machine (2 cores; examples/tbesk.json:
 # measured by benchmarks/deterministic.py): a deterministic descent's seconds-equivalent.
@@ -29,8 +28,25 @@ Counts = dict[tuple[int, int], int]
 _EPS = 1e-12
 
 
-def _fixed_groups(batch: Batch) -> set[int]:
+def fixed_groups(batch: Batch) -> set[int]:
+    """Groups whose pods stay where they are: host ports, or rules involving other batch pods."""
     return batch.topology.involved | {gi for gi, g in enumerate(batch.groups) if g.has_ports}
+
+
+def move_targets(batch: Batch, gi: int, a: int, used: IntArray, nodes: IntArray) -> IntArray:
+    """The ``nodes`` a pod of group ``gi`` on node ``a`` may move to without lowering an earlier
+    level: room for it in ``used``, a preference at least ``a``'s, and a matching node for a
+    relaxed-affinity pod on a matching node."""
+    group = batch.groups[gi]
+    masks = group.masks
+    ok = (nodes != a) & (masks.preference[nodes] >= masks.preference[a])
+    if masks.binding == "relaxed" and masks.matching[a]:
+        ok &= masks.matching[nodes]
+    nz = np.flatnonzero(group.vec)
+    alloc = batch.snapshot.alloc
+    ok &= np.all(alloc[np.ix_(nodes, nz)] - used[np.ix_(nodes, nz)] >= group.vec[nz], axis=1)
+    out: IntArray = nodes[ok]
+    return out
 
 
 def descend(
@@ -44,7 +60,7 @@ def descend(
     snap = batch.snapshot
     used = snap.used.copy()
     pods: list[tuple[int, int]] = []  # (group, node) per placed pod
-    fixed = _fixed_groups(batch)
+    fixed = fixed_groups(batch)
     for (gi, n), c in sorted(counts.items()):
         used[n] += batch.groups[gi].vec * c
         if gi not in fixed:
@@ -60,14 +76,7 @@ def descend(
             weighed += 1
             gi, a = pods[i]
             group = batch.groups[gi]
-            cand = group.candidates
-            masks = group.masks
-            ok = (cand != a) & (masks.preference[cand] >= masks.preference[a])
-            if masks.binding == "relaxed" and masks.matching[a]:
-                ok &= masks.matching[cand]
-            nz = np.flatnonzero(group.vec)
-            ok &= np.all(snap.alloc[np.ix_(cand, nz)] - used[np.ix_(cand, nz)] >= group.vec[nz], axis=1)
-            targets = cand[ok]
+            targets = move_targets(batch, gi, a, used, group.candidates)
             if len(targets) == 0:
                 continue
             gain = scorer.removal(group.vec, a, used) + scorer.delta(group.vec, targets, used)

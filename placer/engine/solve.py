@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placer.engine import lns, packing
+from placer.engine import dominance, lns, packing
 from placer.engine.batch import Batch, build_batch
 from placer.engine.candidates import select_candidates
 from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
@@ -95,24 +95,39 @@ def solve_batch(
     budget: Budget | None = None,
     reserve: float = 0.0,
     alternative: packing.Alternative | None = None,
+    no_worse: bool = False,
 ) -> BatchResult:
     """Place a batch on ``snapshot``. ``budget`` is the decision's time limit (a fresh one from the
     config by default); when pods stay unplaced after the greedy pass, ``reserve`` of it is kept
     for a global plan, and ``alternative`` (another answer, computed only then) becomes the start
-    if it places more pods per key, so the answer never places fewer."""
+    if it places more pods per key, so the answer never places fewer. With ``no_worse``, the
+    alternative is computed for every batch and the answer is also no worse than it on imbalance
+    and std_score (``dominance``), in the last ``dominance.SHARE`` of the budget."""
     started = time.monotonic()
-    budget = budget or Budget.of(config)
+    whole = budget = budget or Budget.of(config)
+    guard = no_worse and alternative is not None
     batch = build_batch(snapshot, pending, config)
     scorer = Scorer(snapshot, config, batch_demand(batch))
     select_candidates(batch, scorer, config.solver.candidates)
     hint = greedy(batch, scorer)
+    adopted: list[Assignment | None] = []
+
+    def other() -> Assignment | None:
+        """The alternative as a start of this batch, computed once."""
+        if not adopted:
+            adopted.append(packing.adopt(batch, alternative()) if alternative is not None else None)
+        return adopted[0]
+
+    if guard:
+        other()  # before the levels: what they spend leaves the guard its share of the rest
+        budget = whole.capped(1.0 - dominance.SHARE)
     if not _all_placeable_placed(batch, hint):
         # A tight batch: best-fit decreasing (the pack strategy's greedy) may place more, and so
         # may the alternative (kube-scheduler's answer, when the caller gives it).
         hint = packing.better_start(batch, hint, greedy(batch, scorer.with_strategy(StrategyName.PACK)))
-        other = packing.adopt(batch, alternative()) if alternative is not None else None
-        if other is not None:
-            hint = packing.better_start(batch, hint, other)
+        start = other()
+        if start is not None:
+            hint = packing.better_start(batch, hint, start)
         if not _all_placeable_placed(batch, hint):
             found = packing.completed(batch, budget)
             if found is not None:
@@ -123,6 +138,15 @@ def solve_batch(
     all_placed = _all_placeable_placed(batch, hint)
 
     def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
+        start = other() if guard else None
+        if start is not None:
+            left = max(whole.left() - whole.spare, dominance.FLOOR * whole.limit)
+            seconds = float("inf") if config.solver.deterministic else left
+            counts, changed = dominance.no_worse(
+                batch, counts, _counts(start), seconds=seconds, seed=config.solver.seed
+            )
+            if changed:  # the levels' bound is not one of this answer: optimality and gap are unknown
+                status, gap = ("feasible" if status == "optimal" else status), 1.0
         placements, unplaced = extract(batch, counts, status)
         return BatchResult(
             placements=placements,
@@ -139,7 +163,7 @@ def solve_batch(
     if large and all_placed:
         # Level 1 is optimal already; improve the strategy by neighbourhood re-solves.
         counts, report = lns.improve(batch, scorer, counts, config, budget.left())
-        return result(counts, "feasible", 0.0, [_lns_report(report)])
+        return result(counts, "feasible", 1.0, [_lns_report(report)])  # no bound: the gap is unknown
     encoding = time.monotonic()
     model, sym = encode(batch, scorer, packing=not all_placed)
     counts = sym.order(counts)
@@ -184,7 +208,12 @@ def solve_batch(
         final, status = counts, "fallback"
     elif levels.reports and not any(r.solved for r in levels.reports):
         status = "fallback"
-    return result(final, status, levels.gap, levels.reports)
+    # The gap is the strategy level's: unknown (1) when it did not run (budget spent before it),
+    # found nothing, or ran as neighbourhood search (no bound), unless the answer is proven.
+    strategy = [r for r in levels.reports if r.name.startswith("strategy")]
+    bounded = bool(strategy) and strategy[-1].bound == strategy[-1].bound
+    gap = levels.gap if bounded else (0.0 if status == "optimal" else 1.0)
+    return result(final, status, gap, levels.reports)
 
 
 def _set(values: dict[int, int], model: Model, counts: Counts) -> None:

@@ -457,6 +457,7 @@ class Runner:
             frozen=self._frozen(cluster),
         )
         self.metrics.solve_seconds.observe(time.monotonic() - started)
+        self.metrics.solve_gap.set(decision.gap)
         self.metrics.batch_size.observe(len(batch))
         problems = check_decision(cluster, state, batch, decision, self.cfg.engine)
         if problems:

@@ -15,6 +15,11 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        self.solve_gap = Gauge(
+            "placer_solve_gap",
+            "Relative gap to the bound of the last decided batch's strategy level (1: unknown)",
+            registry=r,
+        )
         self.batch_size = Histogram(
             "placer_batch_size", "Pods per solved batch", registry=r, buckets=(1, 5, 10, 25, 50, 75, 99, 150, 250)
         )

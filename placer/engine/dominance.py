@@ -1,0 +1,237 @@
+"""Never worse than another answer on the balance measures, not traded between them (issue 12).
+
+The strategy level optimises a linear proxy of the balance (``objectives.balance``); the measures
+users read are ``placer.metrics``' imbalance and std_score. Given another answer for the same
+batch (kube-scheduler's, ``packing.Alternative``), ``no_worse`` returns an answer that places at
+least as many pods per priority key as the other, with imbalance and std_score each no higher
+than the other's, and lower on at least one whenever single-pod moves find such a state:
+
+the better (``_score``: the larger of the two measures relative to the other's) of single-pod
+descents from the engine's answer and, when the other answer places as many pods of every group
+(so the placed levels are equal) and the engine's answer is not already strictly better, from
+the other answer. The descent takes a move only
+when it strictly lowers (excess over the other's measures, score), lexicographically: from the
+other answer every state it reaches is within both measures; from the engine's answer it first
+walks into them, then widens the margin.
+
+Moves keep every pod on a feasible node with room, never lower a preference or take a
+relaxed-affinity pod off a matching node (``descent.move_targets``), and leave pods with host ports
+or inter-pod rules where they are. Both measures are kept per node (``metrics.node_balance``)
+and updated over the two nodes a move changes; the answer is checked from scratch at the end.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from placer.engine.batch import Batch
+from placer.engine.descent import fixed_groups, move_targets
+from placer.engine.scoring import FloatArray, IntArray
+from placer.engine.unplaced import Counts
+from placer.metrics import BALANCE_RESOURCES, node_balance
+
+__all__ = ["FLOOR", "SHARE", "Quality", "no_worse", "quality"]
+
+SHARE = 0.2  # of a decision's time limit kept for making the answer no worse than the other
+# At least this share of the limit even when the phases before it overran the limit (the greedy
+# pass, candidates and kube-scheduler's simulation are not interruptible): without it the answer
+# is the other one unchanged, a tie. The decision may then exceed its limit by this much.
+FLOOR = 0.1
+MAX_SWEEPS = 50  # a deterministic run stops after this many sweeps over the pods
+_MARGIN = 1e-9  # relative: the descent aims this far inside the other's measures (float noise)
+
+
+@dataclass(frozen=True)
+class Quality:
+    """What the rule compares: pods placed per priority key (key -> count; keys compare as the
+    objective does, higher first), imbalance, std_score."""
+
+    per_key: dict[tuple[int, ...], int]
+    imbalance: float
+    std_score: float
+
+    def _placed(self, other: Quality) -> tuple[list[int], list[int]]:
+        keys = sorted(set(self.per_key) | set(other.per_key), reverse=True)
+        return [self.per_key.get(k, 0) for k in keys], [other.per_key.get(k, 0) for k in keys]
+
+    def places_at_least(self, other: Quality) -> bool:
+        """At least as many pods placed per key, compared from the highest key down (the placed
+        level's order: one more pod of a higher key outweighs any number of lower ones)."""
+        mine, theirs = self._placed(other)
+        return mine >= theirs
+
+    def places_more(self, other: Quality) -> bool:
+        mine, theirs = self._placed(other)
+        return mine > theirs
+
+    def no_worse(self, other: Quality) -> bool:
+        return self.places_at_least(other) and self.imbalance <= other.imbalance and self.std_score <= other.std_score
+
+    def better(self, other: Quality) -> bool:
+        """No worse on every measure and strictly better on one."""
+        more = self.places_more(other)
+        lower = self.imbalance < other.imbalance or self.std_score < other.std_score
+        return self.no_worse(other) and (more or lower)
+
+
+class _Balance:
+    """The two measures of a cluster state, per node and in total, updated one move at a time."""
+
+    def __init__(self, batch: Batch, used: IntArray) -> None:
+        snap = batch.snapshot
+        cols = [snap.column(r) for r in BALANCE_RESOURCES if r in snap.resources]
+        self.cols = np.array(cols, dtype=np.int64)
+        alloc = snap.alloc[:, self.cols].astype(np.float64)
+        self.has = alloc > 0
+        self.inv = np.where(self.has, 1.0 / np.where(self.has, alloc, 1.0), 0.0)
+        self.n = int(self.has.any(axis=1).sum())
+        self.used = used.copy()
+        self.z, self.m = self.node(self.used, np.arange(len(used), dtype=np.int64))
+        self.total_z = float(self.z.sum())
+        self.total_m = float(self.m.sum())
+        self.total_m2 = float((self.m * self.m).sum())
+
+    def node(self, rows: IntArray, nodes: IntArray) -> tuple[FloatArray, FloatArray]:
+        """(Z, mean utilisation) of ``nodes`` with full resource ``rows``."""
+        util: FloatArray = rows[:, self.cols].astype(np.float64) * self.inv[nodes]
+        return node_balance(util, self.has[nodes])
+
+    def measures(self, z: FloatArray, m: FloatArray, m2: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """(imbalance, std_score) from the totals of Z, the means and their squares."""
+        n = max(self.n, 1)
+        mean = m / n
+        return z / n, np.sqrt(np.maximum(m2 / n - mean * mean, 0.0))
+
+    def current(self) -> tuple[float, float]:
+        imbalance, std = self.measures(np.array(self.total_z), np.array(self.total_m), np.array(self.total_m2))
+        return float(imbalance), float(std)
+
+    def after_moves(self, vec: IntArray, a: int, targets: IntArray) -> tuple[FloatArray, FloatArray]:
+        """(imbalance, std_score) after one pod of ``vec`` moves from ``a`` to each of ``targets``."""
+        at = np.array([a], dtype=np.int64)
+        za, ma = self.node(self.used[at] - vec, at)
+        zt, mt = self.node(self.used[targets] + vec, targets)
+        z = self.total_z - self.z[a] + za[0] - self.z[targets] + zt
+        m = self.total_m - self.m[a] + ma[0] - self.m[targets] + mt
+        m2 = self.total_m2 - self.m[a] ** 2 + ma[0] ** 2 - self.m[targets] ** 2 + mt * mt
+        return self.measures(z, m, m2)
+
+    def move(self, vec: IntArray, a: int, b: int) -> None:
+        self.used[a] -= vec
+        self.used[b] += vec
+        at = np.array([a, b], dtype=np.int64)
+        z, m = self.node(self.used[at], at)
+        self.total_z += float(z.sum() - self.z[at].sum())
+        self.total_m += float(m.sum() - self.m[at].sum())
+        self.total_m2 += float((m * m).sum() - (self.m[at] ** 2).sum())
+        self.z[at], self.m[at] = z, m
+
+
+def _used(batch: Batch, counts: Counts) -> IntArray:
+    used = batch.snapshot.used.copy()
+    for (gi, n), c in counts.items():
+        used[n] += batch.groups[gi].vec * c
+    return used
+
+
+def quality(batch: Batch, counts: Counts) -> Quality:
+    """The rule's measures of an answer, from scratch."""
+    per_key: dict[tuple[int, ...], int] = {}
+    for (gi, _), c in counts.items():
+        rank = (batch.rank(batch.groups[gi]),)
+        per_key[rank] = per_key.get(rank, 0) + c
+    imbalance, std = _Balance(batch, _used(batch, counts)).current()
+    return Quality({r: c for r, c in per_key.items() if c}, imbalance, std)
+
+
+class _Key:
+    """The descent's lexicographic key: (excess over the other's measures, their relative sum)."""
+
+    def __init__(self, ref: Quality) -> None:
+        self.imbalance = max(ref.imbalance * (1 - _MARGIN), 1e-12)
+        self.std = max(ref.std_score * (1 - _MARGIN), 1e-12)
+
+    def __call__(self, imbalance: FloatArray, std: FloatArray) -> tuple[FloatArray, FloatArray]:
+        ri, rs = imbalance / self.imbalance, std / self.std
+        return np.maximum(ri - 1, 0) + np.maximum(rs - 1, 0), _score(ri, rs)
+
+
+def _score(ri: FloatArray, rs: FloatArray) -> FloatArray:
+    """The larger of the two measures relative to the other answer's (their sum breaks ties): the
+    margin kept on the tighter measure, which later batches of a run build on."""
+    return np.maximum(ri, rs) + 1e-3 * (ri + rs)
+
+
+def _descend(batch: Batch, counts: Counts, ref: Quality, *, deadline: float, seed: int) -> Counts:
+    state = _Balance(batch, _used(batch, counts))
+    key = _Key(ref)
+    fixed = fixed_groups(batch)
+    pods: list[tuple[int, int]] = []
+    for (gi, n), c in sorted(counts.items()):
+        if gi not in fixed:
+            pods.extend([(gi, n)] * c)
+    imbalance, std = state.current()
+    ex0, sc0 = key(np.array([imbalance]), np.array([std]))
+    excess, score = float(ex0[0]), float(sc0[0])
+    rng = np.random.default_rng(seed)
+    for _ in range(MAX_SWEEPS):
+        improved = False
+        for i in rng.permutation(len(pods)).tolist():
+            if time.monotonic() >= deadline:
+                break
+            gi, a = pods[i]
+            group = batch.groups[gi]
+            targets = move_targets(batch, gi, a, state.used, group.feasible)
+            if len(targets) == 0:
+                continue
+            ex, sc = key(*state.after_moves(group.vec, a, targets))
+            best = int(np.lexsort((sc, ex))[0])
+            if ex[best] < excess - 1e-12 or (ex[best] <= excess and sc[best] < score - 1e-12):
+                b = int(targets[best])
+                state.move(group.vec, a, b)
+                pods[i] = (gi, b)
+                excess, score = float(ex[best]), float(sc[best])
+                improved = True
+        if not improved or time.monotonic() >= deadline:
+            break
+    out: Counts = {k: c for k, c in counts.items() if k[0] in fixed}
+    for gi, n in pods:
+        out[gi, n] = out.get((gi, n), 0) + 1
+    return out
+
+
+def _per_group(counts: Counts) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for (gi, _), c in counts.items():
+        out[gi] = out.get(gi, 0) + c
+    return {gi: c for gi, c in out.items() if c}
+
+
+def no_worse(batch: Batch, counts: Counts, other: Counts, *, seconds: float, seed: int) -> tuple[Counts, bool]:
+    """An answer no worse than ``other`` on every measure (see the module docstring), and whether
+    it differs from ``counts``. When ``counts`` places other pods than ``other`` (more of a higher
+    key, as the placed levels rank them), it is only improved, never traded for the other's pods,
+    so its measures may stay above the other's: they then compare different loads.
+    Deterministic when ``seconds`` is infinite."""
+    ref = quality(batch, other)
+    own = quality(batch, counts)
+    started = time.monotonic()
+    starts = [counts]
+    # The other answer is a start only when it places as many pods of every group: then every
+    # placed level (per key, and per namespace and tier where restart tiers count) is the same.
+    if _per_group(counts) == _per_group(other) and not own.better(ref):
+        starts.append(other)
+    best: tuple[bool, float, Counts] | None = None
+    for i, start in enumerate(starts):
+        share = (seconds - (time.monotonic() - started)) / (len(starts) - i)
+        found = _descend(batch, start, ref, deadline=time.monotonic() + share, seed=seed)
+        q = quality(batch, found)
+        ri, rs = q.imbalance / max(ref.imbalance, 1e-12), q.std_score / max(ref.std_score, 1e-12)
+        rank = (not q.no_worse(ref), float(_score(np.array(ri), np.array(rs))), found)
+        if best is None or rank[:2] < best[:2]:
+            best = rank
+    assert best is not None  # at least one start: the other answer or the engine's
+    return best[2], best[2] != counts
