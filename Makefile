@@ -10,7 +10,11 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,bench]'
+	@# setuptools prints an advisory for every editable install whose packages are mapped from
+	@# other folders (models/ and cli/ ship as placer.models and placer.cli): it warns that a
+	@# folder named like the package in the working directory could shadow it, which here is the
+	@# package's own source. Only that advisory is silenced; a wheel install prints none.
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -e '.[dev,bench]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -159,3 +159,17 @@ def test_no_source_comment_points_outside_the_repository() -> None:
 def test_the_search_finds_a_literal_where_one_is() -> None:
     # The check above is only worth something if the search sees string constants at all.
     assert literals_outside({"placer.io/when-no-node-fits"}, set())
+
+
+def test_every_package_directory_is_shipped() -> None:
+    """A package missing from pyproject's list works in the editable checkout and breaks in the
+    wheel (the container image): every directory with an __init__.py is listed."""
+    import tomllib  # noqa: PLC0415
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        "placer." + ".".join(p.parent.relative_to(ROOT / "placer").parts) if p.parent != ROOT / "placer" else "placer"
+        for p in (ROOT / "placer").rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    }
+    assert found - listed == set()
