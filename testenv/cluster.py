@@ -398,6 +398,10 @@ class Cluster:
     # (kube-apiserver --runtime-config, e.g. "scheduling.k8s.io/v1alpha2=true").
     feature_gates: str = ""
     runtime_config: str = ""
+    # Fields of a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) for kube-scheduler,
+    # e.g. {"clientConnection": {"qps": 1000, "burst": 2000}}. Given, kube-scheduler runs with
+    # --config (its kubeconfig and leaderElection then come from the file, which this writes).
+    scheduler_config: dict[str, Any] | None = None
     log: Callable[[str], None] = lambda _msg: None
 
     kubeconfig: Path = field(init=False)
@@ -449,6 +453,20 @@ class Cluster:
 
     def _gates(self) -> list[str]:
         return [f"--feature-gates={self.feature_gates}"] if self.feature_gates else []
+
+    def _scheduler_client(self, kubeconfig: Path) -> list[str]:
+        """kube-scheduler's connection flags, or a --config file holding them with
+        ``scheduler_config`` (flags such as --kubeconfig are ignored once --config is given)."""
+        if self.scheduler_config is None:
+            return [f"--kubeconfig={kubeconfig}", "--leader-elect=false"]
+        assert self.workdir is not None
+        cfg: dict[str, Any] = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+        cfg.update(self.scheduler_config)
+        cfg["clientConnection"] = {**cfg.get("clientConnection", {}), "kubeconfig": str(kubeconfig)}
+        cfg["leaderElection"] = {**cfg.get("leaderElection", {}), "leaderElect": False}
+        path = self.workdir / "kube-scheduler.json"  # JSON is YAML: kube-scheduler reads it as such
+        path.write_text(json.dumps(cfg, indent=2) + "\n")
+        return [f"--config={path}"]
 
     def _start(self, t0: float) -> None:
         assert self.workdir is not None and self.bins is not None
@@ -542,12 +560,11 @@ class Cluster:
         waits.append((f"https://127.0.0.1:{p['controller-manager']}/healthz", kcm, insecure))
         if self.with_scheduler:
             sched = self._spawn("kube-scheduler", [
-                f"--kubeconfig={kcfg['scheduler']}",
+                *self._scheduler_client(kcfg["scheduler"]),
                 f"--authentication-kubeconfig={kcfg['scheduler']}",
                 f"--authorization-kubeconfig={kcfg['scheduler']}",
                 "--bind-address=127.0.0.1", f"--secure-port={p['scheduler']}",
                 f"--cert-dir={wd / 'scheduler-certs'}",
-                "--leader-elect=false",
                 *self._gates(),
             ])  # fmt: skip
             waits.append((f"https://127.0.0.1:{p['scheduler']}/healthz", sched, insecure))
