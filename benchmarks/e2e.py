@@ -195,6 +195,7 @@ class Bench:
                     "apiQPS": self.args.qps,
                     "apiBurst": self.args.burst,
                     "leaderElection": {"enabled": False},
+                    "engine": {"solver": {"timeLimit": self.args.time_limit, "workers": 2}},  # as k8s/config.yaml
                 }
             )
         )
@@ -458,7 +459,8 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
         f"empty nodes and the same pods (16 creator threads POSTing bare pods as fast as they can). Both schedulers: "
         f"client QPS {args.qps:g} / burst {args.burst} (kube-scheduler: KubeSchedulerConfiguration clientConnection; "
         f"placer: apiQPS/apiBurst, events on their own client with the same numbers). placer: batchWindowSeconds "
-        f"{args.window:g}, batchSize 99, shipped solver limits. basic: median of {args.runs} runs; the other shapes: "
+        f"{args.window:g}, batchSize 99, solver timeLimit {args.time_limit:g} s and 2 workers (k8s/config.yaml). "
+        f"basic: median of {args.runs} runs; the other shapes: "
         f"1 run each (2-core machine). A run ends when every measured pod is bound or none was bound for "
         f"{args.stall:g} s.",
         "",
@@ -522,6 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--qps", type=float, default=1000.0)
     ap.add_argument("--burst", type=int, default=2000)
     ap.add_argument("--window", type=float, default=1.0, help="placer's batchWindowSeconds")
+    ap.add_argument("--time-limit", type=float, default=0.5, help="placer's solver.timeLimit (k8s/config.yaml: 0.5)")
     ap.add_argument("--stall", type=float, default=30.0)
     ap.add_argument("--cap", type=float, default=600.0)
     ap.add_argument("--profile", action="store_true", help="one more basic run of placer under py-spy")
