@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+from placer.kube.actions import Actions
 from placer.kube.events import EventRecorder
 from placer.kube.policy import Budget, Policy, Response, Timeouts
 
@@ -123,3 +125,20 @@ def test_a_fenced_replica_sends_no_event_and_dry_run_sends_nothing() -> None:
     rec = _recorder(dry, dry_run=True)
     rec.record("ns/p", "u1", reason="Scheduled", note="x")
     assert rec.idle(5) and dry.sent == []
+
+
+def test_an_event_never_holds_up_the_bind_that_caused_it() -> None:
+    events_http = RecordingHttp()
+    events_http.gate.clear()  # the events' server hangs
+    binds_http = RecordingHttp()
+    policy = Policy(budget=Budget(attempts=1))
+    rec = _recorder(events_http, policy=policy)
+    actions = Actions(binds_http, policy, scheduler_name="placer", identity="r1", events=rec)
+    started = time.monotonic()
+    assert actions.bind("ns/p", "n1", "u1").ok
+    actions.event("ns/p", "u1", reason="Scheduled", note="Successfully assigned ns/p to n1")
+    assert time.monotonic() - started < 2.0  # the event's call is held for 5 s by the gate
+    assert [m for m, _, _ in binds_http.sent] == ["POST"] and binds_http.sent[0][1].endswith("/binding")
+    events_http.gate.set()
+    assert rec.idle(5)
+    assert [p.rsplit("/", 1)[-1] for _, p, _ in events_http.sent] == ["events"]
