@@ -199,17 +199,18 @@ def pod_groups(n: int) -> list[Json]:
 
 
 def shapes(nodes: int) -> list[Shape]:
+    """In the order they run (the ones issue 12 sets the highest targets for first)."""
     return [
         Shape("basic", "basic (no constraints)", basic),
-        Shape("node-affinity", "required node affinity (half the zones)", node_affinity),
-        Shape("spreading", "topology spreading (zone, maxSkew 1, per group)", spreading),
         Shape("anti-affinity", "required pod anti-affinity (hostname, per group)", anti_affinity),
         Shape("affinity", "required pod affinity (zone, per group)", affinity),
         Shape("preferred", "preferred pod affinity (zone) / anti-affinity (hostname)", preferred),
+        Shape("spreading", "topology spreading (zone, maxSkew 1, per group)", spreading),
+        Shape("node-affinity", "required node affinity (half the zones)", node_affinity),
+        Shape("gangs", f"gangs of {GANG_SIZE} (PodGroup, gang plugin)", gangs, gangs=True, pod_groups=pod_groups),
         Shape(
             "preemption",
             "preemption (low-priority filler, then high-priority arrivals)",
             lambda n: preemption(n, nodes),
         ),
-        Shape("gangs", f"gangs of {GANG_SIZE} (PodGroup, gang plugin)", gangs, gangs=True, pod_groups=pod_groups),
     ]

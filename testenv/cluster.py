@@ -393,6 +393,7 @@ class Cluster:
     # (group system:serviceaccounts:placer-system): see ``audit_log`` and testenv/audit.py.
     audit: bool = False
     apiserver_args: list[str] = field(default_factory=list)  # extra kube-apiserver flags
+    controller_manager_args: list[str] = field(default_factory=list)  # extra kube-controller-manager flags
     # Feature gates for kube-apiserver, kube-controller-manager and kube-scheduler alike
     # ("GenericWorkload=true,GangScheduling=true"), and API groups/versions to serve
     # (kube-apiserver --runtime-config, e.g. "scheduling.k8s.io/v1alpha2=true").
@@ -555,7 +556,7 @@ class Cluster:
             f"--cluster-signing-key-file={pki.path('ca.key')}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--kube-api-qps=200", "--kube-api-burst=400",
-            *self._gates(),
+            *self._gates(), *self.controller_manager_args,
         ])  # fmt: skip
         waits.append((f"https://127.0.0.1:{p['controller-manager']}/healthz", kcm, insecure))
         if self.with_scheduler:
