@@ -321,19 +321,22 @@ class Bench:
         return balance_metrics([n.allocatable for n in parsed], [used[n.name] for n in parsed])
 
     def _clean(self, ns: str) -> None:
-        """Delete the run's pods at once (grace 0) and wait until the nodes are empty."""
-        self.http.request(
-            "DELETE",
-            f"/api/v1/namespaces/{ns}/pods",
-            TIMEOUTS,
-            body={"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
-        )
-        deadline = time.monotonic() + 300
+        """Delete the run's pods at once (grace 0) and wait until the nodes are empty. The delete of
+        a large collection may outlast its read timeout on a loaded machine: the wait still tells."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+        try:
+            self.http.request("DELETE", f"/api/v1/namespaces/{ns}/pods", Timeouts(connect=10, read=300), body=body)
+        except Exception as exc:
+            log(f"  deleting the pods of {ns}: {type(exc).__name__}; waiting for them to go")
+        deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
-            resp = self.http.request("GET", f"/api/v1/namespaces/{ns}/pods", TIMEOUTS, query={"limit": 1})
-            if not json.loads(resp.data)["items"]:
-                break
-            time.sleep(1)
+            try:
+                resp = self.http.request("GET", f"/api/v1/namespaces/{ns}/pods", TIMEOUTS, query={"limit": 1})
+                if not json.loads(resp.data)["items"]:
+                    break
+            except Exception as exc:
+                log(f"  listing {ns}: {type(exc).__name__}")
+            time.sleep(2)
         kh.delete_namespace(self.core, ns)
 
 
@@ -369,7 +372,11 @@ def measure(args: argparse.Namespace, out_json: Path) -> list[dict[str, Any]]:
             for shape in group:
                 for run in range(args.runs if shape.name == "basic" else 1):
                     for who in WHO:
-                        row = bench.run(shape, who, run + 1)
+                        try:
+                            row = bench.run(shape, who, run + 1)
+                        except Exception as exc:  # one failed run is reported, the others still run
+                            log(f"{shape.name} {who} run {run + 1} failed: {type(exc).__name__}: {exc}")
+                            continue
                         rows.append(row)
                         log(json.dumps(row))
                         out_json.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1) + "\n")
