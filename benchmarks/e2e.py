@@ -268,6 +268,23 @@ class Bench:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            return self._row(shape, who, run, ns, created, watch, released, create_end, elapsed)
+        finally:  # the next run starts on empty nodes, whatever became of this one
+            self._clean(ns, [p["metadata"]["name"] for phase in phases for p in phase.pods])
+
+    def _row(
+        self,
+        shape: Shape,
+        who: str,
+        run: int,
+        ns: str,
+        created: dict[str, float],
+        watch: BindWatch,
+        released: float,
+        create_end: float,
+        elapsed: float,
+    ) -> dict[str, Any]:
         bound = {n: watch.bound[n] for n in created if n in watch.bound}
         # Backlog mode: every pod waits from its release (the scheduler's resumption), not its creation.
         lat = np.array([bound[n] - max(created[n], released) for n in bound])
@@ -295,7 +312,6 @@ class Bench:
                 members[gang_name(int(n.rsplit("-", 1)[1]))] = members.get(gang_name(int(n.rsplit("-", 1)[1])), 0) + 1
             row["partial_gangs"] = sum(1 for c in members.values() if 0 < c < GANG_SIZE)
             row["whole_gangs"] = sum(1 for c in members.values() if c == GANG_SIZE)
-        self._clean(ns, [p["metadata"]["name"] for phase in phases for p in phase.pods])
         return row
 
     def _hold(self, who: str, proc: subprocess.Popen[bytes] | None, sig: signal.Signals) -> None:

@@ -162,9 +162,8 @@ def preemption(n: int, nodes: int) -> list[Phase]:
     """One low-priority filler per node taking 15 of its 16 cpu, then high-priority arrivals of 4
     cpu: each needs a victim (upstream's PreemptionBasic, one victim per arrival)."""
     fill = [_pod(f"low-{i}", i, cpu="15", memory="1Gi", priorityClassName=LOW) for i in range(nodes)]
-    arrivals = [
-        _pod(f"high-{i}", i, cpu="4", memory="1Gi", priorityClassName=HIGH) for i in range(min(n - nodes, nodes))
-    ]
+    count = min(max(n - nodes, n // 2), nodes)  # 2,000 pods: 1,000 arrivals; fewer: half of them
+    arrivals = [_pod(f"high-{i}", i, cpu="4", memory="1Gi", priorityClassName=HIGH) for i in range(count)]
     return [Phase(fill, measured=False), Phase(arrivals)]
 
 
