@@ -724,7 +724,11 @@ def holding_nominations(cluster: Cluster, scheduler_name: str = "placer") -> Clu
     held = [
         p.model_copy(update={"name": f"{p.name}~nominated", "node_name": p.nominated_node, "phase": "Running"})
         for p in cluster.pods
-        if p.pending and p.key not in keys and p.nominated_node in nodes and not p.terminating and p.priority >= lowest
+        if p.pending
+        and p.key not in keys
+        and p.nominated_node in nodes
+        and not p.terminating
+        and p.priority >= lowest
     ]
     return cluster.model_copy(update={"pods": (*cluster.pods, *held)}) if held else cluster
 

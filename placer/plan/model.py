@@ -194,7 +194,9 @@ class PlanModel:
         for ri, var in self.p.items():
             m = self.movers[ri]
             preemptors = [
-                v for (gi, n), v in self.y.items() if n == m.home and self.may_preempt(self.batch.groups[gi], m)
+                v
+                for (gi, n), v in self.y.items()
+                if n == m.home and self.may_preempt(self.batch.groups[gi], m)
             ]
             if preemptors:
                 self.cp.add(var <= cp_model.LinearExpr.sum(preemptors))

@@ -129,7 +129,9 @@ def _preemptible_use(state: Snapshot, preemptible: Preemptible) -> npt.NDArray[n
         rows = [
             [1 if r == "pods" else p.requests.get(r, 0) for r in names]
             for p in pods
-            if preemptible(p) and not p.mirror and not (p.owner is not None and p.owner.kind == "DaemonSet")
+            if preemptible(p)
+            and not p.mirror
+            and not (p.owner is not None and p.owner.kind == "DaemonSet")
         ]
         if rows:
             use[n] = np.sum(np.array(rows, dtype=np.int64), axis=0)
@@ -498,7 +500,9 @@ def _extract(
     for ri, var in model.p.items():
         if values[var.index]:
             m = model.movers[ri]
-            preemptors = sorted(pod.key for pod, n in placements if n == m.home and model.may_preempt_pod(pod, m.pod))
+            preemptors = sorted(
+                pod.key for pod, n in placements if n == m.home and model.may_preempt_pod(pod, m.pod)
+            )
             lower_stays = any(
                 values[model.p[rj].index] == 0
                 and model.movers[rj].home == m.home
