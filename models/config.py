@@ -220,6 +220,10 @@ class ControllerConfig(_Strict):
     metrics_port: int = Field(8080, ge=0, le=65535, alias="metricsPort")
     api_qps: float = Field(50.0, gt=0, alias="apiQPS")  # client-side limit of API writes (kube-scheduler's default)
     api_burst: int = Field(100, ge=1, alias="apiBurst")
+    # Events have a client and a limit of their own, as kube-scheduler's event broadcaster
+    # (unset: the same numbers as apiQPS/apiBurst, on the separate client).
+    event_qps: float | None = Field(None, gt=0, alias="eventQPS")
+    event_burst: int | None = Field(None, ge=1, alias="eventBurst")
     dry_run: bool = Field(False, alias="dryRun")
     leader_election: LeaderElection = Field(default_factory=LeaderElection, alias="leaderElection")
     plan_timeouts: PlanTimeouts = Field(default_factory=PlanTimeouts, alias="planTimeouts")

@@ -408,6 +408,7 @@ class Cluster:
     # (group system:serviceaccounts:placer-system): see ``audit_log`` and testenv/audit.py.
     audit: bool = False
     apiserver_args: list[str] = field(default_factory=list)  # extra kube-apiserver flags
+    controller_manager_args: list[str] = field(default_factory=list)  # extra kube-controller-manager flags
     # Feature gates for kube-apiserver, kube-controller-manager and kube-scheduler alike
     # ("GenericWorkload=true,GangScheduling=true"), and API groups/versions to serve
     # (kube-apiserver --runtime-config, e.g. "scheduling.k8s.io/v1alpha2=true").
@@ -417,6 +418,10 @@ class Cluster:
     # usage comes from their annotations (tests/e2e/usage_support.py), nodes need the annotation
     # METRICS_PATH_ANNOTATION. Adds ~10 s to start (the APIService must become Available).
     metrics: bool = False
+    # Fields of a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) for kube-scheduler,
+    # e.g. {"clientConnection": {"qps": 1000, "burst": 2000}}. Given, kube-scheduler runs with
+    # --config (its kubeconfig and leaderElection then come from the file, which this writes).
+    scheduler_config: dict[str, Any] | None = None
     log: Callable[[str], None] = lambda _msg: None
 
     kubeconfig: Path = field(init=False)
@@ -468,6 +473,20 @@ class Cluster:
 
     def _gates(self) -> list[str]:
         return [f"--feature-gates={self.feature_gates}"] if self.feature_gates else []
+
+    def _scheduler_client(self, kubeconfig: Path) -> list[str]:
+        """kube-scheduler's connection flags, or a --config file holding them with
+        ``scheduler_config`` (flags such as --kubeconfig are ignored once --config is given)."""
+        if self.scheduler_config is None:
+            return [f"--kubeconfig={kubeconfig}", "--leader-elect=false"]
+        assert self.workdir is not None
+        cfg: dict[str, Any] = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+        cfg.update(self.scheduler_config)
+        cfg["clientConnection"] = {**cfg.get("clientConnection", {}), "kubeconfig": str(kubeconfig)}
+        cfg["leaderElection"] = {**cfg.get("leaderElection", {}), "leaderElect": False}
+        path = self.workdir / "kube-scheduler.json"  # JSON is YAML: kube-scheduler reads it as such
+        path.write_text(json.dumps(cfg, indent=2) + "\n")
+        return [f"--config={path}"]
 
     def _start(self, t0: float) -> None:
         assert self.workdir is not None and self.bins is not None
@@ -567,17 +586,16 @@ class Cluster:
             f"--cluster-signing-key-file={pki.path('ca.key')}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--kube-api-qps=200", "--kube-api-burst=400",
-            *self._gates(),
+            *self._gates(), *self.controller_manager_args,
         ])  # fmt: skip
         waits.append((f"https://127.0.0.1:{p['controller-manager']}/healthz", kcm, insecure))
         if self.with_scheduler:
             sched = self._spawn("kube-scheduler", [
-                f"--kubeconfig={kcfg['scheduler']}",
+                *self._scheduler_client(kcfg["scheduler"]),
                 f"--authentication-kubeconfig={kcfg['scheduler']}",
                 f"--authorization-kubeconfig={kcfg['scheduler']}",
                 "--bind-address=127.0.0.1", f"--secure-port={p['scheduler']}",
                 f"--cert-dir={wd / 'scheduler-certs'}",
-                "--leader-elect=false",
                 *self._gates(),
             ])  # fmt: skip
             waits.append((f"https://127.0.0.1:{p['scheduler']}/healthz", sched, insecure))

@@ -130,6 +130,7 @@ def _cycle(r: Runner) -> list[tuple[str, ...]]:
     r.batcher.sync(r._pending_keys(), now=0.0)
     r._solve(r.cluster())
     r.pool.shutdown(wait=True)
+    r.reports.shutdown(wait=True)  # unschedulable reports are written off the bind pool
     assert isinstance(r.actions, FakeActions)
     return r.actions.calls
 

@@ -14,19 +14,18 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import threading
-import time
 from typing import Any
 
 from placer.inputs.volumes import SELECTED_NODE
-from placer.kube.policy import Budget, Call, Outcome, Policy, Result
+from placer.kube.events import EventRecorder
+from placer.kube.policy import Call, Outcome, Policy, Result
+from placer.kube.ratelimit import TokenBucket
 
 __all__ = ["Actions", "Outcome", "Result", "TokenBucket"]
 
 log = logging.getLogger("placer.kube.actions")
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
-EVENT_BUDGET = Budget(attempts=2, deadline=5.0, connect=2.0, read=5.0)
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -36,28 +35,6 @@ def _split(key: str) -> tuple[str, str]:
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
-
-
-class TokenBucket:
-    """Client-side rate limit of API writes, as client-go's QPS/burst (kube-scheduler: 50/100)."""
-
-    def __init__(self, qps: float, burst: int) -> None:
-        self.qps, self.burst = qps, burst
-        self._tokens = float(burst)
-        self._stamp = time.monotonic()
-        self._lock = threading.Lock()
-
-    def acquire(self) -> None:
-        while True:
-            with self._lock:
-                now = time.monotonic()
-                self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
-                self._stamp = now
-                if self._tokens >= 1:
-                    self._tokens -= 1
-                    return
-                wait = (1 - self._tokens) / self.qps
-            time.sleep(wait)
 
 
 def _preconditions(uid: str | None) -> dict[str, Any]:
@@ -75,12 +52,16 @@ class Actions:
         dry_run: bool = False,
         qps: float = 50.0,
         burst: int = 100,
+        events: EventRecorder | None = None,
     ) -> None:
         self.http = http  # placer.kube.client.Http (tests pass a fake)
         self.policy = policy
         self.limit = TokenBucket(qps, burst)
-        # Events go through their own limiter, as kube-scheduler sends them with a separate client.
-        self.event_limit = TokenBucket(qps, burst)
+        # Events are queued and sent by a recorder with its own limiter (and, from the runner, its
+        # own client), as kube-scheduler's event broadcaster does.
+        self.events = events or EventRecorder(
+            http, policy, scheduler_name=scheduler_name, identity=identity, qps=qps, burst=burst, dry_run=dry_run
+        )
         self.scheduler_name = scheduler_name
         self.identity = identity
         self.dry_run = dry_run
@@ -216,49 +197,10 @@ class Actions:
     def event(
         self, key: str, uid: str, *, reason: str, note: str, kind: str = "Normal", action: str = "Scheduling"
     ) -> None:
-        """An events.k8s.io/v1 Event on the pod (best effort: a failed event never stops scheduling;
-        one whose answer was lost is not sent again)."""
-        ns, name = _split(key)
-        regarding = {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": ns, "uid": uid}
-        self._event(key, ns, name, regarding, reason=reason, note=note, kind=kind, action=action)
+        """An events.k8s.io/v1 Event on the pod, queued (never blocks; best effort: a failed event
+        never stops scheduling, one whose answer was lost is not sent again, repeats aggregate)."""
+        self.events.record(key, uid, reason=reason, note=note, kind=kind, action=action)
 
     def node_event(self, node: str, *, reason: str, note: str, action: str = "Rebalancing") -> None:
-        """An Event on a Node (kept in the ``default`` namespace, as the kubelet's are)."""
-        regarding = {"apiVersion": "v1", "kind": "Node", "name": node}
-        self._event(f"node {node}", "default", node, regarding, reason=reason, note=note, kind="Normal", action=action)
-
-    def _event(
-        self,
-        key: str,
-        ns: str,
-        name: str,
-        regarding: dict[str, str],
-        *,
-        reason: str,
-        note: str,
-        kind: str,
-        action: str,
-    ) -> None:
-        if self.dry_run:
-            log.info("dry-run: event %s on %s: %s", reason, key, note)
-            return
-        body = {
-            "apiVersion": "events.k8s.io/v1",
-            "kind": "Event",
-            # The API server validates generateName itself as a DNS subdomain: "pod." is refused
-            # with a 422 (every event was lost that way); "pod-" is valid.
-            "metadata": {"generateName": f"{name}-", "namespace": ns},
-            "eventTime": _now().strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            "action": action,
-            "reason": reason,
-            "note": note[:1024],
-            "type": kind,
-            "reportingController": f"placer.io/{self.scheduler_name}",
-            "reportingInstance": self.identity,
-            "regarding": regarding,
-        }
-        self.event_limit.acquire()
-        call = self.http.call("POST", f"/apis/events.k8s.io/v1/namespaces/{ns}/events", body=body)
-        out = self.policy.call(f"event on {key}", call, write=True, idempotent=False, budget=EVENT_BUDGET)
-        if not out.ok:
-            log.warning("event on %s failed: %s %s", key, out.result, out.reason)
+        """An Event on a Node (kept in the ``default`` namespace, as the kubelet's are), queued."""
+        self.events.record(f"default/{node}", "", reason=reason, note=note, action=action, regarding="Node")

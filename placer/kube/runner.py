@@ -62,6 +62,7 @@ from placer.inputs.volumes import (
 from placer.kube.actions import Actions, Outcome
 from placer.kube.assume import AssumeCache
 from placer.kube.client import Http
+from placer.kube.events import EventRecorder
 from placer.kube.informers import PLUGINS_POD_GROUP, WORKLOAD_POD_GROUP, Informer, informers, optional_informers
 from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence
 from placer.kube.policy import Policy, Result
@@ -108,6 +109,14 @@ def _label(out: Outcome) -> str:
     return str(out.status) if out.status else str(out.result)
 
 
+def _own_client(api: client.ApiClient) -> client.ApiClient:
+    """A client on the same configuration (server, credentials, user agent) with a connection
+    pool of its own."""
+    own = client.ApiClient(api.configuration)
+    own.user_agent = api.user_agent
+    return own
+
+
 def _view(pod: Pod) -> PodView:
     """What the plan executor needs to see of a pod."""
     return PodView(
@@ -134,6 +143,17 @@ class Runner:
         self.policy = Policy(fence=self.fence, retried=lambda cause: retried(cause=cause).inc())
         self.http = http
         self.informers: dict[str, Informer] = informers(http, self.policy, watch_timeout=cfg.watch_timeout)
+        counted = self.metrics.events.labels
+        self.events = EventRecorder(
+            Http(_own_client(api)),  # its own connection pool, as kube-scheduler's event client
+            self.policy,  # the same fence: a replica that may no longer write sends no event
+            scheduler_name=cfg.scheduler_name,
+            identity=identity,
+            qps=cfg.event_qps or cfg.api_qps,
+            burst=cfg.event_burst or cfg.api_burst,
+            dry_run=cfg.dry_run,
+            counted=lambda result: counted(result=result).inc(),
+        )
         self.actions = Actions(
             http,
             self.policy,
@@ -142,6 +162,7 @@ class Runner:
             dry_run=cfg.dry_run,
             qps=cfg.api_qps,
             burst=cfg.api_burst,
+            events=self.events,
         )
         self.batcher = Batcher(
             window=cfg.batch_window,
@@ -164,6 +185,8 @@ class Runner:
         self.plan_pods: dict[str, Pod] = {}  # the running plan's pods to bind and victims, by key
         self._left_as: dict[str, str] = {}  # pending pod -> the unplaced code its last solve gave
         self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="binder")
+        # Unschedulable reports (a status patch, then an event) wait here, not in front of binds.
+        self.reports = ThreadPoolExecutor(1, thread_name_prefix="reports")
         self._parsed: dict[str, tuple[str, Pod | None]] = {}
         self._parsed_nodes: dict[str, tuple[str, Node | None]] = {}
         self._parsed_volumes: dict[str, tuple[str, PersistentVolume | None]] = {}
@@ -266,6 +289,8 @@ class Runner:
             for inf in self.informers.values():
                 inf.stop()
             self.pool.shutdown(wait=False, cancel_futures=True)  # queued binds are dropped
+            self.reports.shutdown(wait=False, cancel_futures=True)
+            self.events.close()
             if server is not None:
                 server.shutdown()
         if self.exit_code:
@@ -467,7 +492,7 @@ class Runner:
         for pod, code, reason in decision.unplaced:
             self.metrics.unplaced.labels(code=code).inc()
             self._left_as[pod.key] = code
-            self.pool.submit(self._report_unschedulable, pod, reason)
+            self.reports.submit(self._report_unschedulable, pod, reason)
             self.batcher.defer(pod.key, time.monotonic())
         solved = time.monotonic()
         if decision.plan is None:
@@ -652,7 +677,7 @@ class Runner:
         log.error("refusing a batch answer (%s): %d validator problems: %s", kind, len(problems), problems[:3])
         note = f"placer refused its own answer for this batch (validator: {problems[0]}); retried later"
         for pod in batch:
-            self.pool.submit(self.actions.event, pod.key, pod.uid, reason="FailedScheduling", note=note, kind="Warning")
+            self.actions.event(pod.key, pod.uid, reason="FailedScheduling", note=note, kind="Warning")
             self.batcher.defer(pod.key, time.monotonic())
 
     def _report_unschedulable(self, pod: Pod, reason: Reason) -> None:

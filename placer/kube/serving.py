@@ -30,6 +30,13 @@ class Metrics:
             buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
         )
         self.binds = Counter("placer_binds_total", "Bind calls by result", ["result"], registry=r)
+        self.events = Counter(
+            "placer_events_total",
+            "Events by what became of them: created, series (a repeat patched into its event), merged "
+            "(a repeat folded into a queued one), dropped (queue full), or the failed call's status",
+            ["result"],
+            registry=r,
+        )
         self.evictions = Counter(
             "placer_evictions_total", "Evictions by kind and result", ["kind", "result"], registry=r
         )
