@@ -15,21 +15,24 @@ from placer.inputs.kubectl import is_list, read_list
 from placer.inputs.native import is_native, read_native
 from placer.models import Cluster
 
-__all__ = ["MAX_DEPTH", "decode_document", "load_cluster", "parse_cluster", "read_cluster"]
+__all__ = ["MAX_DEPTH", "decode_document", "load_cluster", "parse_cluster", "read_cluster", "read_file"]
 
 # Real Kubernetes objects nest about 15 levels deep (a List item's affinity term's expression's
 # values); anything far deeper is refused with one line instead of exhausting Python's stack.
 MAX_DEPTH = 64
 
 
-def load_cluster(path: str | Path) -> Cluster:
-    source = str(path)
+def read_file(path: str | Path) -> str:
+    """A file's text, or one line naming the file and why it cannot be read."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InputError(source, "", f"cannot read file: {reason}") from None
-    return parse_cluster(source, text)
+        raise InputError(str(path), "", f"cannot read file: {reason}") from None
+
+
+def load_cluster(path: str | Path) -> Cluster:
+    return parse_cluster(str(path), read_file(path))
 
 
 def _too_deep(source: str, where: str) -> InputError:

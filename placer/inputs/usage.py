@@ -9,9 +9,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from placer.errors import InputError
 from placer.inputs.fields import Field
-from placer.inputs.load import decode_document
+from placer.inputs.load import decode_document, read_file
 from placer.inputs.stamps import parse_timestamp
 from placer.models import PodUsage, Usage
 
@@ -71,10 +70,5 @@ def load_usage(paths: Iterable[str | Path]) -> Usage:
     samples: list[PodUsage] = []
     for path in paths:
         source = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise InputError(source, "", f"cannot read file: {reason}") from None
-        samples += read_usage(Field(source, "", decode_document(source, text)))
+        samples += read_usage(Field(source, "", decode_document(source, read_file(path))))
     return Usage(samples=tuple(samples))
