@@ -231,6 +231,7 @@ def test_a_jobs_replacement_waits_out_its_backoff_unless_disruptions_are_ignored
         jobs=[{"name": "train", "failed": 2, "annotations": {"placer.io/rebalance": "restarts-work"}}],
     )
     assert job_backoff(c, "default/train-0") == 40.0
+    assert job_backoff(c, "default/train-0", evicted=3) == 160.0  # every eviction is a failure
     out = _rebalance(c)
     (move,) = out.moves
     bind = next(s for s in out.result.steps if s.replaces == move.pod)

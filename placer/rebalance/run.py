@@ -10,6 +10,7 @@ landing node ends above ``high``.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -38,10 +39,11 @@ from placer.service import apply_plan, node_dicts
 
 __all__ = ["Move", "RebalanceOptions", "RebalanceOutcome", "job_backoff", "rebalance_cluster"]
 
-# The Job controller's backoff before it recreates a failed pod: 10 s doubling per failure, at most
-# 6 minutes (pkg/controller/job: DefaultJobPodFailureBackOff, MaxJobPodFailureBackOff).
+# The Job controller's backoff before it recreates failed pods: 10 s doubling per failure after the
+# first, at most 10 minutes (Kubernetes 1.36 pkg/controller/job: DefaultJobPodFailureBackOff,
+# MaxJobPodFailureBackOff, getRemainingTimeForFailuresCount).
 _BACKOFF_BASE = 10.0
-_BACKOFF_MAX = 360.0
+_BACKOFF_MAX = 600.0
 
 
 @dataclass(frozen=True)
@@ -72,14 +74,16 @@ class RebalanceOutcome:
         return self.result.rebalance
 
 
-def job_backoff(cluster: Cluster, pod_key: str) -> float:
-    """Seconds the Job controller waits before recreating this pod once it is evicted: none when
-    its Job ignores DisruptionTarget (the eviction is not a failure), else its failure backoff."""
+def job_backoff(cluster: Cluster, pod_key: str, evicted: int = 1) -> float:
+    """Seconds the Job controller may wait before recreating this pod once it and ``evicted - 1``
+    other pods of its Job are evicted: none when its Job ignores DisruptionTarget (an eviction is
+    not a failure), else the backoff after ``status.failed + evicted`` failures (status.failed
+    counts every failure, the controller only those since the last success: never shorter)."""
     pod = next((p for p in cluster.pods if p.key == pod_key), None)
     job = owning_job(cluster, pod) if pod is not None else None
     if job is None or job.ignores_disruption:
         return 0.0
-    return min(_BACKOFF_MAX, _BACKOFF_BASE * 2.0**job.failed)
+    return min(_BACKOFF_MAX, _BACKOFF_BASE * 2.0 ** (job.failed + evicted - 1))
 
 
 def _balance(cluster_loads: Loads, imbalance: float, std: float, high: float) -> Balance:
@@ -145,7 +149,9 @@ def rebalance_cluster(cluster: Cluster, options: RebalanceOptions) -> RebalanceO
         if plan is not None:
             report.kept = True
             apply_plan(after_state, plan, evictions, steps, placements)
-            waits = {e.pod: job_backoff(cluster, e.pod) for e in evictions}
+            owner = {e.pod.key: (e.pod.namespace, e.pod.owner.name if e.pod.owner else "") for e in plan.evictions}
+            per_job = Counter(owner[e.pod] for e in evictions)
+            waits = {e.pod: job_backoff(cluster, e.pod, per_job[owner[e.pod]]) for e in evictions}
             steps = [s.model_copy(update={"wait": waits.get(s.replaces or "", 0.0)}) for s in steps]
             imb, sd = balance_metrics(*node_dicts(after_state))
             report.after = _balance(after_loads or loads, imb, sd, high)
