@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rich.console import Console
 from rich.table import Table
 
 from placer.engine import Snapshot
 from placer.explain import Explanation
-from placer.models import format_quantity
+from placer.models import Step, format_quantity
 from placer.rebalance import RebalanceOutcome
 from placer.service import Outcome
 
@@ -54,6 +54,16 @@ def _node_table(outcome: Outcome) -> Table:
     return table
 
 
+def _steps_table(steps: Sequence[Step], title: str) -> Table:
+    """A plan's steps, one row each (the solve and the rebalance answers alike)."""
+    table = Table(title=f"{title} (each waits for the steps in 'after')")
+    for col in ("id", "op", "pod", "node", "after"):
+        table.add_column(col)
+    for st in steps:
+        table.add_row(str(st.id), st.op, st.subject, st.node, ", ".join(map(str, st.after)) or "-")
+    return table
+
+
 def render_outcome(console: Console, outcome: Outcome) -> None:
     result = outcome.result
     if not result.placements and not result.unplaced and not result.evictions:
@@ -81,12 +91,7 @@ def render_outcome(console: Console, outcome: Outcome) -> None:
             why = "; ".join((e.reason or "-").split("; ")[1:]) or "-"  # the first part repeats kind/to/for
             table.add_row(e.pod, e.node, e.kind, e.to or "-", ", ".join(e.for_) or "-", why)
         console.print(table)
-        steps = Table(title="Global plan: steps (each waits for the steps in 'after')")
-        for col in ("id", "op", "pod", "node", "after"):
-            steps.add_column(col)
-        for st in result.steps:
-            steps.add_row(str(st.id), st.op, st.subject, st.node, ", ".join(map(str, st.after)) or "-")
-        console.print(steps)
+        console.print(_steps_table(result.steps, "Global plan: steps"))
     console.print(_node_table(outcome))
     m = result.metrics
     console.print(
@@ -201,12 +206,7 @@ def render_rebalance(console: Console, outcome: RebalanceOutcome) -> None:
             wait = waits.get(e.pod, 0.0)
             table.add_row(e.pod, e.node, e.to or "-", f"{wait:.0f}s Job backoff" if wait else "-")
         console.print(table)
-        steps = Table(title="Steps (each waits for the steps in 'after')")
-        for col in ("id", "op", "pod", "node", "after"):
-            steps.add_column(col)
-        for st in result.steps:
-            steps.add_row(str(st.id), st.op, st.subject, st.node, ", ".join(map(str, st.after)) or "-")
-        console.print(steps)
+        console.print(_steps_table(result.steps, "Steps"))
     if report.nodes:
         table = Table(
             title=f"Nodes giving (above {report.high:g} %) and taking (below {report.low:g} %), load by {report.load}"
