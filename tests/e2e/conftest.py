@@ -21,7 +21,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import kube_helpers as kh  # noqa: E402
-from kubernetes import client, config  # noqa: E402
+from kubernetes import client  # noqa: E402
 
 from testenv import cluster as testenv  # noqa: E402
 
@@ -76,11 +76,8 @@ def cluster() -> Iterator[testenv.Cluster]:
 
 @pytest.fixture(scope="session")
 def api_client(cluster: testenv.Cluster) -> Iterator[client.ApiClient]:
-    api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
-    try:
+    with kh.admin_api(cluster.kubeconfig) as api:
         yield api
-    finally:
-        api.close()
 
 
 @pytest.fixture(scope="session")

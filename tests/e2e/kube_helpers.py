@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
-from kubernetes import client
+from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
@@ -347,3 +349,13 @@ def bind(core: client.CoreV1Api, namespace: str, pod: str, node: str) -> int:
     except ApiException as exc:
         return int(exc.status)
     return int(resp.status)
+
+
+@contextmanager
+def admin_api(kubeconfig: Path | str) -> Iterator[client.ApiClient]:
+    """An API client for a control plane's admin kubeconfig, closed afterwards."""
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    try:
+        yield api
+    finally:
+        api.close()

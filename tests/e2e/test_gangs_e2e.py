@@ -21,7 +21,7 @@ from typing import Any
 import kube_helpers as kh
 import pytest
 from controller_support import service_account_kubeconfig
-from kubernetes import client, config
+from kubernetes import client
 from typer.testing import CliRunner
 
 from placer.cli.app import app
@@ -46,11 +46,8 @@ def cluster() -> Iterator[testenv.Cluster]:
 
 @pytest.fixture(scope="module")
 def api_client(cluster: testenv.Cluster) -> Iterator[client.ApiClient]:
-    api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
-    try:
+    with kh.admin_api(cluster.kubeconfig) as api:
         yield api
-    finally:
-        api.close()
 
 
 @pytest.fixture(scope="module")

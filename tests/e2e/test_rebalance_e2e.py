@@ -17,7 +17,7 @@ import kube_helpers as kh
 import pytest
 import usage_support as us
 from controller_support import Controller, controller_factory, service_account_kubeconfig
-from kubernetes import client, config
+from kubernetes import client
 
 from testenv import cluster as testenv
 
@@ -54,11 +54,8 @@ def metrics_cluster() -> Iterator[testenv.Cluster]:
 
 @pytest.fixture(scope="module")
 def api(metrics_cluster: testenv.Cluster) -> Iterator[client.ApiClient]:
-    a = config.new_client_from_config(config_file=str(metrics_cluster.kubeconfig))
-    try:
+    with kh.admin_api(metrics_cluster.kubeconfig) as a:
         yield a
-    finally:
-        a.close()
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import kube_helpers as kh
 import pytest
 import usage_support as us
-from kubernetes import client, config
+from kubernetes import client
 
 from testenv import cluster as testenv
 
@@ -27,12 +27,8 @@ GI = 2**30
 def metrics_api() -> Iterator[client.ApiClient]:
     if not testenv.is_built():  # (without CI, conftest has marked the tests skipped already)
         pytest.fail(testenv.not_built_message(), pytrace=False)
-    with testenv.Cluster(with_scheduler=False, metrics=True, log=print) as c:
-        api = config.new_client_from_config(config_file=str(c.kubeconfig))
-        try:
-            yield api
-        finally:
-            api.close()
+    with testenv.Cluster(with_scheduler=False, metrics=True, log=print) as c, kh.admin_api(c.kubeconfig) as api:
+        yield api
 
 
 def _job(name: str, node: str, cpu_millis: int, memory_bytes: int, keep_running: bool = True) -> client.V1Job:
