@@ -73,6 +73,7 @@ def _sub_batch(batch: Batch, counts: Counts, chosen: npt.NDArray[np.int64]) -> t
         ports=snap.ports,
         running=snap.running,
         namespaces=snap.namespaces,
+        watchers=snap.watchers,
     )
     groups: list[Group] = []
     origin: list[int] = []

@@ -11,7 +11,7 @@ import numpy.typing as npt
 from placer.engine.labels import NodeLabels
 from placer.models import POD_COUNT, HostPort, Node, Pod
 
-__all__ = ["DEFAULT_MAX_PODS", "IntMatrix", "Snapshot", "build_snapshot", "pod_vector"]
+__all__ = ["DEFAULT_MAX_PODS", "IntMatrix", "Snapshot", "build_snapshot", "looks_at_incoming", "pod_vector"]
 
 IntMatrix = npt.NDArray[np.int64]
 DEFAULT_MAX_PODS = 110  # kubelet's default --max-pods, for hand-written nodes that omit "pods"
@@ -22,6 +22,12 @@ def _check(value: int, what: str) -> int:
     if value >= _LIMIT:
         raise OverflowError(f"{what} = {value} does not fit in 62 bits")
     return value
+
+
+def looks_at_incoming(pod: Pod) -> bool:
+    """A running pod whose terms look at incoming pods: required anti-affinity (hard) and the
+    preferred forms (kube-scheduler scores existing pods' preferred terms that match the incoming pod)."""
+    return bool(pod.pod_anti_affinity or pod.pod_affinity_preferred or pod.pod_anti_affinity_preferred)
 
 
 @dataclass
@@ -36,6 +42,13 @@ class Snapshot:
     running: list[list[Pod]] = field(default_factory=list)
     # Namespace labels (Cluster.namespaces), for namespaceSelector in pod affinity terms.
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    # How many running pods look at incoming pods (kept by add/remove, so that a batch learns
+    # whether it needs the topology compiler without scanning every running pod).
+    watchers: int = -1
+
+    def __post_init__(self) -> None:
+        if self.watchers < 0:
+            self.watchers = sum(looks_at_incoming(p) for pods in self.running for p in pods)
 
     @property
     def free(self) -> IntMatrix:
@@ -50,6 +63,7 @@ class Snapshot:
         if pod.host_ports:
             self.ports.setdefault(node, []).extend(pod.host_ports)
         self.running[node].append(pod)
+        self.watchers += looks_at_incoming(pod)
 
     def remove(self, pod: Pod, node: int) -> None:
         """Release what a pod held on a node (it was evicted or is being re-planned)."""
@@ -57,7 +71,9 @@ class Snapshot:
         if pod.host_ports and node in self.ports:
             for port in pod.host_ports:
                 self.ports[node].remove(port)
-        self.running[node] = [p for p in self.running[node] if p.key != pod.key]
+        kept = [p for p in self.running[node] if p.key != pod.key]
+        self.watchers -= sum(looks_at_incoming(p) for p in self.running[node]) - sum(looks_at_incoming(p) for p in kept)
+        self.running[node] = kept
 
     def copy(self) -> Snapshot:
         return Snapshot(
@@ -70,6 +86,7 @@ class Snapshot:
             ports={k: list(v) for k, v in self.ports.items()},
             running=[list(r) for r in self.running],
             namespaces=self.namespaces,
+            watchers=self.watchers,
         )
 
 
@@ -119,6 +136,7 @@ def build_snapshot(
             if pod.host_ports:
                 snap.ports.setdefault(n, []).extend(pod.host_ports)
             snap.running[n].append(pod)
+            snap.watchers += looks_at_incoming(pod)
     if rows:
         np.add.at(snap.used, np.array(at, dtype=np.int64), np.array(rows, dtype=np.int64))
     return snap

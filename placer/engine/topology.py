@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from placer.engine.labels import BoolArray
 from placer.engine.selectors import selector_matches
-from placer.engine.snapshot import Snapshot
+from placer.engine.snapshot import Snapshot, looks_at_incoming
 from placer.models import Filter, LabelSelector, PlainFilter, Pod, PodAffinityTerm, SpreadConstraint
 
 __all__ = [
@@ -110,15 +110,9 @@ def uses_topology(pod: Pod) -> bool:
     )
 
 
-def _has_running_terms(pod: Pod) -> bool:
-    """A running pod whose terms look at incoming pods: required anti-affinity (hard) and the
-    preferred forms (kube-scheduler scores existing pods' preferred terms that match the incoming pod)."""
-    return bool(pod.pod_anti_affinity or pod.pod_affinity_preferred or pod.pod_anti_affinity_preferred)
-
-
 def running_inter_pod_terms(snapshot: Snapshot) -> bool:
     """Some running pod has terms that look at incoming pods (then the batch's topology is compiled)."""
-    return any(_has_running_terms(p) for pods in snapshot.running for p in pods)
+    return snapshot.watchers > 0
 
 
 def running_anti_terms(snapshot: Snapshot) -> list[PodAffinityTerm]:
@@ -254,7 +248,7 @@ class _RunningIndex:
         single = next(iter(anchors.items())) if anchors is not None and len(anchors) == 1 else None
         for n, pods in enumerate(snapshot.running):
             for pod in pods:
-                if _has_running_terms(pod):
+                if looks_at_incoming(pod):
                     for term in pod.pod_anti_affinity:
                         entry = self.anti.setdefault(_term_key(term), (term, [], []))
                         entry[1].append(n)
