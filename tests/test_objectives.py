@@ -19,6 +19,7 @@ from ortools.sat.python import cp_model
 from support import cluster, node, pod, solve, where
 
 from placer.engine import SCALE, STRATEGIES, Scorer, build_batch, build_snapshot, encode, pod_vector, select_candidates
+from placer.engine.exprs import evaluate
 from placer.metrics import load_terms
 from placer.models import Config, StrategyName
 
@@ -154,6 +155,35 @@ def test_the_integer_term_ranks_answers_as_the_float_cost_does(inst: Any, name: 
         assert int_a > int_b
     if float_b > float_a + err_a + err_b:
         assert int_b > int_a
+
+
+@property_settings("PLACER_OBJECTIVE_EXAMPLES", 25)
+@given(instances(), st.sampled_from(list(StrategyName)), st.integers(0, 2**16))
+def test_the_answer_so_far_decides_every_variable_a_strategy_adds(inst: Any, name: StrategyName, seed: int) -> None:
+    """A level starts from the whole answer so far (the solver loop completes the hint with the
+    term's own variables): given the placements, each added variable gets the value that
+    minimises the term, so the term's value there is what CP-SAT finds with the placements fixed."""
+    nodes, pods = inst
+    config = _config(name)
+    _, batch, scorer = _prepared(nodes, pods, config)
+    select_candidates(batch, scorer, config.solver.candidates)
+    model, symmetry = encode(batch, scorer)
+    counts = symmetry.order(_random_answer(batch, np.random.default_rng(seed)))
+    values = {var.index: counts.get(key, 0) for key, var in model.y.items()}
+    term = scorer.strategy.term(model)
+    for aux in term.aux:
+        value = aux.value(values)
+        assert value is not None
+        values[aux.var.index] = value
+    completed = evaluate(term.expr, values)
+    assert completed is not None
+    for key, var in model.y.items():
+        model.cp.add(var == counts.get(key, 0))
+    model.cp.minimize(term.expr)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    assert solver.solve(model.cp) == cp_model.OPTIMAL
+    assert round(solver.objective_value) == completed
 
 
 def test_a_fifth_balance_resource_configured_here_is_balanced_end_to_end() -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model, cp_model_helper
 
+from placer.engine.exprs import evaluate
 from placer.engine.objectives.strategy import Term
 from placer.models import Config
 
@@ -107,19 +108,6 @@ class LevelReport:
 def workers(config: Config) -> int:
     """CP-SAT workers: as configured, else one per core (at most 8)."""
     return config.solver.workers or min(8, os.cpu_count() or 1)
-
-
-def evaluate(expr: cp_model.LinearExprT, values: dict[int, int]) -> int | None:
-    """Value of a linear expression under ``values`` (None if a variable has no value there)."""
-    if not isinstance(expr, cp_model.LinearExpr):
-        return int(expr)
-    flat = cp_model_helper.FlatIntExpr(expr)
-    total = int(flat.offset)
-    for var, coef in zip(flat.vars, flat.coeffs, strict=True):
-        if var.index not in values:
-            return None
-        total += int(coef) * values[var.index]
-    return total
 
 
 def _value(expr: cp_model.LinearExprT, values: dict[int, int]) -> int:
@@ -236,9 +224,20 @@ class LevelSolver:
         for expr in term.floors:
             self.cp.add(expr >= _value(expr, self.values))
 
+    def _complete(self, term: Term) -> int | None:
+        """Give the term's own variables their values in the answer so far, and hint them from
+        now on; the term's value there (None if the answer does not decide it)."""
+        for aux in term.aux:
+            value = aux.value(self.values)
+            if value is not None:
+                self.values[aux.var.index] = value
+            self.variables.append(aux.var)
+        return evaluate(term.expr, self.values)
+
     def run(self, term: Term) -> LevelReport:
         cp = self.cp
         self._keep(term)
+        held = self._complete(term)
         solver = self._solver()
         self._hint(cp)
         if term.maximize:
@@ -249,16 +248,21 @@ class LevelSolver:
         status = self._solve(solver, cp)
         seconds = time.monotonic() - started
         name = solver.status_name(status).lower()
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+        value = float(solver.objective_value) if found else float("nan")
+        worse = found and held is not None and (value < held if term.maximize else value > held)
+        if not found or worse:
+            # Nothing found, or a solution worse than the answer so far (CP-SAT may return one
+            # when its search ends before it reaches the hint): the answer so far stays.
             self.proven = False
-            self.last_gap = float("nan")
-            held = evaluate(term.expr, self.values)
+            bound = float(solver.best_objective_bound) if found else float("nan")
+            self.last_gap = abs(held - bound) / max(abs(held), 1.0) if found and held is not None else float("nan")
             if held is not None:  # later levels must not undo what the current answer achieves here
                 self.hold(term, held)
-            report = LevelReport(term.name, name, float("nan"), float("nan"), seconds)
+            value = float("nan") if held is None else float(held)
+            report = LevelReport(term.name, name, value / term.unit, bound / term.unit, seconds)
             self.reports.append(report)
             return report
-        value = float(solver.objective_value)
         bound = float(solver.best_objective_bound)
         for var in self.variables:
             self.values[var.index] = int(solver.value(var))

@@ -17,6 +17,7 @@ from ortools.sat.python import cp_model
 from placer.engine.objectives.loads import SCALE, LoadEntry, LoadModel, node_utilisations
 from placer.engine.objectives.strategy import (
     WEIGHT_SCALE,
+    Aux,
     StrategyObjective,
     Term,
     node_deviation_terms,
@@ -74,7 +75,8 @@ class Balance(StrategyObjective):
         weights = [round(w * WEIGHT_SCALE) for w in self.weights(s)]
         nodes = node_utilisations(model)
         factor = resource_factor(nodes)
-        terms = node_deviation_terms(model, nodes, factor, w_intra=weights[0], w_inter=weights[1])
+        aux: list[Aux] = []
+        terms = node_deviation_terms(model, nodes, factor, aux, w_intra=weights[0], w_inter=weights[1])
         w_class = weights[2]
         if w_class:
             by_vec: dict[bytes, tuple[IntArray, list[tuple[int, LoadEntry]]]] = {}
@@ -87,4 +89,5 @@ class Balance(StrategyObjective):
                     coef = round(c * SCALE * factor) * w_class
                     if coef:
                         terms.append(entry.sign * coef * entry.var)
-        return Term(f"strategy-{self.name}", cp_model.LinearExpr.sum(terms), False, SCALE * factor * WEIGHT_SCALE)
+        unit = SCALE * factor * WEIGHT_SCALE
+        return Term(f"strategy-{self.name}", cp_model.LinearExpr.sum(terms), False, unit, aux=tuple(aux))

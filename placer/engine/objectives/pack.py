@@ -8,13 +8,15 @@ exceeds any batch's total emptiness, so opening a node always costs more than an
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from placer.engine.objectives.loads import SCALE, LoadEntry, LoadModel
-from placer.engine.objectives.strategy import StrategyObjective, Term
+from placer.engine.objectives.strategy import Aux, StrategyObjective, Term
 from placer.models import StrategyName
 
 if TYPE_CHECKING:
@@ -48,6 +50,7 @@ class Pack(StrategyObjective):
         s = model.scorer
         base = model.base_used()
         terms: list[cp_model.LinearExprT] = []
+        aux: list[Aux] = []
         for n, entries in sorted(model.load_entries().items()):
             if base[n].sum() != 0:
                 continue
@@ -57,6 +60,7 @@ class Pack(StrategyObjective):
             active = model.cp.new_bool_var(f"active{n}")
             for var in arriving:
                 model.cp.add(var <= model.ub(var) * active)
+            aux.append(Aux(active, partial(_in_use, arriving)))
             terms.append(round(OPEN * SCALE) * active)
         by_node: dict[int, list[LoadEntry]] = {}
         for _, n, entry in model.placements():
@@ -67,4 +71,11 @@ class Pack(StrategyObjective):
                 coef = round(SCALE * e)
                 if coef:
                     terms.extend(entry.sign * coef * entry.var for entry in by_node[n])
-        return Term(f"strategy-{self.name}", cp_model.LinearExpr.sum(terms), False, SCALE)
+        return Term(f"strategy-{self.name}", cp_model.LinearExpr.sum(terms), False, SCALE, aux=tuple(aux))
+
+
+def _in_use(arriving: list[cp_model.IntVar], values: Mapping[int, int]) -> int | None:
+    """1 when a pod arrives on the node in ``values``, else 0 (None if one is not decided)."""
+    if any(var.index not in values for var in arriving):
+        return None
+    return int(any(values[var.index] for var in arriving))

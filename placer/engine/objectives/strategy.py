@@ -16,23 +16,36 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from ortools.sat.python import cp_model
 
+from placer.engine.exprs import evaluate
 from placer.engine.objectives.loads import SCALE, LoadModel, NodeUtil
 from placer.models import StrategyName
 
 if TYPE_CHECKING:
     from placer.engine.scoring import FloatArray, IntArray, Scorer
 
-__all__ = ["WEIGHT_SCALE", "StrategyObjective", "Term"]
+__all__ = ["WEIGHT_SCALE", "Aux", "StrategyObjective", "Term"]
 
 WEIGHT_SCALE = 100  # float weights are kept to hundredths in the integer form
 _MAX_LCM = 840  # lcm(1..8): beyond, per-node factors are rounded (documented scaling error)
+
+
+@dataclass(frozen=True)
+class Aux:
+    """A variable an objective adds (an absolute value, a node-in-use flag), with its best value
+    given the model's values so far (None when they do not decide it). The solver loop completes
+    the hint with it, so that a level starts from the whole answer so far and can only improve on
+    it (CP-SAT left to complete a partial hint may settle for a worse solution)."""
+
+    var: cp_model.IntVar
+    value: Callable[[Mapping[int, int]], int | None]
 
 
 @dataclass(frozen=True)
@@ -40,7 +53,8 @@ class Term:
     """An integer objective and the factor from its float meaning: float value = value / unit.
 
     ``fixed`` expressions keep the value they have in the answer so far while this objective is
-    optimised (and after it); ``floors`` may grow but not fall below it."""
+    optimised (and after it); ``floors`` may grow but not fall below it; ``aux`` are the variables
+    the objective added."""
 
     name: str
     expr: cp_model.LinearExprT
@@ -48,6 +62,7 @@ class Term:
     unit: float = 1.0
     fixed: tuple[cp_model.LinearExprT, ...] = ()
     floors: tuple[cp_model.LinearExprT, ...] = ()
+    aux: tuple[Aux, ...] = ()
 
 
 class StrategyObjective(ABC):
@@ -91,11 +106,18 @@ class StrategyObjective(ABC):
         return total
 
 
-def abs_var(model: LoadModel, expr: cp_model.LinearExprT, bound: int, name: str) -> cp_model.IntVar:
+def abs_var(model: LoadModel, expr: cp_model.LinearExprT, bound: int, name: str, aux: list[Aux]) -> cp_model.IntVar:
+    """A variable at least |expr| (equal at any optimum that minimises it), recorded in ``aux``."""
     var = model.cp.new_int_var(0, max(bound, 0), name)
     model.cp.add(var >= expr)
     model.cp.add(var >= -expr)
+    aux.append(Aux(var, partial(_absolute, expr)))
     return var
+
+
+def _absolute(expr: cp_model.LinearExprT, values: Mapping[int, int]) -> int | None:
+    value = evaluate(expr, values)
+    return None if value is None else abs(value)
 
 
 def resource_factor(nodes: list[NodeUtil]) -> int:
@@ -105,7 +127,7 @@ def resource_factor(nodes: list[NodeUtil]) -> int:
 
 
 def node_deviation_terms(
-    model: LoadModel, nodes: list[NodeUtil], factor: int, *, w_intra: int, w_inter: int
+    model: LoadModel, nodes: list[NodeUtil], factor: int, aux: list[Aux], *, w_intra: int, w_inter: int
 ) -> list[cp_model.LinearExprT]:
     """Integer intra-node L1 skew and distance from the target, each times ``factor * SCALE``.
 
@@ -124,9 +146,11 @@ def node_deviation_terms(
         if w_intra:
             for j, u in enumerate(nu.exprs):
                 bound = k * max(abs(nu.lows[j]), abs(nu.highs[j])) + top
-                dev = abs_var(model, cp_model.LinearExpr.weighted_sum([u, total], [k, -1]), bound, f"dev{nu.node}_{j}")
+                dev = abs_var(
+                    model, cp_model.LinearExpr.weighted_sum([u, total], [k, -1]), bound, f"dev{nu.node}_{j}", aux
+                )
                 terms.append(w_intra * per_node * dev)
         if w_inter:
-            d = abs_var(model, total - k * target, top + k * abs(target), f"distance{nu.node}")
+            d = abs_var(model, total - k * target, top + k * abs(target), f"distance{nu.node}", aux)
             terms.append(w_inter * per_node * d)
     return terms
