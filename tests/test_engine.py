@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from support import cluster, node, pod, solve, unplaced, where
 
-from placer.engine import DETERMINISTIC_UNITS_PER_SECOND, Budget
+from placer.engine import DETERMINISTIC_UNITS_PER_SECOND, Budget, Scorer, build_batch, build_snapshot, descend
 from placer.models import Config
 
 
@@ -348,3 +349,23 @@ def test_a_deterministic_time_limit_stays_in_seconds_as_its_deterministic_equiva
     assert deterministic.deterministic and deterministic.limit == pytest.approx(4 * DETERMINISTIC_UNITS_PER_SECOND)
     wall = Budget.of(Config.model_validate({"solver": {"timeLimit": 4}}))
     assert not wall.deterministic and wall.limit == 4
+
+
+def test_descent_reaches_nodes_outside_the_candidates_only_when_wide() -> None:
+    """The candidates prune the model, not the answer: a wide descent moves a pod to any feasible
+    node that lowers the strategy cost; the narrow one stays among the candidates."""
+    c = cluster([node("busy", cpu="8"), node("idle", cpu="8")], [pod("a", cpu="2"), pod("b", cpu="2")])
+    pending = [p for p in c.pods if p.pending]
+    config = Config()
+    snap = build_snapshot(c.nodes, [], pending, c.namespaces)
+    batch = build_batch(snap, pending, config)
+    demand = sum((g.vec * g.size for g in batch.groups), np.zeros(len(snap.resources), dtype=np.int64))
+    scorer = Scorer(snap, config, demand)
+    busy, idle = snap.index["busy"], snap.index["idle"]
+    (group,) = batch.groups
+    group.candidates = np.array([busy], dtype=np.int64)
+    start = {(0, busy): 2}
+    narrow, _, _ = descend(batch, scorer, start, seconds=5, seed=0)
+    wide, moves, _ = descend(batch, scorer, start, seconds=5, seed=0, wide=True)
+    assert narrow == start
+    assert wide == {(0, busy): 1, (0, idle): 1} and moves == 1

@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 from ortools.sat.python import cp_model
 
-from placer.engine.exprs import evaluate
-from placer.engine.levels import Budget, LevelSolver
-from placer.engine.objectives.strategy import Aux, Term
+from placer.engine import Aux, Budget, LevelSolver, Term, evaluate
 from placer.models import Config
 
 CONFIG = Config.model_validate({"solver": {"workers": 1, "timeLimit": 5}})

@@ -18,8 +18,17 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 from support import cluster, node, pod, solve, where
 
-from placer.engine import SCALE, STRATEGIES, Scorer, build_batch, build_snapshot, encode, pod_vector, select_candidates
-from placer.engine.exprs import evaluate
+from placer.engine import (
+    SCALE,
+    STRATEGIES,
+    Scorer,
+    build_batch,
+    build_snapshot,
+    encode,
+    evaluate,
+    pod_vector,
+    select_candidates,
+)
 from placer.metrics import load_terms
 from placer.models import Config, StrategyName
 

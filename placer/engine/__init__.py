@@ -7,17 +7,19 @@ from placer.engine import solve
 from placer.engine.batch import Batch, Group, build_batch, gang_groups, rebased
 from placer.engine.candidates import select_candidates
 from placer.engine.constraints.topology import build as build_topology_constraints
+from placer.engine.descent import descend
 from placer.engine.dominance import Quality
 from placer.engine.encoder import encode
+from placer.engine.exprs import evaluate
 from placer.engine.greedy import greedy
 from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
-from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver, evaluate
+from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
 from placer.engine.objectives.decisions import Kept, kept_namespace, placed_by_rank
 from placer.engine.objectives.loads import SCALE, LoadEntry
 from placer.engine.objectives.priority import LEVEL as PLACED_LEVEL
 from placer.engine.objectives.registry import LEVELS, REBALANCE_LEVELS, STRATEGIES, Level, strategy_objective
-from placer.engine.objectives.strategy import StrategyObjective, Term
+from placer.engine.objectives.strategy import Aux, StrategyObjective, Term
 from placer.engine.packing import Alternative, adopt
 from placer.engine.prefilter import Prefilter, fits, ports_conflict
 from placer.engine.scoring import FloatArray, IntArray, Scorer
@@ -39,6 +41,7 @@ __all__ = [
     "STRATEGIES",
     "UNSCHEDULABLE_TAINT",
     "Alternative",
+    "Aux",
     "Batch",
     "BatchResult",
     "BoolArray",
@@ -66,6 +69,7 @@ __all__ = [
     "build_batch",
     "build_snapshot",
     "build_topology_constraints",
+    "descend",
     "encode",
     "evaluate",
     "first_untolerated",

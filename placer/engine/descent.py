@@ -50,10 +50,18 @@ def move_targets(batch: Batch, gi: int, a: int, used: IntArray, nodes: IntArray)
 
 
 def descend(
-    batch: Batch, scorer: Scorer, counts: Counts, *, seconds: float, seed: int, evaluations: float = float("inf")
+    batch: Batch,
+    scorer: Scorer,
+    counts: Counts,
+    *,
+    seconds: float,
+    seed: int,
+    evaluations: float = float("inf"),
+    wide: bool = False,
 ) -> tuple[Counts, int, int]:
     """Improved counts, the number of moves made and of pods weighed, within ``seconds`` of wall time and
-    ``evaluations`` pods weighed (the deterministic budget: the answer does not depend on speed)."""
+    ``evaluations`` pods weighed (the deterministic budget: the answer does not depend on speed).
+    Moves go to each group's candidates, or with ``wide`` to every feasible node."""
     if not scorer.strategy.descends:
         return counts, 0, 0
     started = time.monotonic()
@@ -76,7 +84,7 @@ def descend(
             weighed += 1
             gi, a = pods[i]
             group = batch.groups[gi]
-            targets = move_targets(batch, gi, a, used, group.candidates)
+            targets = move_targets(batch, gi, a, used, group.feasible if wide else group.candidates)
             if len(targets) == 0:
                 continue
             gain = scorer.removal(group.vec, a, used) + scorer.delta(group.vec, targets, used)

@@ -54,16 +54,33 @@ def _lns_report(report: lns.LnsReport) -> LevelReport:
     return LevelReport("strategy-lns", status, report.cost_after, float("nan"), report.seconds)
 
 
-def _descend(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget: Budget) -> Counts:
-    """Improve the hint of the strategy level by single-pod moves, within a quarter of what is left."""
+def _descend(
+    batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget: Budget, *, wide: bool = False
+) -> Counts:
+    """Improve the hint of the strategy level by single-pod moves, within a quarter of what is left
+    (``wide``: to any feasible node, before the candidates are fixed)."""
     # Deterministic runs count pods weighed: wall time must not decide the answer.
+    seed = config.solver.seed
     if config.solver.deterministic:
         pods = 0.25 * budget.left() / DETERMINISTIC_UNITS_PER_SECOND * DESCENT_PODS_PER_SECOND
-        improved, _, _ = descend(batch, scorer, counts, seconds=float("inf"), seed=config.solver.seed, evaluations=pods)
+        improved, _, _ = descend(batch, scorer, counts, seconds=float("inf"), seed=seed, evaluations=pods, wide=wide)
     else:
         seconds = max(0.0, 0.25 * budget.left())
-        improved, _, _ = descend(batch, scorer, counts, seconds=seconds, seed=config.solver.seed)
+        improved, _, _ = descend(batch, scorer, counts, seconds=seconds, seed=seed, wide=wide)
     return improved
+
+
+def _widened(batch: Batch, scorer: Scorer, hint: Assignment, config: Config, budget: Budget) -> Counts:
+    """The hint improved by moves to any feasible node (the candidates are a pruning of the
+    model, not of the answer): the nodes it moves pods to join their groups' candidates, so the
+    answer stays a solution of the model."""
+    counts = _descend(batch, scorer, _counts(hint), config, budget, wide=True)
+    for gi, group in enumerate(batch.groups):
+        mine = np.array(sorted({n for (g, n) in counts if g == gi}), dtype=np.int64)
+        extra = np.setdiff1d(mine, group.candidates)
+        if len(extra):
+            group.candidates = np.concatenate([group.candidates, extra])
+    return counts
 
 
 def _counts(assignment: Assignment) -> Counts:
@@ -132,10 +149,10 @@ def solve_batch(
             found = packing.completed(batch, budget)
             if found is not None:
                 hint = packing.better_start(batch, hint, found)
-    counts = _counts(hint)
-    greedy_placed = sum(counts.values())
-    large = sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
+    greedy_placed = int(sum(int((nodes >= 0).sum()) for nodes in hint))
     all_placed = _all_placeable_placed(batch, hint)
+    counts = _widened(batch, scorer, hint, config, budget) if all_placed else _counts(hint)
+    large = sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
 
     def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
         start = other() if guard else None
