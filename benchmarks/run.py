@@ -51,6 +51,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from benchmarks import tbesk
+from benchmarks.gap import GapRow, gaps
 from benchmarks.generate import cluster
 from benchmarks.machine import machine_info
 from placer.baseline.simulate import simulate
@@ -138,6 +139,7 @@ class SizeResult:
     rss_delta_mib: float
     py_peak_mib: float
     quality: Quality | None = None
+    gap_rows: list[GapRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -244,6 +246,8 @@ def run_size(
     workers: int | None = None,
     quality_max: int = 1000,
     quality_limit: float = 60.0,
+    gap_max: int = 0,
+    gap_limits: Sequence[float] = (),
     warmup: bool = True,
     trace_memory: bool = True,
 ) -> SizeResult:
@@ -287,6 +291,7 @@ def run_size(
     default_seconds = time.perf_counter() - started
 
     quality = _quality(snapshot, batch, config, result, quality_limit) if nodes <= quality_max else None
+    gap_rows = gaps(snapshot, batch, config, gap_limits) if nodes <= gap_max else []
     arr = np.array(times)
     return SizeResult(
         nodes=nodes,
@@ -311,6 +316,7 @@ def run_size(
         rss_delta_mib=round(rss_delta, 1),
         py_peak_mib=round(py_peak, 1),
         quality=quality,
+        gap_rows=gap_rows,
     )
 
 
@@ -319,7 +325,8 @@ def run_size(
 # --------------------------------------------------------------------------------------------
 def _from_json(data: dict[str, Any]) -> SizeResult:
     q = data.pop("quality")
-    return SizeResult(**data, quality=Quality(**q) if q else None)
+    rows = [GapRow(**row) for row in data.pop("gap_rows", [])]
+    return SizeResult(**data, quality=Quality(**q) if q else None, gap_rows=rows)
 
 
 def _run_child(nodes: int, args: argparse.Namespace) -> SizeResult:
@@ -335,6 +342,10 @@ def _run_child(nodes: int, args: argparse.Namespace) -> SizeResult:
         str(args.quality_max),
         "--quality-limit",
         str(args.quality_limit),
+        "--gap-max",
+        str(args.gap_max),
+        "--gap-limits",
+        args.gap_limits,
     ]
     if args.time_limit is not None:
         cmd += ["--time-limit", str(args.time_limit)]
@@ -454,7 +465,36 @@ def render_markdown(results: Sequence[SizeResult], meta: dict[str, str], command
                 f"{_fmt(q.unpruned_bound, 4)} | {_pct(q.gap)} | {q.best_cost:.4f} ({q.best_how}) | "
                 f"{_pct(q.gap_to_best)} | {'yes' if q.same_earlier_levels else 'no'} |"
             )
+    lines += _gap_section(results)
     return "\n".join(lines) + "\n"
+
+
+def _gap_section(results: Sequence[SizeResult]) -> list[str]:
+    rows = [(r, g) for r in results for g in r.gap_rows]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## Gap to the relaxation bound, and what the solver adds to the greedy start",
+        "",
+        "The same batch solved afresh at each time limit. `cost` = the balance strategy's float cost "
+        "(`strategy_cost`, over every node a batch pod may use); `greedy` = that of the greedy pass alone "
+        "(the start every answer improves on); `LP bound` = the optimum of the linear relaxation of the "
+        "full, unpruned model (`benchmarks/bound.py`: every feasible node, the answer's placed counts and "
+        "preferences value, GLOP), a lower bound on every answer; `gap` = (cost - bound) / cost; "
+        "`solver adds` = (greedy - cost) / greedy. The shipped controller gives a batch `solver.timeLimit` "
+        "= 0.5 s (k8s/config.yaml); 0.15 s is the latency benchmark's limit at these sizes.",
+        "",
+        "| nodes | time limit (s) | decision (s) | placed | greedy | cost | LP bound | gap | solver adds "
+        "| LP solve (s) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r, g in rows:
+        lines.append(
+            f"| {r.nodes:,} | {g.time_limit:g} | {g.seconds:.2f} | {g.placed} | {g.greedy_cost:.4f} | "
+            f"{g.cost:.4f} | {g.bound:.4f} | {_pct(g.gap)} | {_pct(g.contribution)} | {g.bound_seconds:.1f} |"
+        )
+    return lines
 
 
 def plot(results: Sequence[SizeResult], path: Path) -> None:
@@ -488,6 +528,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke run: sizes 100,1000, 2 repeats, short limits")
     parser.add_argument("--quality-max", type=int, default=1000, help="largest size re-solved unpruned")
     parser.add_argument("--quality-limit", type=float, default=60.0, help="time limit of the unpruned solve")
+    parser.add_argument("--gap-max", type=int, default=5000, help="largest size whose gap to the LP bound is measured")
+    parser.add_argument(
+        "--gap-limits", default="0.15,0.5,2,10", help="time limits (s) at which the gap to the LP bound is measured"
+    )
     parser.add_argument("--no-tbesk", action="store_true", help="skip the TBESK comparison")
     parser.add_argument("--tbesk-limit", type=float, default=60.0, help="placer's time limit on TBESK")
     parser.add_argument("--out", type=Path, default=OUT_DIR)
@@ -497,6 +541,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.repeats = min(args.repeats, 2)
         args.quality_limit = min(args.quality_limit, 10.0)
         args.tbesk_limit = min(args.tbesk_limit, 10.0)
+        args.gap_limits = "0.15,1"
     if args.child is not None:
         res = run_size(
             args.child,
@@ -505,6 +550,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             workers=args.workers,
             quality_max=args.quality_max,
             quality_limit=args.quality_limit,
+            gap_max=args.gap_max,
+            gap_limits=[float(x) for x in args.gap_limits.split(",") if x.strip()],
         )
         print(json.dumps(asdict(res)))
         return 0

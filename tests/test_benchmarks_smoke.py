@@ -118,16 +118,23 @@ def test_run_size_once(tmp_path: Path) -> None:
         pending=10,
         quality_max=20,
         quality_limit=0.2,
+        gap_max=20,
+        gap_limits=(0.05, 0.2),
         warmup=False,
         trace_memory=False,
     )
     assert r.nodes == 20 and r.running == 60 and r.pending == 10
+    # The relaxation bounds every answer with the same placed counts and preferences from below.
+    assert [g.time_limit for g in r.gap_rows] == [0.05, 0.2]
+    for g in r.gap_rows:
+        assert g.bound <= g.cost + 1e-6
+        assert 0 <= g.gap < 1
     assert len(r.decisions) == 1 and r.median > 0
     assert 0 <= r.placed <= 10 and 0 <= r.default_placed <= 10
     assert r.status in ("optimal", "feasible", "fallback")
     assert r.quality is not None and r.quality.placed <= 10
     text = run.render_markdown([r], run.machine_info(), "python -m benchmarks.run --sizes 20")
-    assert "| nodes |" in text and "| 20 |" in text
+    assert "| nodes |" in text and "| 20 |" in text and "LP bound" in text
     png = tmp_path / "latency.png"
     run.plot([r], png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,97 @@
+"""How far the engine's answer is from what no answer can beat, at the budgets a batch gets.
+
+For one batch and several time limits: the strategy cost (``benchmarks.run.strategy_cost``, the
+engine's one float definition, over every node a batch pod may use) of the greedy start, of the
+engine's answer, and the linear-relaxation bound of the full, unpruned model
+(``benchmarks.bound.lp_bound``: every feasible node, not the candidates, and not a
+neighbourhood). ``gap = (answer - bound) / answer``; ``contribution = (greedy - answer) / greedy``
+is what everything after the greedy pass (descent, the CP-SAT levels, neighbourhood re-solves)
+buys.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchmarks.bound import lp_bound
+from placer.engine import Scorer, batch_demand, build_batch, greedy, select_candidates, solve_batch
+from placer.engine.snapshot import Snapshot
+from placer.models import Config, Pod
+
+__all__ = ["GapRow", "gaps"]
+
+
+@dataclass
+class GapRow:
+    time_limit: float
+    seconds: float  # wall time of the decision
+    placed: int
+    greedy_cost: float
+    cost: float
+    bound: float
+    bound_seconds: float
+
+    @property
+    def gap(self) -> float:
+        return (self.cost - self.bound) / self.cost if self.cost > 0 else float("nan")
+
+    @property
+    def contribution(self) -> float:
+        return (self.greedy_cost - self.cost) / self.greedy_cost if self.greedy_cost > 0 else float("nan")
+
+
+def _cost(snapshot: Snapshot, scorer: Scorer, placed: Sequence[tuple[np.ndarray, int]], nodes: np.ndarray) -> float:
+    used = snapshot.used.copy()
+    for vec, n in placed:
+        used[n] += vec
+    return scorer.strategy.cost(scorer, used, nodes, ((vec, n, 1) for vec, n in placed))
+
+
+def gaps(snapshot: Snapshot, pending: list[Pod], config: Config, limits: Sequence[float]) -> list[GapRow]:
+    """One row per time limit (the same batch, solved afresh each time)."""
+    batch = build_batch(snapshot, pending, config)
+    scorer = Scorer(snapshot, config, batch_demand(batch))
+    nodes = np.unique(np.concatenate([g.feasible for g in batch.groups] + [np.zeros(0, dtype=np.int64)]))
+    select_candidates(batch, scorer, config.solver.candidates)
+    start = greedy(batch, scorer)
+    greedy_cost = _cost(
+        snapshot,
+        scorer,
+        [(g.vec, int(n)) for g, ns in zip(batch.groups, start, strict=True) for n in ns if n >= 0],
+        nodes,
+    )
+    group_of = {p.key: gi for gi, g in enumerate(batch.groups) for p in g.pods}
+    rows: list[GapRow] = []
+    bounds: dict[tuple[tuple[int, int], ...], tuple[float, float]] = {}
+    for limit in limits:
+        cfg = config.model_copy(update={"solver": config.solver.model_copy(update={"time_limit": limit})})
+        started = time.perf_counter()
+        res = solve_batch(snapshot, pending, cfg)
+        seconds = time.perf_counter() - started
+        placed = [(batch.groups[group_of[p.key]].vec, n) for p, n in res.placements]
+        counts: dict[int, int] = {}
+        for p, _ in res.placements:
+            counts[group_of[p.key]] = counts.get(group_of[p.key], 0) + 1
+        preferences = next((lv.value for lv in res.levels if lv.name == "preferences" and lv.solved), None)
+        key = (*sorted(counts.items()), (-1, -1 if preferences is None else round(preferences)))
+        if key not in bounds:
+            t = time.perf_counter()
+            bound = lp_bound(batch, scorer, counts, nodes, preferences=preferences)
+            bounds[key] = (bound, time.perf_counter() - t)
+        bound, bound_seconds = bounds[key]
+        rows.append(
+            GapRow(
+                time_limit=limit,
+                seconds=round(seconds, 3),
+                placed=len(res.placements),
+                greedy_cost=greedy_cost,
+                cost=_cost(snapshot, scorer, placed, nodes),
+                bound=bound,
+                bound_seconds=round(bound_seconds, 1),
+            )
+        )
+    return rows
