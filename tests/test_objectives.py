@@ -195,6 +195,26 @@ def test_the_answer_so_far_decides_every_variable_a_strategy_adds(inst: Any, nam
     assert round(solver.objective_value) == completed
 
 
+@property_settings("PLACER_OBJECTIVE_EXAMPLES", 25)
+@given(instances(), st.sampled_from(list(StrategyName)), st.integers(0, 2**16))
+def test_an_answers_cost_adds_each_pods_own_cost(inst: Any, name: StrategyName, seed: int) -> None:
+    """``cost`` scores every placed pod in one row-wise call: the same as one call per pod."""
+    nodes, pods = inst
+    config = _config(name)
+    snap, batch, scorer = _prepared(nodes, pods, config)
+    counts = _random_answer(batch, np.random.default_rng(seed))
+    used = snap.used.copy()
+    for (gi, n), c in counts.items():
+        used[n] += batch.groups[gi].vec * c
+    everywhere = np.arange(len(snap.nodes), dtype=np.int64)
+    strategy = STRATEGIES[name]
+    one_by_one = float(strategy.node_cost(scorer, used[everywhere], everywhere).sum())
+    for (gi, n), c in counts.items():
+        one_by_one += c * float(strategy.pod_cost(scorer, batch.groups[gi].vec, np.array([n]))[0])
+    placed = [(batch.groups[gi].vec, n, c) for (gi, n), c in counts.items()]
+    assert abs(strategy.cost(scorer, used, everywhere, placed) - one_by_one) < 1e-9
+
+
 def test_a_fifth_balance_resource_configured_here_is_balanced_end_to_end() -> None:
     """Two nodes equal in the four default resources; one already has most of its GPUs in use.
     With the GPU registered as a fifth balance resource, the GPU pods go to the other node."""

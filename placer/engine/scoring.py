@@ -82,9 +82,11 @@ class Scorer:
         return intra, inter
 
     def pod_class(self, vec: IntArray, nodes: IntArray) -> IntArray:
-        """TBESK class of a pod on each node: 0 compressible, 1 incompressible, 2 balanced."""
+        """TBESK class of a pod on each node: 0 compressible, 1 incompressible, 2 balanced. ``vec``
+        is one request vector, or one per node (a row per entry of ``nodes``)."""
         share = {
-            r: vec[c] * self.inv_alloc[nodes, i] for i, (r, c) in enumerate(zip(self.names, self.cols, strict=True))
+            r: vec[..., c] * self.inv_alloc[nodes, i]
+            for i, (r, c) in enumerate(zip(self.names, self.cols, strict=True))
         }
         zero = np.zeros(len(nodes))
         cpu, mem = share.get("cpu", zero), share.get("memory", zero)
@@ -98,9 +100,10 @@ class Scorer:
         return np.where(comp, 0, np.where(incomp, 1, 2)).astype(np.int64)
 
     def class_cost(self, vec: IntArray, nodes: IntArray) -> FloatArray:
-        """TBESK's class-weighted utilisation a pod meets on each node (before the decision)."""
+        """TBESK's class-weighted utilisation a pod meets on each node (before the decision); ``vec``
+        as in ``pod_class``."""
         used = self.snapshot.used
-        after = (used[np.ix_(nodes, self.cols)] + vec[self.cols]) * self.inv_alloc[nodes]
+        after = (used[np.ix_(nodes, self.cols)] + vec[..., self.cols]) * self.inv_alloc[nodes]
         weights = self.class_weights[self.pod_class(vec, nodes)]
         return (after * weights).sum(axis=1)  # type: ignore[no-any-return]
 

@@ -74,10 +74,14 @@ def _widened(batch: Batch, scorer: Scorer, hint: Assignment, config: Config, bud
     """The hint improved by moves to any feasible node (the candidates are a pruning of the
     model, not of the answer): the nodes it moves pods to join their groups' candidates, so the
     answer stays a solution of the model."""
-    counts = _descend(batch, scorer, _counts(hint), config, budget, wide=True)
-    for gi, group in enumerate(batch.groups):
-        mine = np.array(sorted({n for (g, n) in counts if g == gi}), dtype=np.int64)
-        extra = np.setdiff1d(mine, group.candidates)
+    start = _counts(hint)
+    counts = _descend(batch, scorer, start, config, budget, wide=True)
+    moved: dict[int, set[int]] = {}
+    for gi, n in counts.keys() - start.keys():
+        moved.setdefault(gi, set()).add(n)
+    for gi, nodes in moved.items():
+        group = batch.groups[gi]
+        extra = np.setdiff1d(np.array(sorted(nodes), dtype=np.int64), group.candidates)
         if len(extra):
             group.candidates = np.concatenate([group.candidates, extra])
     return counts

@@ -74,6 +74,8 @@ class StrategyObjective(ABC):
     def node_cost(self, s: Scorer, rows: IntArray, nodes: IntArray) -> FloatArray: ...
 
     def pod_cost(self, s: Scorer, vec: IntArray, nodes: IntArray) -> FloatArray:
+        """What placing a pod of ``vec`` on each of ``nodes`` costs by itself (``vec`` may hold one
+        request vector per node, row-wise)."""
         return np.zeros(len(nodes))
 
     @abstractmethod
@@ -100,9 +102,12 @@ class StrategyObjective(ABC):
         """Cost of a state restricted to ``nodes``: node costs plus the pods placed on them."""
         total = float(self.node_cost(s, used[nodes], nodes).sum())
         inside = set(nodes.tolist())
-        for vec, n, count in placed:
-            if count and n in inside:
-                total += count * float(self.pod_cost(s, vec, np.array([n], dtype=np.int64))[0])
+        rows = [(vec, n, count) for vec, n, count in placed if count and n in inside]
+        if rows:  # one call, a request vector per pod: pod_cost reads ``vec`` row-wise
+            vecs = np.stack([vec for vec, _, _ in rows])
+            at = np.array([n for _, n, _ in rows], dtype=np.int64)
+            counts = np.array([c for _, _, c in rows], dtype=np.float64)
+            total += float((self.pod_cost(s, vecs, at) * counts).sum())
         return total
 
 
