@@ -18,8 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchmarks.bound import lp_bound
-from placer.engine import Scorer, batch_demand, build_batch, greedy, select_candidates, solve_batch
-from placer.engine.snapshot import Snapshot
+from placer.engine import Scorer, Snapshot, batch_demand, build_batch, greedy, select_candidates, solve_batch
 from placer.models import Config, Pod
 
 __all__ = ["GapRow", "gaps"]
