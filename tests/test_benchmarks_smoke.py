@@ -120,6 +120,7 @@ def test_run_size_once(tmp_path: Path) -> None:
         quality_limit=0.2,
         gap_max=20,
         gap_limits=(0.05, 0.2),
+        mip_seconds=5.0,
         warmup=False,
         trace_memory=False,
     )
@@ -128,6 +129,7 @@ def test_run_size_once(tmp_path: Path) -> None:
     assert [g.time_limit for g in r.gap_rows] == [0.05, 0.2]
     for g in r.gap_rows:
         assert g.bound <= g.cost + 1e-6
+        assert g.bound - 1e-6 <= g.mip_bound <= g.cost + 1e-6  # integrality only raises the bound
         assert 0 <= g.gap < 1
     assert len(r.decisions) == 1 and r.median > 0
     assert 0 <= r.placed <= 10 and 0 <= r.default_placed <= 10
