@@ -249,6 +249,7 @@ def run_size(
     gap_max: int = 0,
     gap_limits: Sequence[float] = (),
     mip_seconds: float = 0.0,
+    mip_max: int = 0,
     warmup: bool = True,
     trace_memory: bool = True,
 ) -> SizeResult:
@@ -292,7 +293,8 @@ def run_size(
     default_seconds = time.perf_counter() - started
 
     quality = _quality(snapshot, batch, config, result, quality_limit) if nodes <= quality_max else None
-    gap_rows = gaps(snapshot, batch, config, gap_limits, mip_seconds=mip_seconds) if nodes <= gap_max else []
+    mip = mip_seconds if nodes <= mip_max else 0.0
+    gap_rows = gaps(snapshot, batch, config, gap_limits, mip_seconds=mip) if nodes <= gap_max else []
     arr = np.array(times)
     return SizeResult(
         nodes=nodes,
@@ -349,6 +351,8 @@ def _run_child(nodes: int, args: argparse.Namespace) -> SizeResult:
         args.gap_limits,
         "--mip-seconds",
         str(args.mip_seconds),
+        "--mip-max",
+        str(args.mip_max),
     ]
     if args.time_limit is not None:
         cmd += ["--time-limit", str(args.time_limit)]
@@ -541,6 +545,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--mip-seconds", type=float, default=300.0, help="SCIP's time for the integer bound per batch (0: LP only)"
     )
+    parser.add_argument("--mip-max", type=int, default=1000, help="largest size given SCIP's integer bound")
     parser.add_argument("--no-tbesk", action="store_true", help="skip the TBESK comparison")
     parser.add_argument("--tbesk-limit", type=float, default=60.0, help="placer's time limit on TBESK")
     parser.add_argument("--out", type=Path, default=OUT_DIR)
@@ -563,6 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             gap_max=args.gap_max,
             gap_limits=[float(x) for x in args.gap_limits.split(",") if x.strip()],
             mip_seconds=args.mip_seconds,
+            mip_max=args.mip_max,
         )
         print(json.dumps(asdict(res)))
         return 0

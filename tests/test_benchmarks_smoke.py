@@ -121,6 +121,7 @@ def test_run_size_once(tmp_path: Path) -> None:
         gap_max=20,
         gap_limits=(0.05, 0.2),
         mip_seconds=5.0,
+        mip_max=20,
         warmup=False,
         trace_memory=False,
     )
