@@ -44,6 +44,17 @@ def priority_class(api_client: client.ApiClient) -> Iterator[Callable[..., str]]
             client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value, preemption_policy=preemption)
         )
         made.append(name)
+        # Priority admission reads PriorityClasses from an informer: a pod naming one created a
+        # moment ago may be refused (403 "no PriorityClass ... was found") until the cache has it.
+        probe = client.V1Pod(
+            metadata=client.V1ObjectMeta(name="priority-probe"),
+            spec=client.V1PodSpec(priority_class_name=name, containers=[client.V1Container(name="c", image="x")]),
+        )
+        core = client.CoreV1Api(api_client)
+        kh.wait_for(
+            f"admission to see PriorityClass {name}",
+            lambda: core.create_namespaced_pod("default", probe, dry_run="All"),
+        )
         return name
 
     yield make
