@@ -188,12 +188,14 @@ def rebalance_cluster(cluster: Cluster, options: RebalanceOptions) -> RebalanceO
             cluster,
             state,
             config,
-            max_moves=rc.limits.per_period,
+            max_moves=rc.limits.moves(len(state.nodes)),
             frozen=options.frozen,
             budget=budget,
             candidates=offered.candidates,
             landing=np.array(landing, dtype=np.int64),
-            max_per_node=rc.limits.per_node,
+            max_per_node=offered.needs,
+            max_per_namespace=rc.limits.in_namespace(len(state.nodes)),
+            relief=offered.relief,
         )
         if plan is None:
             return answer("no move to a taking node lowers the balance cost")
