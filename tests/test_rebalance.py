@@ -248,6 +248,21 @@ def test_usage_decides_load_smoothed_and_stale_samples_fall_back_to_requests() -
     assert any("counted by their requests" in w for w in out.warnings)
 
 
+def test_with_usage_a_landing_node_stays_at_most_at_high_by_requests_too() -> None:
+    """Node a is hot by usage (and holds 7.5 of its 8 cpu in requests); node full is idle by
+    usage, so it takes, but holds 6.3 cpu in requests: a 0.5-cpu replacement would put it at 85 %
+    (a better balance by requests, still above 80 %), so nothing moves."""
+    pods = [_job_pod(f"a-{i}", "a", cpu="0.5") for i in range(15)] + [_job_pod("big", "full", cpu="6.3")]
+    c = cluster(
+        [node("a", cpu="8", memory="32Gi"), node("full", cpu="8", memory="32Gi")],
+        pods,
+        jobs=[{"name": "etl", "podFailurePolicy": IGNORE_DISRUPTION}],
+    )
+    samples = [_usage(f"default/a-{i}", 1000, NOW - 10) for i in range(15)] + [_usage("default/big", 100, NOW - 10)]
+    out = _rebalance(c, _config(load="usage", weights={"cpu": 1}), Usage(samples=tuple(samples)))
+    assert not out.moves and "above the high threshold" in out.report.why
+
+
 def test_a_jobs_replacement_waits_out_its_backoff_unless_disruptions_are_ignored() -> None:
     c = _hot_and_cold(
         *(_job_pod(f"train-{i}", "hot", job="train") for i in range(4)),
