@@ -792,8 +792,10 @@ def render_markdown(
         "waves, Jobs bursting past their requests) and reported in the last columns. Thresholds low "
         f"{args.low:g} % / high {args.high:g} % for both rebalancers, the same period. LowNodeUtilization with "
         "no eviction limits (maxNoOfPodsToEvictPerNode/PerNamespace unset, its default); placer's limits "
-        f"perPeriod {lim.per_period}, perNode {lim.per_node}, perNamespace {lim.per_namespace}, cooldown "
-        f"{lim.cooldown:g} s, its solver time limit {args.time_limit:g} s per period, one worker. "
+        f"perPeriod {lim.per_period} or {lim.per_period_percent:g} % of the nodes ({lim.moves(len(stream.nodes))} "
+        f"moves a plan at {len(stream.nodes)} nodes), perNode {lim.per_node}, perNamespace {lim.per_namespace} or "
+        f"{lim.per_namespace_percent:g} % of the plan's limit ({lim.in_namespace(len(stream.nodes))} then), "
+        f"cooldown {lim.cooldown:g} s, its solver time limit {args.time_limit:g} s per period, one worker. "
         "Workload and semantics: the docstring of `benchmarks/rebalance.py`.",
         "",
         "Columns: *nodes above high*: above the high threshold in cpu or memory requests (LNU's "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Literal
 
@@ -129,10 +130,26 @@ class RebalanceThresholds(_Strict):
 
 
 class RebalanceLimits(_Strict):
-    per_period: int = Field(5, ge=0, alias="perPeriod")  # moves per rebalancing plan (one per period)
+    """Moves per rebalancing plan (one plan per period). The plan's and a namespace's limits scale
+    with the cluster: each is the larger of its count and its percentage (``moves``,
+    ``in_namespace``), so a scale-out of 50 empty nodes is not relieved 5 pods a period."""
+
+    per_period: int = Field(5, ge=0, alias="perPeriod")  # moves per plan, at least...
+    # ...or this percentage of the cluster's nodes (rounded up) when that is more; 0: perPeriod only
+    per_period_percent: float = Field(45.0, ge=0, le=100, alias="perPeriodPercent")
     per_node: int = Field(2, ge=0, alias="perNode")  # moves off one node per plan
-    per_namespace: int = Field(3, ge=0, alias="perNamespace")  # moves in one namespace per plan
+    per_namespace: int = Field(3, ge=0, alias="perNamespace")  # moves in one namespace per plan, at least...
+    # ...or this percentage of the plan's limit (rounded up) when that is more; 0: perNamespace only
+    per_namespace_percent: float = Field(50.0, ge=0, le=100, alias="perNamespacePercent")
     cooldown: float = Field(600.0, ge=0, alias="cooldownSeconds")  # a pod moved since is not moved again
+
+    def moves(self, nodes: int) -> int:
+        """The moves one plan may make in a cluster of ``nodes`` nodes."""
+        return max(self.per_period, math.ceil(self.per_period_percent * nodes / 100 - 1e-9))
+
+    def in_namespace(self, nodes: int) -> int:
+        """The moves one plan may make in one namespace, in a cluster of ``nodes`` nodes."""
+        return max(self.per_namespace, math.ceil(self.per_namespace_percent * self.moves(nodes) / 100 - 1e-9))
 
 
 class RebalanceConfig(_Strict):

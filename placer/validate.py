@@ -1748,8 +1748,10 @@ def validate_rebalance(
     The plan's own rules: only moves; each from a node above the high threshold to a node below
     the low one that stays at most at the high threshold once every move lands; never a bare pod,
     an Always-tier pod unless allowed (and then only of a ReplicaSet with two ready replicas), a
-    Job's pod unless its Job opts in, or a pod moved within the cooldown; at most ``perPeriod``
-    moves, ``perNode`` off one node and ``perNamespace`` in one namespace. Then the global plan's
+    Job's pod unless its Job opts in, or a pod moved within the cooldown; at most the plan's limit
+    (``perPeriod``, or ``perPeriodPercent`` of the nodes when more), ``perNode`` off one node and
+    the namespace limit (``perNamespace``, or ``perNamespacePercent`` of the plan's when more) in one
+    namespace. Then the global plan's
     rules for moves (eviction and move eligibility, PDBs, replacements, step order, final capacity).
     The threshold rules read load by requests; with ``load: usage`` only the others are checked.
     """
@@ -1760,8 +1762,10 @@ def validate_rebalance(
     moves = {e.pod: e.to or "" for e in result.evictions if e.kind == "move"}
     before = _utilisation(cluster, {}, resources)
     after = _utilisation(cluster, moves, resources)
-    if len(moves) > config.limits.per_period:
-        out.append(f"{len(moves)} moves, more than perPeriod {config.limits.per_period}")
+    per_period = config.limits.moves(len(cluster.nodes))
+    per_namespace_limit = config.limits.in_namespace(len(cluster.nodes))
+    if len(moves) > per_period:
+        out.append(f"{len(moves)} moves, more than the plan's limit {per_period} (perPeriod, perPeriodPercent)")
     off: dict[str, int] = {}
     per_namespace: dict[str, int] = {}
     for e in result.evictions:
@@ -1803,9 +1807,9 @@ def validate_rebalance(
         if k > config.limits.per_node
     ]
     out += [
-        f"namespace {ns}: {k} moves, more than perNamespace {config.limits.per_namespace}"
+        f"namespace {ns}: {k} moves, more than its limit {per_namespace_limit} (perNamespace, perNamespacePercent)"
         for ns, k in per_namespace.items()
-        if k > config.limits.per_namespace
+        if k > per_namespace_limit
     ]
     ctx = _Context.of(cluster, True)
     plan = _Plan(ctx=ctx, scheduler_name=scheduler_name, jobs=True)

@@ -20,7 +20,7 @@ from placer.errors import InputError
 from placer.inputs import parse_cluster
 from placer.inputs.fields import Field
 from placer.inputs.usage import read_usage
-from placer.models import Cluster, Config, PodUsage, Usage
+from placer.models import Cluster, Config, PodUsage, RebalanceLimits, Usage
 from placer.rebalance import RebalanceOptions, job_backoff, rebalance_cluster
 from placer.validate import validate_rebalance
 
@@ -97,6 +97,29 @@ def test_never_tier_goes_first_largest_memory_first() -> None:
     )
     out = _rebalance(c, _config(limits={"perNode": 1}))
     assert [m.pod for m in out.moves] == ["default/big"]
+
+
+def test_a_hot_node_offers_more_pods_than_it_gives_and_gives_the_fewest_that_cool_it() -> None:
+    # 7.5 of 8 cpu: 1.1 cpu above 80 %. The thesis's order offers big-memory first, but that pod
+    # (1 cpu) alone does not cool the node; either 3-cpu pod does, so exactly one of them moves.
+    c = _hot_and_cold(
+        _job_pod("memory", "hot", cpu="1", memory="6Gi"),
+        _job_pod("cpu-a", "hot", cpu="3", memory="1Gi"),
+        _job_pod("cpu-b", "hot", cpu="3", memory="1Gi"),
+        _job_pod("tiny", "hot", cpu="0.5", memory="512Mi"),
+    )
+    out = _rebalance(c)
+    assert [m.pod for m in out.moves] in (["default/cpu-a"], ["default/cpu-b"])
+    hot = next(r for r in out.report.nodes if r.node == "hot")
+    assert hot.after["cpu"] <= 0.8
+
+
+def test_the_plan_and_namespace_limits_scale_with_the_cluster() -> None:
+    limits = RebalanceLimits()
+    assert (limits.moves(4), limits.in_namespace(4)) == (5, 3)  # small clusters: the counts
+    assert (limits.moves(200), limits.in_namespace(200)) == (90, 45)  # 45 % of nodes, 50 % of that
+    fixed = RebalanceLimits.model_validate({"perPeriodPercent": 0, "perNamespacePercent": 0})
+    assert (fixed.moves(200), fixed.in_namespace(200)) == (5, 3)
 
 
 def test_always_tier_stays_unless_allowed_and_then_only_with_two_ready_replicas() -> None:
@@ -225,6 +248,21 @@ def test_usage_decides_load_smoothed_and_stale_samples_fall_back_to_requests() -
     assert any("counted by their requests" in w for w in out.warnings)
 
 
+def test_with_usage_a_landing_node_stays_at_most_at_high_by_requests_too() -> None:
+    """Node a is hot by usage (and holds 7.5 of its 8 cpu in requests); node full is idle by
+    usage, so it takes, but holds 6.3 cpu in requests: a 0.5-cpu replacement would put it at 85 %
+    (a better balance by requests, still above 80 %), so nothing moves."""
+    pods = [_job_pod(f"a-{i}", "a", cpu="0.5") for i in range(15)] + [_job_pod("big", "full", cpu="6.3")]
+    c = cluster(
+        [node("a", cpu="8", memory="32Gi"), node("full", cpu="8", memory="32Gi")],
+        pods,
+        jobs=[{"name": "etl", "podFailurePolicy": IGNORE_DISRUPTION}],
+    )
+    samples = [_usage(f"default/a-{i}", 1000, NOW - 10) for i in range(15)] + [_usage("default/big", 100, NOW - 10)]
+    out = _rebalance(c, _config(load="usage", weights={"cpu": 1}), Usage(samples=tuple(samples)))
+    assert not out.moves and "above the high threshold" in out.report.why
+
+
 def test_a_jobs_replacement_waits_out_its_backoff_unless_disruptions_are_ignored() -> None:
     c = _hot_and_cold(
         *(_job_pod(f"train-{i}", "hot", job="train") for i in range(4)),
@@ -247,8 +285,8 @@ def test_the_validator_refuses_what_the_rules_forbid() -> None:
     assert out.moves
     problems = validate_rebalance(c, out.result, _config().rebalance, now=NOW)
     assert any("Always stays" in p for p in problems)
-    tight = _config(limits={"perPeriod": 0}).rebalance
-    assert any("more than perPeriod" in p for p in validate_rebalance(c, out.result, tight, now=NOW))
+    tight = _config(limits={"perPeriod": 0, "perPeriodPercent": 0}).rebalance
+    assert any("more than the plan's limit 0" in p for p in validate_rebalance(c, out.result, tight, now=NOW))
 
 
 def test_metrics_dumps_are_read_with_their_windows_and_refused_in_one_line() -> None:

@@ -14,7 +14,7 @@ from support import cluster, node, pod
 
 from placer.engine import build_snapshot
 from placer.models import Cluster, Config
-from placer.plan import plan_rebalance
+from placer.plan import Relief, plan_rebalance
 from placer.validate import hard_violations
 
 CONFIG = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 5}})
@@ -100,3 +100,23 @@ def test_a_pdb_without_allowed_disruptions_and_bare_pods_keep_everything_in_plac
         [pod(f"job-{i}", cpu="2", memory="2Gi", node="a") for i in range(4)],
     )
     assert _plan(bare, max_moves=4)[1] is None
+
+
+def test_caps_per_node_and_namespace_and_a_relief_bind_the_plan() -> None:
+    c = _skewed()
+    running = [p for p in c.pods if p.running]
+    state = build_snapshot(c.nodes, running, [], c.namespaces)
+    a = [n.name for n in state.nodes].index("a")
+
+    def moves(**caps: Any) -> int:
+        plan = plan_rebalance(c, state, CONFIG, max_moves=4, **caps)
+        return 0 if plan is None else len(plan.evictions)
+
+    assert moves() == 2
+    assert moves(max_per_node={a: 1}) == 1
+    assert moves(max_per_node={}) == 0  # a mapping names the only nodes that may give
+    assert moves(max_per_namespace=1) == 1
+    # If anything leaves a, it must take 3 units off it; each pod is worth 2.
+    relief = {a: Relief(excess=(3,), shares={p.key: (2,) for p in running})}
+    assert moves(relief=relief) == 2
+    assert moves(relief=relief, max_per_node={a: 1}) == 0

@@ -3,7 +3,7 @@ rebalancing entry. The public surface other packages use; see docs/architecture.
 
 from placer.plan.blocked import name_blocking_pdbs
 from placer.plan.eligibility import Eligibility, classify, could_evict, owning_job
-from placer.plan.planner import Plan, PlannedEviction, plan_batch, plan_rebalance
+from placer.plan.planner import Plan, PlannedEviction, Relief, plan_batch, plan_rebalance
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "EvictSpec",
     "Plan",
     "PlannedEviction",
+    "Relief",
     "StepSpec",
     "classify",
     "could_evict",

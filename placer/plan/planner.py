@@ -15,7 +15,7 @@ nodes become decisions.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -63,7 +63,7 @@ from placer.plan.eligibility import calm, classify
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
 
-__all__ = ["Plan", "PlannedEviction", "plan_batch", "plan_rebalance"]
+__all__ = ["Plan", "PlannedEviction", "Relief", "plan_batch", "plan_rebalance"]
 
 WHOLE_CLUSTER = 300  # up to this many nodes the neighbourhood is the whole cluster
 NEIGHBOURS = 16
@@ -315,7 +315,9 @@ def plan_rebalance(
     budget: Budget | None = None,
     candidates: Sequence[tuple[Pod, int]] | None = None,
     landing: npt.NDArray[np.int64] | None = None,
-    max_per_node: int | None = None,
+    max_per_node: int | Mapping[int, int] | None = None,
+    max_per_namespace: int | None = None,
+    relief: Mapping[int, Relief] | None = None,
 ) -> Plan | None:
     """A plan of moves only, with no pending pod: lower the strategy cost with at most
     ``max_moves`` moves (fewest moves for the best cost found), or None unless the cost drops by
@@ -323,7 +325,9 @@ def plan_rebalance(
 
     ``candidates`` (pod, node) are the pods that may move (default: every movable pod), with
     opted-in Jobs' pods movable too; ``landing`` the nodes their replacements may go to
-    (default: any node with room); ``max_per_node`` caps the moves off one node."""
+    (default: any node with room); ``max_per_node`` caps the moves off one node (a mapping: off
+    each node it names, none off the others), ``max_per_namespace`` those of one namespace;
+    ``relief`` per node what the pods leaving it must take off it, if any leaves."""
     started = time.monotonic()
     if max_moves <= 0:
         return None
@@ -360,12 +364,16 @@ def plan_rebalance(
     ]
     model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer)
     model.build(
-        pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs], max_evictions=max_moves, max_per_node=max_per_node
+        pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs],
+        max_evictions=max_moves,
+        max_per_node=max_per_node if isinstance(max_per_node, int) else None,
     )
+    caps = _move_caps(model, max_per_node, max_per_namespace)
+    reliefs = _reliefs(model, relief or {})
     variables = [*model.z.values(), *model.p.values()]
     values = {v.index: 0 for v in variables}
     levels = LevelSolver(model.cp, variables, values, config, budget=budget or Budget.of(config))
-    start = _greedy_moves(model, state, max_moves, max_per_node, [b.disruptions_allowed for b in cluster.pdbs])
+    start = _greedy_moves(model, state, max_moves, caps, [b.disruptions_allowed for b in cluster.pdbs], reliefs)
     if start:
         # A start with moves, proven a solution of the model before it becomes the answer so far
         # (the solver's levels then only improve on it).
@@ -391,20 +399,102 @@ def plan_rebalance(
     return _extract(model, batch, levels.values, levels.proven, started, len(state.nodes))
 
 
+@dataclass(frozen=True)
+class Relief:
+    """What the pods leaving one node must take off it if any leaves, per resource: ``excess``
+    (integers, any unit) covered by the leaving pods' ``shares`` (pod key -> the same unit)."""
+
+    excess: tuple[int, ...]
+    shares: Mapping[str, tuple[int, ...]]
+
+    def covered(self, keys: Sequence[str]) -> bool:
+        return all(sum(self.shares[k][j] for k in keys) >= e for j, e in enumerate(self.excess) if e > 0)
+
+
+def _reliefs(model: PlanModel, relief: Mapping[int, Relief]) -> dict[int, Relief]:
+    """Per node in ``relief`` with movers on it: if any leaves, the leaving pods cover its excess
+    (added to ``model``). The reliefs that apply."""
+    homes: dict[int, list[int]] = {}
+    for ri, m in enumerate(model.movers):
+        if m.home in relief and m.pod.key in relief[m.home].shares:
+            homes.setdefault(m.home, []).append(ri)
+    for n, movers in homes.items():
+        r = relief[n]
+        gives = model.cp.new_bool_var(f"gives{n}")
+        leaving = [model.leaves(ri) for ri in movers]
+        for expr in leaving:
+            model.cp.add(gives >= expr)
+        for j, excess in enumerate(r.excess):
+            if excess > 0:
+                shares = [r.shares[model.movers[ri].pod.key][j] for ri in movers]
+                model.cp.add(
+                    cp_model.LinearExpr.sum([c * e for c, e in zip(shares, leaving, strict=True)]) >= excess * gives
+                )
+    return {n: relief[n] for n in homes}
+
+
+@dataclass(frozen=True)
+class _Cap:
+    """At most ``limit`` of the movers ``members`` leave."""
+
+    members: frozenset[int]
+    limit: int
+
+
+def _move_caps(model: PlanModel, per_node: int | Mapping[int, int] | None, per_namespace: int | None) -> list[_Cap]:
+    """The caps on moves off one node and in one namespace, added to ``model`` (an int per node
+    is already the model's own ``max_per_node``) and returned for the greedy start."""
+    groups: dict[tuple[str, str], set[int]] = {}
+    for ri, m in enumerate(model.movers):
+        groups.setdefault(("node", str(m.home)), set()).add(ri)
+        groups.setdefault(("namespace", m.pod.namespace), set()).add(ri)
+    caps = []
+    for (kind, key), members in groups.items():
+        if kind == "node":
+            limit = per_node if isinstance(per_node, int) or per_node is None else per_node.get(int(key), 0)
+        else:
+            limit = per_namespace
+        if limit is None or limit >= len(members):
+            continue
+        caps.append(_Cap(frozenset(members), limit))
+        if kind == "namespace" or not isinstance(per_node, int):
+            model.cp.add(cp_model.LinearExpr.sum([model.leaves(ri) for ri in sorted(members)]) <= limit)
+    return caps
+
+
 def _greedy_moves(
-    model: PlanModel, state: Snapshot, max_moves: int, max_per_node: int | None, pdb_allowed: list[int]
+    model: PlanModel,
+    state: Snapshot,
+    max_moves: int,
+    caps: list[_Cap],
+    pdb_allowed: list[int],
+    reliefs: Mapping[int, Relief],
 ) -> dict[int, int]:
     """Each mover in turn to the target with the lowest mean utilisation once it lands, where it
-    fits in the room there now (room a move frees is not reused), within the move, per-node and
-    PDB budgets. Variable index -> value (only the moves); empty when nothing moves."""
+    fits in the room there now (room a move frees is not reused), within the move, per-node,
+    per-namespace and PDB budgets; then the moves off a node whose relief they do not cover are
+    dropped. Variable index -> value (only the moves); empty when nothing moves."""
     free = state.free.astype(np.float64)
     alloc = np.where(state.alloc > 0, state.alloc, 1).astype(np.float64)
     offered = state.alloc > 0
-    off: dict[int, int] = {}
+    used_cap = [0] * len(caps)
     used_pdb = [0] * len(pdb_allowed)
     out: dict[int, int] = {}
+    moved: dict[int, list[tuple[int, str]]] = {}  # home -> (variable index, pod key)
+    first: dict[int, int] = {}
     for ri, m in enumerate(model.movers):
-        if len(out) >= max_moves or (max_per_node is not None and off.get(m.home, 0) >= max_per_node):
+        first.setdefault(m.home, ri)
+
+    def share(ri: int) -> float:
+        m = model.movers[ri]
+        r = reliefs.get(m.home)
+        return float(sum(c for c, e in zip(r.shares[m.pod.key], r.excess, strict=True) if e > 0)) if r else 0.0
+
+    # Node by node in the movers' order; on a node, the pods that take most of its excess first.
+    for ri in sorted(range(len(model.movers)), key=lambda ri: (first[model.movers[ri].home], -share(ri), ri)):
+        m = model.movers[ri]
+        mine = [c for c, cap in enumerate(caps) if ri in cap.members]
+        if len(out) >= max_moves or any(used_cap[c] >= caps[c].limit for c in mine):
             continue
         if any(used_pdb[b] >= pdb_allowed[b] for b in m.pdbs):
             continue
@@ -420,10 +510,16 @@ def _greedy_moves(
             continue
         n = best[1]
         free[n] -= m.vec
-        off[m.home] = off.get(m.home, 0) + 1
+        for c in mine:
+            used_cap[c] += 1
         for b in m.pdbs:
             used_pdb[b] += 1
         out[model.z[ri, n].index] = 1
+        moved.setdefault(m.home, []).append((model.z[ri, n].index, m.pod.key))
+    for home, pods in moved.items():
+        if home in reliefs and not reliefs[home].covered([key for _, key in pods]):
+            for index, _ in pods:
+                del out[index]
     return out
 
 

@@ -4,7 +4,7 @@ Pure: the controller and ``placer rebalance`` call it with a cluster (and usage 
 carry out or print the answer. The plan is the global plan's kind (moves only, steps evict ->
 gone -> bind the replacement on the landing node); it is kept only if the spread of node load
 (std_score over the configured load) drops by at least ``rebalance.margin`` of itself and no
-landing node ends above ``high``.
+landing node ends above ``high`` (by the configured load and, with usage, by requests too).
 """
 
 from __future__ import annotations
@@ -183,25 +183,30 @@ def rebalance_cluster(cluster: Cluster, options: RebalanceOptions) -> RebalanceO
         return answer("no pod on a node above the high threshold may move")
     budget = Budget.of(config)
     landing = list(q.takers)
+    requested = node_loads(state, rc.model_copy(update={"load": "requests"})) if rc.load == "usage" else None
     while landing:
         plan = plan_rebalance(
             cluster,
             state,
             config,
-            max_moves=rc.limits.per_period,
+            max_moves=rc.limits.moves(len(state.nodes)),
             frozen=options.frozen,
             budget=budget,
             candidates=offered.candidates,
             landing=np.array(landing, dtype=np.int64),
-            max_per_node=rc.limits.per_node,
+            max_per_node=offered.needs,
+            max_per_namespace=rc.limits.in_namespace(len(state.nodes)),
+            relief=offered.relief,
         )
         if plan is None:
             return answer("no move to a taking node lowers the balance cost")
         moved = [(e.pod.key, e.node, e.to) for e in plan.evictions if e.to is not None]
         after = loads.moved(moved)
-        over = sorted({t for _, _, t in moved if (after.util[t][after.alloc[t] > 0] > high).any()})
+        # A landing node must stay at most at high by the load read and, with usage, by requests too.
+        ends = [after] if requested is None else [after, requested.moved(moved)]
+        over = sorted({t for _, _, t in moved for a in ends if (a.util[t][a.alloc[t] > 0] > high).any()})
         if over:
-            landing = [n for n in landing if n not in over]  # a landing node must stay below high
+            landing = [n for n in landing if n not in over]
             continue
         gain = (loads.spread() - after.spread()) / loads.spread() if loads.spread() > 0 else 0.0
         if gain < rc.margin:
