@@ -25,9 +25,11 @@ from placer.engine.scoring import IntArray
 __all__ = ["MAX_PODS", "STEPS_PER_UNIT", "applies", "complete"]
 
 MAX_PODS = 400  # the search recurses once per pod and node: keep far below Python's stack limit
-_CHECK_EVERY = 256  # steps between two looks at the clock
+_CHECK_EVERY = 16  # steps between two looks at the clock (a step can take a few ms on 200 pods)
 _FIRST_STEPS = 2000  # the first attempt's step limit; each restart doubles it
 _MAX_ATTEMPTS = 64
+_TABLE_ROWS = 500_000  # most subsets in one lookup table of a completion
+_ROWS_PER_STEP = 100  # table rows built or read that cost about as much as one search step
 # Search steps per unit of a deterministic budget (about a second's worth of steps): with
 # ``solver.deterministic`` the search is bounded by steps, never by the clock.
 STEPS_PER_UNIT = 10_000
@@ -61,11 +63,85 @@ def applies(batch: Batch) -> list[int] | None:
     return [int(n) for n in nodes]
 
 
+class _Subsets:
+    """Lookup tables for the last pods of a completion where some resources must be filled
+    exactly: the subsets of the candidate pods (positions 0..m-1) of each size, by the hash of
+    their exact amounts, built on first use up to the largest size whose table stays within
+    ``_TABLE_ROWS``. The hash is linear, so a subset's is the sum of its pods'. A completion of
+    ``need`` pods is looked up at once when its size has a table, else it meets in the middle: each
+    subset of the first ``need - top`` pods looks up the rest among the subsets of the largest
+    size (``top``) that start after it. Tables grow only as far as a lookup needs: to half its
+    size."""
+
+    def __init__(self, keys: IntArray) -> None:
+        self.keys = keys
+        m = len(keys)
+        members: npt.NDArray[np.intp] = np.arange(m).reshape(m, 1)
+        order = np.argsort(keys, kind="stable")
+        self.tables: list[tuple[IntArray, npt.NDArray[np.intp]]] = [(keys[order], members[order])]
+        self._sums, self._members = keys, members  # the largest size's, unsorted (to extend)
+        self.full = False  # no larger table fits ``_TABLE_ROWS``
+        self.built = m  # rows built so far
+
+    @property
+    def top(self) -> int:
+        return len(self.tables)
+
+    def reach(self, need: int) -> bool:
+        """Whether a completion of ``need`` pods can be looked up (tables grown as far as it takes)."""
+        while 2 * self.top < need and not self.full:
+            self._grow()
+        return need <= 2 * self.top
+
+    def _grow(self) -> None:
+        """The subsets one pod larger: each subset of the largest size extended by every pod after
+        its last one."""
+        members, m = self._members, len(self.keys)
+        last = members[:, -1]
+        counts = m - 1 - last
+        total = int(counts.sum())
+        if total == 0 or total > _TABLE_ROWS:
+            self.full = True
+            return
+        rows = np.repeat(np.arange(len(members)), counts)
+        offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        added = np.repeat(last + 1, counts) + offset
+        members = np.concatenate([members[rows], added[:, None]], axis=1)
+        with np.errstate(over="ignore"):
+            sums = self._sums[rows] + self.keys[added]
+        order = np.argsort(sums, kind="stable")
+        self.tables.append((sums[order], members[order]))
+        self._sums, self._members = sums, members
+        self.built += total
+
+    def find(self, key: np.int64, need: int, pos: int) -> tuple[list[list[int]], int]:
+        """Subsets of ``need`` pods (``reach(need)`` first), all at positions ``pos`` or later, whose
+        hash is ``key`` (members in position order); with how many table rows the lookup read."""
+        if need <= self.top:
+            keys, members = self.tables[need - 1]
+            lo, hi = int(np.searchsorted(keys, key, "left")), int(np.searchsorted(keys, key, "right"))
+            return [row for row in members[lo:hi].tolist() if row[0] >= pos], hi - lo
+        first_keys, first = self.tables[need - self.top - 1]
+        keys, members = self.tables[self.top - 1]
+        ok = first[:, 0] >= pos
+        first_keys, first = first_keys[ok], first[ok]
+        with np.errstate(over="ignore"):
+            wanted = key - first_keys
+        lo, hi = np.searchsorted(keys, wanted, "left"), np.searchsorted(keys, wanted, "right")
+        out = []
+        for i in np.flatnonzero(hi > lo).tolist():
+            for k in range(int(lo[i]), int(hi[i])):
+                if members[k, 0] > first[i, -1]:
+                    out.append([*first[i].tolist(), *members[k].tolist()])
+        return out, len(first)
+
+
 class _Search:
     """Depth-first over nodes; each node opened by the largest pod left and completed by the
     pods' choices. Where the slack of a resource is zero the node must be filled exactly, so the
-    last one or two pods of a completion are looked up by the room still missing in those
-    resources (exact sums) instead of enumerated: that removes two levels of the search tree."""
+    last pods of a completion (up to ``_Subsets.reach``) are looked up by the room still missing in
+    those resources (exact sums) instead of enumerated: that removes as many levels of the search
+    tree."""
 
     def __init__(
         self, vecs: IntArray, room: IntArray, slack: IntArray, nodes: int, deadline: float, steps: int, seed: int
@@ -78,16 +154,29 @@ class _Search:
         self.mix = np.random.default_rng(12345).integers(1, 2**62, len(self.exact), dtype=np.int64) | 1
         self.deadline = deadline
         self.steps = steps  # left before this attempt gives up (a restart follows)
+        self.unchecked = 0  # steps since the last look at the clock
         self.rng = np.random.default_rng(seed) if seed else None
         self.left = np.ones(len(vecs), dtype=bool)  # pods not yet on a node
         self.bins: list[list[int]] = []  # pods per completed node
 
-    def _tick(self) -> None:
+    def _tick(self, steps: int = 1) -> None:
+        """Charge ``steps`` (a vectorised lookup or table counts its rows in thousands), look at
+        the clock every ``_CHECK_EVERY`` of them."""
         if self.steps <= 0:
             raise _GiveUpError
-        self.steps -= 1
-        if self.steps % _CHECK_EVERY == 0 and time.monotonic() > self.deadline:
-            raise _TimeoutError
+        self.steps -= steps
+        self.unchecked += steps
+        if self.unchecked >= _CHECK_EVERY:
+            self.unchecked = 0
+            if time.monotonic() > self.deadline:
+                raise _TimeoutError
+
+    def _reach(self, subsets: _Subsets, need: int) -> bool:
+        """``subsets.reach(need)``, the rows it builds charged as steps."""
+        built = subsets.built
+        ok = subsets.reach(need)
+        self._tick((subsets.built - built) // _ROWS_PER_STEP)
+        return ok
 
     def _keys(self, v: IntArray) -> IntArray:
         """Hashes of the exact resources' amounts (rows of ``v``); equal amounts, equal hashes
@@ -113,17 +202,7 @@ class _Search:
         low = np.minimum.accumulate(sizes[::-1], axis=0)[::-1]
         exact = len(self.exact) > 0
         if exact:
-            # Lookup tables by the exact resources' amounts: single pods and pairs (positions in
-            # ``rest``, a pair's first before its second), sorted by hash.
-            single_keys = self._keys(sizes)
-            s_order = np.argsort(single_keys, kind="stable")
-            s_keys, s_at = single_keys[s_order], s_order
-            i, j = np.triu_indices(len(rest), 1)
-            sums = sizes[i] + sizes[j]
-            ok = np.all(sums <= start, axis=1)
-            pair_keys = self._keys(sums[ok])
-            p_order = np.argsort(pair_keys, kind="stable")
-            p_keys, p_a, p_b = pair_keys[p_order], i[ok][p_order], j[ok][p_order]
+            subsets = _Subsets(self._keys(sizes))
 
         def done(chosen: list[int], free: IntArray) -> Iterator[list[int]]:
             if np.all(free >= 0) and np.all(free <= left):
@@ -142,14 +221,11 @@ class _Search:
             # least ``need`` times the smallest.
             if np.any(top[pos] * need < free - left) or np.any(low[pos] * need > free):
                 return
-            if exact and need <= 2:
-                key = int(self._keys(free))
-                keys = s_keys if need == 1 else p_keys
-                lo, hi = int(np.searchsorted(keys, key, "left")), int(np.searchsorted(keys, key, "right"))
-                for k in range(lo, hi):
-                    extra = [int(s_at[k])] if need == 1 else [int(p_a[k]), int(p_b[k])]
-                    if extra[0] >= pos:
-                        yield from done([*chosen, *extra], free - sizes[extra].sum(axis=0))
+            if exact and self._reach(subsets, need):
+                found, rows = subsets.find(self._keys(free), need, pos)
+                self._tick(rows // _ROWS_PER_STEP)
+                for extra in found:
+                    yield from done([*chosen, *extra], free - sizes[extra].sum(axis=0))
                 return
             # Past the first position from which the pods left cannot fill the node, nothing can.
             short = np.flatnonzero(np.any(suffix[pos:] < free - left, axis=1))
