@@ -120,7 +120,7 @@ class _Subsets:
         if need <= self.top:
             keys, members = self.tables[need - 1]
             lo, hi = int(np.searchsorted(keys, key, "left")), int(np.searchsorted(keys, key, "right"))
-            return [row for row in members[lo:hi].tolist() if row[0] >= pos], hi - lo
+            return sorted(row for row in members[lo:hi].tolist() if row[0] >= pos), hi - lo
         first_keys, first = self.tables[need - self.top - 1]
         keys, members = self.tables[self.top - 1]
         ok = first[:, 0] >= pos
@@ -133,6 +133,7 @@ class _Subsets:
             for k in range(int(lo[i]), int(hi[i])):
                 if members[k, 0] > first[i, -1]:
                     out.append([*first[i].tolist(), *members[k].tolist()])
+        out.sort()  # larger pods first (positions are by size), as the enumeration meets them
         return out, len(first)
 
 

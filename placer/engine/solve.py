@@ -132,6 +132,8 @@ def solve_batch(
             found = packing.completed(batch, budget)
             if found is not None:
                 hint = packing.better_start(batch, hint, found)
+            else:
+                packing.widen(batch)  # the CP-SAT levels' packing may need every node
     counts = _counts(hint)
     greedy_placed = sum(counts.values())
     large = sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
