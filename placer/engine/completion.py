@@ -76,12 +76,24 @@ class _Subsets:
     def __init__(self, keys: IntArray) -> None:
         self.keys = keys
         m = len(keys)
-        members: npt.NDArray[np.intp] = np.arange(m).reshape(m, 1)
-        order = np.argsort(keys, kind="stable")
-        self.tables: list[tuple[IntArray, npt.NDArray[np.intp]]] = [(keys[order], members[order])]
-        self._sums, self._members = keys, members  # the largest size's, unsorted (to extend)
+        # Per size: the subsets' hashes and members (positions, increasing) in building order, and
+        # the order that sorts the hashes.
+        self.tables: list[tuple[IntArray, npt.NDArray[np.int16], npt.NDArray[np.intp], IntArray]] = []
+        self._add(keys.copy(), np.arange(m, dtype=np.int16).reshape(m, 1))
         self.full = False  # no larger table fits ``_TABLE_ROWS``
         self.built = m  # rows built so far
+        self._by_hash: dict[int, tuple[IntArray, npt.NDArray[np.int16]]] = {}
+
+    def _add(self, sums: IntArray, members: npt.NDArray[np.int16]) -> None:
+        order = np.argsort(sums)  # ties in any order: a lookup sorts what it finds
+        self.tables.append((sums, members, order, sums[order]))
+
+    def _sorted(self, size: int) -> tuple[IntArray, npt.NDArray[np.int16]]:
+        """The table of ``size`` pods in hash order (hashes, members), made once."""
+        if size not in self._by_hash:
+            _, members, order, keys = self.tables[size - 1]
+            self._by_hash[size] = (keys, members[order])
+        return self._by_hash[size]
 
     @property
     def top(self) -> int:
@@ -96,8 +108,9 @@ class _Subsets:
     def _grow(self) -> None:
         """The subsets one pod larger: each subset of the largest size extended by every pod after
         its last one."""
-        members, m = self._members, len(self.keys)
-        last = members[:, -1]
+        sums, members, _, _ = self.tables[-1]
+        m = len(self.keys)
+        last = members[:, -1].astype(np.int64)
         counts = m - 1 - last
         total = int(counts.sum())
         if total == 0 or total > _TABLE_ROWS:
@@ -106,31 +119,32 @@ class _Subsets:
         rows = np.repeat(np.arange(len(members)), counts)
         offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
         added = np.repeat(last + 1, counts) + offset
-        members = np.concatenate([members[rows], added[:, None]], axis=1)
+        grown = np.empty((total, members.shape[1] + 1), dtype=np.int16)
+        grown[:, :-1] = members[rows]
+        grown[:, -1] = added
         with np.errstate(over="ignore"):
-            sums = self._sums[rows] + self.keys[added]
-        order = np.argsort(sums, kind="stable")
-        self.tables.append((sums[order], members[order]))
-        self._sums, self._members = sums, members
+            self._add(sums[rows] + self.keys[added], grown)
         self.built += total
 
     def find(self, key: np.int64, need: int, pos: int) -> tuple[list[list[int]], int]:
         """Subsets of ``need`` pods (``reach(need)`` first), all at positions ``pos`` or later, whose
-        hash is ``key`` (members in position order); with how many table rows the lookup read."""
+        hash is ``key`` (members in position order, larger pods first); with how many table rows
+        the lookup read."""
         if need <= self.top:
-            keys, members = self.tables[need - 1]
+            _, members, order, keys = self.tables[need - 1]
             lo, hi = int(np.searchsorted(keys, key, "left")), int(np.searchsorted(keys, key, "right"))
-            return sorted(row for row in members[lo:hi].tolist() if row[0] >= pos), hi - lo
-        first_keys, first = self.tables[need - self.top - 1]
-        keys, members = self.tables[self.top - 1]
+            return sorted(row for row in members[order[lo:hi]].tolist() if row[0] >= pos), hi - lo
+        first_keys, first = self._sorted(need - self.top)
+        _, members, order, keys = self.tables[self.top - 1]
         ok = first[:, 0] >= pos
         first_keys, first = first_keys[ok], first[ok]
         with np.errstate(over="ignore"):
-            wanted = key - first_keys
+            wanted = key - first_keys[::-1]  # ascending but where the hash wraps: fast to look up
+        first = first[::-1]
         lo, hi = np.searchsorted(keys, wanted, "left"), np.searchsorted(keys, wanted, "right")
         out = []
         for i in np.flatnonzero(hi > lo).tolist():
-            for k in range(int(lo[i]), int(hi[i])):
+            for k in order[int(lo[i]) : int(hi[i])].tolist():
                 if members[k, 0] > first[i, -1]:
                     out.append([*first[i].tolist(), *members[k].tolist()])
         out.sort()  # larger pods first (positions are by size), as the enumeration meets them

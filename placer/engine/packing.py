@@ -43,7 +43,7 @@ Alternative = Callable[[], Sequence[tuple[Pod, int]]]
 
 PLACE_ALL = "place-all"
 PLACE_ALL_SHARE = 0.6  # of the budget left; the maximising level keeps the rest
-COMPLETION_SHARE = 0.5  # of the budget left, for the bin-completion search on identical nodes
+COMPLETION_SHARE = 0.7  # of the budget left, for the bin-completion search on identical nodes
 WIDE_PAIRS = 20_000  # most (pod group, node) pairs a tight batch on identical nodes is widened to
 
 
