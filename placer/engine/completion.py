@@ -126,7 +126,7 @@ class _Subsets:
             self._add(sums[rows] + self.keys[added], grown)
         self.built += total
 
-    def find(self, key: np.int64, need: int, pos: int) -> tuple[list[list[int]], int]:
+    def find(self, key: int, need: int, pos: int) -> tuple[list[list[int]], int]:
         """Subsets of ``need`` pods (``reach(need)`` first), all at positions ``pos`` or later, whose
         hash is ``key`` (members in position order, larger pods first); with how many table rows
         the lookup read."""
@@ -141,10 +141,10 @@ class _Subsets:
         with np.errstate(over="ignore"):
             wanted = key - first_keys[::-1]  # ascending but where the hash wraps: fast to look up
         first = first[::-1]
-        lo, hi = np.searchsorted(keys, wanted, "left"), np.searchsorted(keys, wanted, "right")
+        starts, ends = np.searchsorted(keys, wanted, "left"), np.searchsorted(keys, wanted, "right")
         out = []
-        for i in np.flatnonzero(hi > lo).tolist():
-            for k in order[int(lo[i]) : int(hi[i])].tolist():
+        for i in np.flatnonzero(ends > starts).tolist():
+            for k in order[int(starts[i]) : int(ends[i])].tolist():
                 if members[k, 0] > first[i, -1]:
                     out.append([*first[i].tolist(), *members[k].tolist()])
         out.sort()  # larger pods first (positions are by size), as the enumeration meets them
@@ -237,7 +237,7 @@ class _Search:
             if np.any(top[pos] * need < free - left) or np.any(low[pos] * need > free):
                 return
             if exact and self._reach(subsets, need):
-                found, rows = subsets.find(self._keys(free), need, pos)
+                found, rows = subsets.find(int(self._keys(free)), need, pos)
                 self._tick(rows // _ROWS_PER_STEP)
                 for extra in found:
                     yield from done([*chosen, *extra], free - sizes[extra].sum(axis=0))
