@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from ortools.sat.python import cp_model
 
-from placer.engine import levels
-from placer.engine.levels import Budget, LevelSolver
+from placer.engine import Budget, LevelSolver, levels
 from placer.models import Config
 
 CONFIG = Config.model_validate({"solver": {"workers": 1, "timeLimit": 10}})

@@ -15,10 +15,18 @@ from typing import Any
 from support import cluster, node, pod, solve
 
 from placer.baseline import simulate
-from placer.engine import Budget, adopt, build_batch, build_snapshot, completion, packing, solve_batch
-from placer.engine.candidates import select_candidates
-from placer.engine.scoring import Scorer
-from placer.engine.solve import batch_demand
+from placer.engine import (
+    Budget,
+    Scorer,
+    adopt,
+    batch_demand,
+    build_batch,
+    build_snapshot,
+    completion,
+    packing,
+    select_candidates,
+    solve_batch,
+)
 from placer.models import Cluster, Config
 
 ROOT = Path(__file__).resolve().parents[1]
