@@ -111,6 +111,7 @@ def solve_batch(
     select_candidates(batch, scorer, config.solver.candidates)
     hint = greedy(batch, scorer)
     adopted: list[Assignment | None] = []
+    planned: list[float] = []  # seconds kept for the plan (none until the levels' budget is set)
 
     def other() -> Assignment | None:
         """The alternative as a start of this batch, computed once."""
@@ -142,7 +143,7 @@ def solve_batch(
     def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
         start = other() if guard else None
         if start is not None:
-            left = max(whole.left() - whole.spare, dominance.FLOOR * whole.limit)
+            left = max(whole.left() - whole.spare - sum(planned), dominance.FLOOR * whole.limit)
             seconds = float("inf") if config.solver.deterministic else left
             counts, changed = dominance.no_worse(
                 batch, counts, _counts(start), seconds=seconds, seed=config.solver.seed
@@ -170,7 +171,10 @@ def solve_batch(
     model, sym = encode(batch, scorer, packing=not all_placed)
     counts = sym.order(counts)
     values = {var.index: counts.get(key, 0) for key, var in model.y.items()}
-    own = budget.capped(1.0 - reserve) if reserve and not all_placed else budget
+    # The plan runs for every pod left out, with or without a feasible node: its share is kept.
+    left_out = any(int((nodes >= 0).sum()) < g.size for g, nodes in zip(batch.groups, hint, strict=True))
+    own = budget.capped(1.0 - reserve) if reserve and left_out else budget
+    planned.append(reserve * budget.left() if reserve and left_out else 0.0)
     levels = LevelSolver(
         model.cp, list(model.y.values()), values, config, budget=own, build=time.monotonic() - encoding
     )
