@@ -15,7 +15,18 @@ from typing import Any
 from support import cluster, node, pod, solve
 
 from placer.baseline import simulate
-from placer.engine import Budget, adopt, build_batch, build_snapshot, completion, solve_batch
+from placer.engine import (
+    Budget,
+    Scorer,
+    adopt,
+    batch_demand,
+    build_batch,
+    build_snapshot,
+    completion,
+    packing,
+    select_candidates,
+    solve_batch,
+)
 from placer.models import Cluster, Config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,3 +120,22 @@ def test_bin_completion_only_on_identical_nodes_and_plain_pods() -> None:
     same = [node("a", cpu="1"), node("b", cpu="1")]
     assert completion.applies(build_batch(*_state(cluster(same, ported)), CONFIG)) is None
     assert completion.applies(build_batch(*_state(cluster(same, pods)), CONFIG)) == [0, 1]
+
+
+def test_a_tight_batch_on_identical_nodes_may_use_every_node() -> None:
+    """Six alike nodes, candidate sets of two per pod (the same two: the nodes tie): widened, every
+    pod may go to every node, so the model of "every pod placed" keeps the packings that need all
+    six; on nodes that differ the candidate sets stay."""
+    config = Config.model_validate({"solver": {"candidates": 1}})
+    pods = [pod(f"p{i}", cpu=f"{500 + 10 * i}m") for i in range(12)]
+    alike = build_batch(*_state(cluster([node(f"n{i}", cpu="1") for i in range(6)], pods)), config)
+    state = alike.snapshot
+    select_candidates(alike, Scorer(state, config, batch_demand(alike)), config.solver.candidates)
+    assert all(len(g.candidates) == 2 for g in alike.groups)
+    packing.widen(alike)
+    assert all(list(g.candidates) == list(range(6)) for g in alike.groups)
+    mixed = build_batch(*_state(cluster([node(f"n{i}", cpu=str(1 + i)) for i in range(6)], pods)), config)
+    select_candidates(mixed, Scorer(mixed.snapshot, config, batch_demand(mixed)), config.solver.candidates)
+    before = [list(g.candidates) for g in mixed.groups]
+    packing.widen(mixed)
+    assert [list(g.candidates) for g in mixed.groups] == before

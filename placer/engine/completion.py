@@ -25,9 +25,11 @@ from placer.engine.scoring import IntArray
 __all__ = ["MAX_PODS", "STEPS_PER_UNIT", "applies", "complete"]
 
 MAX_PODS = 400  # the search recurses once per pod and node: keep far below Python's stack limit
-_CHECK_EVERY = 256  # steps between two looks at the clock
+_CHECK_EVERY = 16  # steps between two looks at the clock (a step can take a few ms on 200 pods)
 _FIRST_STEPS = 2000  # the first attempt's step limit; each restart doubles it
 _MAX_ATTEMPTS = 64
+_TABLE_ROWS = 500_000  # most subsets in one lookup table of a completion
+_ROWS_PER_STEP = 100  # table rows built or read that cost about as much as one search step
 # Search steps per unit of a deterministic budget (about a second's worth of steps): with
 # ``solver.deterministic`` the search is bounded by steps, never by the clock.
 STEPS_PER_UNIT = 10_000
@@ -61,11 +63,100 @@ def applies(batch: Batch) -> list[int] | None:
     return [int(n) for n in nodes]
 
 
+class _Subsets:
+    """Lookup tables for the last pods of a completion where some resources must be filled
+    exactly: the subsets of the candidate pods (positions 0..m-1) of each size, by the hash of
+    their exact amounts, built on first use up to the largest size whose table stays within
+    ``_TABLE_ROWS``. The hash is linear, so a subset's is the sum of its pods'. A completion of
+    ``need`` pods is looked up at once when its size has a table, else it meets in the middle: each
+    subset of the first ``need - top`` pods looks up the rest among the subsets of the largest
+    size (``top``) that start after it. Tables grow only as far as a lookup needs: to half its
+    size."""
+
+    def __init__(self, keys: IntArray) -> None:
+        self.keys = keys
+        m = len(keys)
+        # Per size: the subsets' hashes and members (positions, increasing) in building order, and
+        # the order that sorts the hashes.
+        self.tables: list[tuple[IntArray, npt.NDArray[np.int16], npt.NDArray[np.intp], IntArray]] = []
+        self._add(keys.copy(), np.arange(m, dtype=np.int16).reshape(m, 1))
+        self.full = False  # no larger table fits ``_TABLE_ROWS``
+        self.built = m  # rows built so far
+        self._by_hash: dict[int, tuple[IntArray, npt.NDArray[np.int16]]] = {}
+
+    def _add(self, sums: IntArray, members: npt.NDArray[np.int16]) -> None:
+        order = np.argsort(sums)  # ties in any order: a lookup sorts what it finds
+        self.tables.append((sums, members, order, sums[order]))
+
+    def _sorted(self, size: int) -> tuple[IntArray, npt.NDArray[np.int16]]:
+        """The table of ``size`` pods in hash order (hashes, members), made once."""
+        if size not in self._by_hash:
+            _, members, order, keys = self.tables[size - 1]
+            self._by_hash[size] = (keys, members[order])
+        return self._by_hash[size]
+
+    @property
+    def top(self) -> int:
+        return len(self.tables)
+
+    def reach(self, need: int) -> bool:
+        """Whether a completion of ``need`` pods can be looked up (tables grown as far as it takes)."""
+        while 2 * self.top < need and not self.full:
+            self._grow()
+        return need <= 2 * self.top
+
+    def _grow(self) -> None:
+        """The subsets one pod larger: each subset of the largest size extended by every pod after
+        its last one."""
+        sums, members, _, _ = self.tables[-1]
+        m = len(self.keys)
+        last = members[:, -1].astype(np.int64)
+        counts = m - 1 - last
+        total = int(counts.sum())
+        if total == 0 or total > _TABLE_ROWS:
+            self.full = True
+            return
+        rows = np.repeat(np.arange(len(members)), counts)
+        offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        added = np.repeat(last + 1, counts) + offset
+        grown = np.empty((total, members.shape[1] + 1), dtype=np.int16)
+        grown[:, :-1] = members[rows]
+        grown[:, -1] = added
+        with np.errstate(over="ignore"):
+            self._add(sums[rows] + self.keys[added], grown)
+        self.built += total
+
+    def find(self, key: int, need: int, pos: int) -> tuple[list[list[int]], int]:
+        """Subsets of ``need`` pods (``reach(need)`` first), all at positions ``pos`` or later, whose
+        hash is ``key`` (members in position order, larger pods first); with how many table rows
+        the lookup read."""
+        if need <= self.top:
+            _, members, order, keys = self.tables[need - 1]
+            lo, hi = int(np.searchsorted(keys, key, "left")), int(np.searchsorted(keys, key, "right"))
+            return sorted(row for row in members[order[lo:hi]].tolist() if row[0] >= pos), hi - lo
+        first_keys, first = self._sorted(need - self.top)
+        _, members, order, keys = self.tables[self.top - 1]
+        ok = first[:, 0] >= pos
+        first_keys, first = first_keys[ok], first[ok]
+        with np.errstate(over="ignore"):
+            wanted = key - first_keys[::-1]  # ascending but where the hash wraps: fast to look up
+        first = first[::-1]
+        starts, ends = np.searchsorted(keys, wanted, "left"), np.searchsorted(keys, wanted, "right")
+        out = []
+        for i in np.flatnonzero(ends > starts).tolist():
+            for k in order[int(starts[i]) : int(ends[i])].tolist():
+                if members[k, 0] > first[i, -1]:
+                    out.append([*first[i].tolist(), *members[k].tolist()])
+        out.sort()  # larger pods first (positions are by size), as the enumeration meets them
+        return out, len(first)
+
+
 class _Search:
     """Depth-first over nodes; each node opened by the largest pod left and completed by the
     pods' choices. Where the slack of a resource is zero the node must be filled exactly, so the
-    last one or two pods of a completion are looked up by the room still missing in those
-    resources (exact sums) instead of enumerated: that removes two levels of the search tree."""
+    last pods of a completion (up to ``_Subsets.reach``) are looked up by the room still missing in
+    those resources (exact sums) instead of enumerated: that removes as many levels of the search
+    tree."""
 
     def __init__(
         self, vecs: IntArray, room: IntArray, slack: IntArray, nodes: int, deadline: float, steps: int, seed: int
@@ -78,16 +169,29 @@ class _Search:
         self.mix = np.random.default_rng(12345).integers(1, 2**62, len(self.exact), dtype=np.int64) | 1
         self.deadline = deadline
         self.steps = steps  # left before this attempt gives up (a restart follows)
+        self.unchecked = 0  # steps since the last look at the clock
         self.rng = np.random.default_rng(seed) if seed else None
         self.left = np.ones(len(vecs), dtype=bool)  # pods not yet on a node
         self.bins: list[list[int]] = []  # pods per completed node
 
-    def _tick(self) -> None:
+    def _tick(self, steps: int = 1) -> None:
+        """Charge ``steps`` (a vectorised lookup or table counts its rows in thousands), look at
+        the clock every ``_CHECK_EVERY`` of them."""
         if self.steps <= 0:
             raise _GiveUpError
-        self.steps -= 1
-        if self.steps % _CHECK_EVERY == 0 and time.monotonic() > self.deadline:
-            raise _TimeoutError
+        self.steps -= steps
+        self.unchecked += steps
+        if self.unchecked >= _CHECK_EVERY:
+            self.unchecked = 0
+            if time.monotonic() > self.deadline:
+                raise _TimeoutError
+
+    def _reach(self, subsets: _Subsets, need: int) -> bool:
+        """``subsets.reach(need)``, the rows it builds charged as steps."""
+        built = subsets.built
+        ok = subsets.reach(need)
+        self._tick((subsets.built - built) // _ROWS_PER_STEP)
+        return ok
 
     def _keys(self, v: IntArray) -> IntArray:
         """Hashes of the exact resources' amounts (rows of ``v``); equal amounts, equal hashes
@@ -113,17 +217,7 @@ class _Search:
         low = np.minimum.accumulate(sizes[::-1], axis=0)[::-1]
         exact = len(self.exact) > 0
         if exact:
-            # Lookup tables by the exact resources' amounts: single pods and pairs (positions in
-            # ``rest``, a pair's first before its second), sorted by hash.
-            single_keys = self._keys(sizes)
-            s_order = np.argsort(single_keys, kind="stable")
-            s_keys, s_at = single_keys[s_order], s_order
-            i, j = np.triu_indices(len(rest), 1)
-            sums = sizes[i] + sizes[j]
-            ok = np.all(sums <= start, axis=1)
-            pair_keys = self._keys(sums[ok])
-            p_order = np.argsort(pair_keys, kind="stable")
-            p_keys, p_a, p_b = pair_keys[p_order], i[ok][p_order], j[ok][p_order]
+            subsets = _Subsets(self._keys(sizes))
 
         def done(chosen: list[int], free: IntArray) -> Iterator[list[int]]:
             if np.all(free >= 0) and np.all(free <= left):
@@ -142,14 +236,11 @@ class _Search:
             # least ``need`` times the smallest.
             if np.any(top[pos] * need < free - left) or np.any(low[pos] * need > free):
                 return
-            if exact and need <= 2:
-                key = int(self._keys(free))
-                keys = s_keys if need == 1 else p_keys
-                lo, hi = int(np.searchsorted(keys, key, "left")), int(np.searchsorted(keys, key, "right"))
-                for k in range(lo, hi):
-                    extra = [int(s_at[k])] if need == 1 else [int(p_a[k]), int(p_b[k])]
-                    if extra[0] >= pos:
-                        yield from done([*chosen, *extra], free - sizes[extra].sum(axis=0))
+            if exact and self._reach(subsets, need):
+                found, rows = subsets.find(int(self._keys(free)), need, pos)
+                self._tick(rows // _ROWS_PER_STEP)
+                for extra in found:
+                    yield from done([*chosen, *extra], free - sizes[extra].sum(axis=0))
                 return
             # Past the first position from which the pods left cannot fill the node, nothing can.
             short = np.flatnonzero(np.any(suffix[pos:] < free - left, axis=1))

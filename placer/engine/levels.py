@@ -143,29 +143,37 @@ class LevelSolver:
         self.reports: list[LevelReport] = []
         self.last_gap = 0.0
         self.overhead = build  # longest stretch between two solver calls (building levels), seconds
+        # Longest a solver call ran past its own time limit (wall seconds): CP-SAT checks the
+        # clock only once loading a model is done, and loading costs the same at every level.
+        self.lag = 0.0
         self._mark = time.monotonic()  # when the last solver call ended
 
     def _solve(self, solver: cp_model.CpSolver, cp: cp_model.CpModel) -> cp_model_helper.CpSolverStatus:
-        """One solver call; what passed since the last one is counted as overhead."""
-        self.overhead = max(self.overhead, time.monotonic() - self._mark)
+        """One solver call; what passed since the last one is counted as overhead, and what it
+        took beyond its time limit as lag."""
+        started = time.monotonic()
+        self.overhead = max(self.overhead, started - self._mark)
         status = solver.solve(cp)
         self._mark = time.monotonic()
+        if not self.budget.deterministic:
+            self.lag = max(self.lag, self._mark - started - solver.parameters.max_time_in_seconds)
         self.budget.charge(solver.response_proto.deterministic_time)
         return status
 
     def margin(self) -> float:
         """What a level needs beyond the spare to be worth starting (wall seconds; deterministic
-        budgets need none): the longest build seen so far (the model's own build at first)."""
+        budgets need none): the longest build seen so far (the model's own build at first), plus
+        the longest a solver call has run past its limit."""
         if self.budget.deterministic:
             return 0.0
-        return max(self.overhead, MIN_LEVEL_SHARE * self.budget.limit)
+        return max(self.overhead, MIN_LEVEL_SHARE * self.budget.limit) + self.lag
 
     def _solver(self, share: float = 1.0) -> cp_model.CpSolver:
         """A solver limited to ``share`` of the budget left."""
         solver = cp_model.CpSolver()
         params = solver.parameters
         params.random_seed = self.config.solver.seed
-        left = max((self.budget.left() - self.budget.spare) * share, _MIN_SECONDS)
+        left = max((self.budget.left() - self.budget.spare - self.lag) * share, _MIN_SECONDS)
         if self.config.solver.deterministic:
             params.num_workers = 1
             params.max_deterministic_time = left

@@ -35,6 +35,7 @@ __all__ = [
     "completed",
     "place_all",
     "volume_allows_all",
+    "widen",
 ]
 
 # Another answer for a tight batch, computed on demand (the service passes kube-scheduler's).
@@ -42,7 +43,8 @@ Alternative = Callable[[], Sequence[tuple[Pod, int]]]
 
 PLACE_ALL = "place-all"
 PLACE_ALL_SHARE = 0.6  # of the budget left; the maximising level keeps the rest
-COMPLETION_SHARE = 0.5  # of the budget left, for the bin-completion search on identical nodes
+COMPLETION_SHARE = 0.7  # of the budget left, for the bin-completion search on identical nodes
+WIDE_PAIRS = 20_000  # most (pod group, node) pairs a tight batch on identical nodes is widened to
 
 
 def _placeable(model: Model) -> list[int]:
@@ -115,6 +117,18 @@ def place_all(model: Model, symmetry: Symmetry) -> Callable[[cp_model.CpModel], 
         cp.add_decision_strategy(decisions, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
 
     return restrict
+
+
+def widen(batch: Batch) -> None:
+    """A tight batch on identical nodes (``completion.applies``) may need every node, but the
+    candidate sets keep the few best nodes per group, and on alike nodes the same few for every
+    group: the model could not use the rest, and "every pod placed" would be infeasible in it.
+    Every group gets all its feasible nodes, while the pairs stay within ``WIDE_PAIRS``."""
+    if completion.applies(batch) is None:
+        return
+    if sum(len(g.feasible) for g in batch.groups) <= WIDE_PAIRS:
+        for group in batch.groups:
+            group.candidates = np.union1d(group.candidates, group.feasible).astype(np.int64)
 
 
 def completed(batch: Batch, budget: Budget) -> Assignment | None:

@@ -132,6 +132,7 @@ def solve_batch(
     select_candidates(batch, scorer, config.solver.candidates)
     hint = greedy(batch, scorer)
     adopted: list[Assignment | None] = []
+    planned: list[float] = []  # seconds kept for the plan (none until the levels' budget is set)
 
     def other() -> Assignment | None:
         """The alternative as a start of this batch, computed once."""
@@ -153,6 +154,8 @@ def solve_batch(
             found = packing.completed(batch, budget)
             if found is not None:
                 hint = packing.better_start(batch, hint, found)
+            else:
+                packing.widen(batch)  # the CP-SAT levels' packing may need every node
     greedy_placed = int(sum(int((nodes >= 0).sum()) for nodes in hint))
     all_placed = _all_placeable_placed(batch, hint)
     counts = _widened(batch, scorer, hint, config, budget) if all_placed else _counts(hint)
@@ -161,7 +164,7 @@ def solve_batch(
     def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
         start = other() if guard else None
         if start is not None:
-            left = max(whole.left() - whole.spare, dominance.FLOOR * whole.limit)
+            left = max(whole.left() - whole.spare - sum(planned), dominance.FLOOR * whole.limit)
             seconds = float("inf") if config.solver.deterministic else left
             counts, changed = dominance.no_worse(
                 batch, counts, _counts(start), seconds=seconds, seed=config.solver.seed
@@ -189,7 +192,10 @@ def solve_batch(
     model, sym = encode(batch, scorer, packing=not all_placed)
     counts = sym.order(counts)
     values = {var.index: counts.get(key, 0) for key, var in model.y.items()}
-    own = budget.capped(1.0 - reserve) if reserve and not all_placed else budget
+    # The plan runs for every pod left out, with or without a feasible node: its share is kept.
+    left_out = any(int((nodes >= 0).sum()) < g.size for g, nodes in zip(batch.groups, hint, strict=True))
+    own = budget.capped(1.0 - reserve) if reserve and left_out else budget
+    planned.append(reserve * budget.left() if reserve and left_out else 0.0)
     levels = LevelSolver(
         model.cp, list(model.y.values()), values, config, budget=own, build=time.monotonic() - encoding
     )

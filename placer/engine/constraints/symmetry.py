@@ -116,7 +116,7 @@ def _by_first_pod(model: Model, classes: list[list[int]]) -> Symmetry:
                 if upto is None:
                     model.cp.add(var == 0)
                 else:
-                    model.cp.add(var <= model.ub(var) * upto)
+                    _implies(model, var, upto)
     return Symmetry(classes, packing=True, group_order=group_order)
 
 
@@ -131,16 +131,29 @@ def _holds_upto(model: Model, node: int, rank: dict[int, int]) -> dict[int, cp_m
     for k, (gi, var) in enumerate(entries):
         held = model.cp.new_bool_var(f"h{node}_{gi}")
         parts = [var] if prev is None else [var, prev]
-        # held == (var > 0 or prev): held <= var + prev, and held >= prev, held * ub >= var.
-        model.cp.add(held <= cp_model.LinearExpr.sum(parts))
-        model.cp.add(var <= model.ub(var) * held)
+        # held == (var > 0 or prev): held implies var > 0 or prev; var > 0 and prev imply held.
+        if model.ub(var) == 1:
+            model.cp.add_bool_or([~held, *parts])
+        else:
+            model.cp.add(held <= cp_model.LinearExpr.sum(parts))
+        _implies(model, var, held)
         if prev is not None:
-            model.cp.add(held >= prev)
+            model.cp.add_implication(prev, held)
         nxt = rank[entries[k + 1][0]] if k + 1 < len(entries) else len(rank)
         for r in range(rank[gi], nxt):
             out[r] = held
         prev = held
     return out
+
+
+def _implies(model: Model, var: cp_model.IntVar, held: cp_model.IntVar) -> None:
+    """``var > 0`` implies ``held``: a clause when ``var`` is a boolean (CP-SAT loads thousands of
+    clauses at once, where as many two-term linear constraints next to the long capacity sums take
+    seconds to load without presolve, past any time limit), else ``var <= ub * held``."""
+    if model.ub(var) == 1:
+        model.cp.add_implication(var, held)
+    else:
+        model.cp.add(var <= model.ub(var) * held)
 
 
 def order_hint(classes: list[list[int]], counts: Counts) -> Counts:
