@@ -22,6 +22,7 @@ from placer.engine import Unplaced as UnplacedPod
 from placer.metrics import BALANCE_RESOURCES, balance_metrics
 from placer.models import (
     BIND,
+    POD_COUNT,
     Cluster,
     Config,
     Effect,
@@ -177,6 +178,19 @@ class Decision:
     gap: float
 
 
+def measured(config: Config, batch: Sequence[Pod]) -> bool:
+    """Whether imbalance and std_score measure what this batch decides, so that its answer is held
+    no worse than kube-scheduler's on them: the balance strategy over the resources they read
+    (another strategy, or other balance resources, ask for another shape of cluster), and pods
+    asking for nothing else. GPUs and other extended resources are placed for themselves: the
+    measures do not see them, and holding each batch to kube-scheduler's balance (often its very
+    answer) strands the devices later batches need (docs/bench/gpu.md)."""
+    if config.strategy != StrategyName.BALANCE or set(config.balance.resources) != set(BALANCE_RESOURCES):
+        return False
+    read = set(BALANCE_RESOURCES) | {POD_COUNT}
+    return all(name in read for pod in batch for name in pod.requests)
+
+
 def decide(
     cluster: Cluster,
     state: Snapshot,
@@ -204,10 +218,7 @@ def decide(
     # would eat the budget of the very batch it is meant to help.
     pairs = len(state.nodes) * len(batch)
     simulation = len(batch) * SIM_SECONDS_PER_POD + pairs * SIM_SECONDS_PER_PAIR
-    # The rule is the balance strategy's over the resources the measures read: another strategy,
-    # or other balance resources, ask for another shape of cluster.
-    measured = config.strategy == StrategyName.BALANCE and set(config.balance.resources) == set(BALANCE_RESOURCES)
-    no_worse = measured and simulation <= NO_WORSE_SHARE * config.solver.time_limit
+    no_worse = measured(config, batch) and simulation <= NO_WORSE_SHARE * config.solver.time_limit
     alternative = default_answer if pairs <= ALTERNATIVE_WORK or no_worse else None
     res = solve_batch(state, batch, config, budget=budget, reserve=reserve, alternative=alternative, no_worse=no_worse)
     left = res.unplaced

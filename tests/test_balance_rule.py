@@ -25,8 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `benchmarks/` is not an installed package
     sys.path.insert(0, str(ROOT))
 
+from support import cluster as support_cluster  # noqa: E402
+from support import node, pod  # noqa: E402
+
 from benchmarks.generate import mixed  # noqa: E402
 from benchmarks.quality import outcome_quality, per_batch, verdict  # noqa: E402
+from placer.engine import dominance  # noqa: E402
 from placer.models import Config  # noqa: E402
 from placer.service import SolveOptions, solve_cluster  # noqa: E402
 from placer.validate import hard_violations  # noqa: E402
@@ -57,3 +61,27 @@ def test_every_batch_of_ten_is_no_worse_than_default_and_most_are_better(seed: i
     verdicts = [verdict(mine, theirs) for mine, theirs in run.pairs]
     assert "violation" not in verdicts
     assert verdicts.count("better") >= len(verdicts) // 2
+
+
+def test_a_batch_asking_for_devices_is_placed_for_them_not_held_to_defaults_balance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """imbalance and std_score do not see GPUs: a batch that asks for them is not held to
+    kube-scheduler's balance (whose answer strands devices later batches need); a batch of the
+    same pods without them is."""
+    calls: list[int] = []
+    real = dominance.no_worse
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(dominance, "no_worse", counted)
+    nodes = [node(f"n{i}", cpu="8", memory="16Gi", allocatable={"example.com/gpu": 2}) for i in range(3)]
+    plain = [pod(f"p{i}", cpu="1", memory="1Gi") for i in range(4)]
+    with_gpu = [*plain, pod("g", cpu="1", memory="1Gi", requests={"example.com/gpu": 1})]
+    solve_cluster(support_cluster(nodes, plain), SolveOptions(policy="placer", config=CONFIG))
+    assert calls, "a cpu/memory batch is held no worse than kube-scheduler's answer"
+    calls.clear()
+    solve_cluster(support_cluster(nodes, with_gpu), SolveOptions(policy="placer", config=CONFIG))
+    assert calls == []
