@@ -44,6 +44,10 @@ class Batcher:
             return False
         return len(self._arrived) >= self.size or now - min(self._arrived.values()) >= self.window
 
+    def waited(self, now: float) -> float | None:
+        """How long the oldest pod of the next batch has waited (None: no pod waits)."""
+        return now - min(self._arrived.values()) if self._arrived else None
+
     def take(self, together: Mapping[str, str] | None = None) -> list[str]:
         """The batch: up to ``size`` pods, oldest first; the rest keep waiting. Pods that share a
         value in ``together`` (a gang) are never split: a gang joins the batch whole."""
