@@ -9,9 +9,11 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from placer.inputs import kubectl
 from placer.inputs.kubectl import parse_pod
 from placer.kube.index import PodIndex
 from placer.kube.informers import Informer
@@ -39,7 +41,9 @@ class ScriptedListWatch:
         yield from events
 
 
-# One pod's state: (namespace, name, scheduler, node or None, terminating, gated, cpu).
+# One pod's state: (namespace, name, scheduler, node or None, terminating, gated, cpu, started,
+# nominated node, a status field placer does not read). Versions of one pod that differ only in
+# node, started or nominated node are the ones a pod goes through on its way to running.
 state = st.tuples(
     st.sampled_from(NAMESPACES),
     st.sampled_from(NAMES),
@@ -48,7 +52,11 @@ state = st.tuples(
     st.booleans(),
     st.booleans(),
     st.integers(1, 4),
+    st.booleans(),
+    st.sampled_from([None, "n1"]),
+    st.sampled_from(["10.0.0.1", "10.0.0.2"]),
 )
+State = tuple[str, str, str, str | None, bool, bool, int, bool, str | None, str]
 # A step: some watch events (a new state of a pod, or its deletion), or a list of the cache.
 step = st.one_of(
     st.lists(st.tuples(st.sampled_from(["put", "delete"]), state), min_size=1, max_size=6),
@@ -56,8 +64,8 @@ step = st.one_of(
 )
 
 
-def _raw(s: tuple[str, str, str, str | None, bool, bool, int], version: int) -> Raw:
-    namespace, name, scheduler, node, terminating, gated, cpu = s
+def _raw(s: State, version: int) -> Raw:
+    namespace, name, scheduler, node, terminating, gated, cpu, started, nominated, ip = s
     meta: Raw = {
         "name": name,
         "namespace": namespace,
@@ -75,7 +83,14 @@ def _raw(s: tuple[str, str, str, str | None, bool, bool, int], version: int) -> 
         spec["nodeName"] = node
     if gated:
         spec["schedulingGates"] = [{"name": "wait"}]
-    return {"kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": "Running" if node else "Pending"}}
+    status: Raw = {"phase": "Running" if started else "Pending", "podIP": ip}
+    if started:
+        status["startTime"] = "2024-01-01T00:00:05Z"
+        status["containerStatuses"] = [{"name": "c", "ready": True, "state": {"running": {}}}]
+    if nominated:
+        status["nominatedNodeName"] = nominated
+    meta["managedFields"] = [{"manager": "test", "time": f"2024-01-01T00:00:{version % 60:02d}Z"}]
+    return {"kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
 def _in_scope(pod: Pod) -> bool:
@@ -120,10 +135,42 @@ def test_an_event_sequence_gives_the_index_and_queue_of_a_full_reparse(steps: li
         assert index.parses - before <= changed  # only changed objects are parsed, each once
 
 
+def test_a_pod_bound_and_started_is_parsed_in_full_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    full: list[str] = []
+    parse = kubectl.parse_pod
+
+    def counting(raw: Any, source: str = "api") -> Pod:
+        full.append(raw["metadata"]["resourceVersion"])
+        return parse(raw, source)
+
+    monkeypatch.setattr(kubectl, "parse_pod", counting)
+    lw = ScriptedListWatch()
+    informer = Informer("Pod", lw)
+    informer.step()
+    index = PodIndex("placer", _in_scope)
+    pending: State = ("team-a", "a", "placer", None, False, False, 1, False, None, "10.0.0.1")
+    versions = [
+        pending,
+        (*pending[:8], "n1", pending[9]),  # nominated (a preemption's pod)
+        (*pending[:3], "n1", *pending[4:8], "n1", pending[9]),  # bound
+        (*pending[:3], "n1", *pending[4:7], True, "n1", "10.0.0.2"),  # started
+    ]
+    for version, s in enumerate(versions, start=2):
+        lw.events = [{"type": "MODIFIED", "object": _raw(s, version)}]
+        informer.watch_once()
+        index.update(informer)
+        assert index.values() == [parse(raw) for raw in informer.items()]
+    assert full == ["2"] and index.parses == 4
+    lw.events = [{"type": "MODIFIED", "object": _raw((*versions[-1][:6], 2, *versions[-1][7:]), 9)}]
+    informer.watch_once()
+    index.update(informer)  # its requests changed: parsed again, in full
+    assert full == ["2", "9"] and index.values()[0].requests["cpu"] == 2000
+
+
 def test_a_list_keeps_the_parse_of_every_unchanged_version_and_drops_what_is_gone() -> None:
     lw = ScriptedListWatch()
-    a = ("team-a", "a", "placer", None, False, False, 1)
-    b = ("team-a", "b", "placer", "n1", False, False, 1)
+    a: State = ("team-a", "a", "placer", None, False, False, 1, False, None, "10.0.0.1")
+    b: State = ("team-a", "b", "placer", "n1", False, False, 1, True, None, "10.0.0.1")
     lw.listed = [_raw(a, 2), _raw(b, 3)]
     informer = Informer("Pod", lw)
     informer.step()

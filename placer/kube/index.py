@@ -7,7 +7,8 @@ and parses each object once per resourceVersion, with the same ``placer.inputs``
 resourceVersion is unchanged keep their parse, the rest are parsed, the missing ones dropped.
 
 ``PodIndex`` also keeps the pods waiting for this scheduler (the queue), updated with each pod
-that changes, so the tick reads the queue without touching the thousands of bound pods.
+that changes, so the tick reads the queue without touching the thousands of bound pods; a pod's
+versions that only bind or start it reuse the parse of the version before (``reparse_pod``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from placer.inputs.kubectl import parse_pod
+from placer.inputs.kubectl import parse_pod, reparse_pod
 from placer.kube.informers import Informer
 from placer.models import Pod
 
@@ -42,7 +43,7 @@ class ParsedIndex(Generic[T]):
     def __init__(self, kind: str, parse: Callable[[Raw], T]) -> None:
         self.kind = kind
         self._parse = parse
-        self._parsed: dict[str, tuple[str, T | None]] = {}
+        self._parsed: dict[str, tuple[str, Raw, T | None]] = {}  # key -> (resourceVersion, object, parse)
         self._source: Informer | None = None
         self._values: list[T] | None = None
         self.generation = 0  # bumped whenever a parsed object changes, is added or dropped
@@ -86,22 +87,27 @@ class ParsedIndex(Generic[T]):
         cached = self._parsed.get(key)
         if cached is not None and cached[0] == version:
             return False
-        old = cached[1] if cached is not None else None
+        old = cached[2] if cached is not None else None
+        before = (cached[1], old) if cached is not None and old is not None else None
         try:
-            new: T | None = self._parse(raw)
+            new: T | None = self._parse_version(raw, before)
         except Exception as exc:
             log.warning("skipping %s %s: %s", self.kind, key, exc)
             new = None
         self.parses += 1
         for problem in getattr(new, "problems", ()):
             log.warning("%s %s: %s", self.kind, key, problem)
-        self._parsed[key] = (version, new)
+        self._parsed[key] = (version, raw, new)
         self._changed(key, old, new)
         return True
 
     def _drop(self, key: str) -> None:
-        old = self._parsed.pop(key)[1]
+        old = self._parsed.pop(key)[2]
         self._changed(key, old, None)
+
+    def _parse_version(self, raw: Raw, before: tuple[Raw, T] | None) -> T:
+        """Parse a new version (``before``: the previous one's object and parse, if readable)."""
+        return self._parse(raw)
 
     def _changed(self, key: str, old: T | None, new: T | None) -> None:
         """A subclass's hook: the object at ``key`` is now ``new`` (None: gone or unreadable)."""
@@ -109,12 +115,12 @@ class ParsedIndex(Generic[T]):
     def values(self) -> list[T]:
         """Every readable object (a list built once per generation; do not modify it)."""
         if self._values is None:
-            self._values = [obj for _, obj in self._parsed.values() if obj is not None]
+            self._values = [obj for _, _, obj in self._parsed.values() if obj is not None]
         return self._values
 
     def get(self, key: str) -> T | None:
         found = self._parsed.get(key)
-        return found[1] if found is not None else None
+        return found[2] if found is not None else None
 
     def __len__(self) -> int:
         return len(self._parsed)
@@ -129,6 +135,10 @@ class PodIndex(ParsedIndex[Pod]):
         self._scheduler = scheduler_name
         self._in_scope = in_scope
         self.waiting: dict[str, Pod] = {}
+
+    def _parse_version(self, raw: Raw, before: tuple[Raw, Pod] | None) -> Pod:
+        """A pod bound or started since its last version keeps the rest of its parse."""
+        return reparse_pod(raw, before)
 
     def _changed(self, key: str, old: Pod | None, new: Pod | None) -> None:
         if new is not None and new.awaits(self._scheduler) and self._in_scope(new):
