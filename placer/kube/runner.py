@@ -27,6 +27,7 @@ the pod is backed off and retried.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import logging
 import os
@@ -98,6 +99,7 @@ PLANNED = "~planned"  # name suffix of the stand-in holding a running plan's roo
 TICK = 0.2
 PDB_ATTEMPTS = 3  # evictions refused by a PodDisruptionBudget are tried this many times ...
 PDB_RETRY_DELAY = 5.0  # ... this many seconds apart, before the plan step fails
+WRITERS = 4  # connections kept for writes besides the bind workers' (the loop's own, reports, read-backs)
 MIN_STALL = 30.0  # /healthz never calls a loop stuck sooner, however short the batch window
 
 
@@ -113,10 +115,14 @@ def _label(out: Outcome) -> str:
     return str(out.status) if out.status else str(out.result)
 
 
-def _own_client(api: client.ApiClient) -> client.ApiClient:
+def _own_client(api: client.ApiClient, *, connections: int | None = None) -> client.ApiClient:
     """A client on the same configuration (server, credentials, user agent) with a connection
-    pool of its own."""
-    own = client.ApiClient(api.configuration)
+    pool of its own, keeping up to ``connections`` connections (default: the client's)."""
+    configuration = api.configuration
+    if connections is not None:
+        configuration = copy.copy(configuration)  # shares the credentials (and their refreshes)
+        configuration.connection_pool_maxsize = connections
+    own = client.ApiClient(configuration)
     own.user_agent = api.user_agent
     return own
 
@@ -159,7 +165,10 @@ class Runner:
             counted=lambda result: counted(result=result).inc(),
         )
         self.actions = Actions(
-            http,
+            # Writes on a pool of their own, large enough for every bind worker: the watches hold
+            # connections of the shared pool, and a write that finds none kept opens (and then
+            # drops) a TLS connection of its own.
+            Http(_own_client(api, connections=cfg.bind_workers + WRITERS)),
             self.policy,
             scheduler_name=cfg.scheduler_name,
             identity=identity,
