@@ -68,6 +68,7 @@ from placer.metrics import balance_metrics  # noqa: E402
 from testenv import cluster as testenv  # noqa: E402
 
 WHO = ("kube-scheduler", "placer")
+BIND_WORKERS = 32  # placer's bindWorkers, as k8s/config.yaml (kube-scheduler binds every pod in a goroutine of its own)
 TIMEOUTS = Timeouts(connect=10, read=60)
 GANG_GATES = "GenericWorkload=true,GangScheduling=true"
 GANG_RUNTIME = "scheduling.k8s.io/v1alpha2=true"
@@ -206,6 +207,7 @@ class Bench:
                     "apiQPS": self.args.qps,
                     "apiBurst": self.args.burst,
                     "leaderElection": {"enabled": False},
+                    "bindWorkers": BIND_WORKERS,  # as k8s/config.yaml
                     "engine": {"solver": {"timeLimit": self.args.time_limit, "workers": 2}},  # as k8s/config.yaml
                 }
             )
@@ -541,7 +543,8 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
         f"empty nodes and the same pods (16 creator threads POSTing bare pods as fast as they can). Both schedulers: "
         f"client QPS {args.qps:g} / burst {args.burst} (kube-scheduler: KubeSchedulerConfiguration clientConnection; "
         f"placer: apiQPS/apiBurst, events on their own client with the same numbers). placer: batchWindowSeconds "
-        f"{args.window:g}, batchSize 99, solver timeLimit {args.time_limit:g} s and 2 workers (k8s/config.yaml). "
+        f"{args.window:g}, batchSize 99, solver timeLimit {args.time_limit:g} s (the floor; maxSolveSeconds 10 when "
+        f"arrivals are slow) and 2 workers, {BIND_WORKERS} bind workers (k8s/config.yaml). "
         f"basic: median of {args.runs} runs; the other shapes: "
         f"1 run each (2-core machine). A run ends when every measured pod is bound or none was bound for "
         f"{args.stall:g} s. "
