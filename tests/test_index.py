@@ -154,13 +154,14 @@ def test_a_pod_bound_and_started_is_parsed_in_full_once(monkeypatch: pytest.Monk
         (*pending[:8], "n1", pending[9]),  # nominated (a preemption's pod)
         (*pending[:3], "n1", *pending[4:8], "n1", pending[9]),  # bound
         (*pending[:3], "n1", *pending[4:7], True, "n1", "10.0.0.2"),  # started
+        (*pending[:3], "n1", True, *pending[5:7], True, "n1", "10.0.0.2"),  # being deleted
     ]
     for version, s in enumerate(versions, start=2):
         lw.events = [{"type": "MODIFIED", "object": _raw(s, version)}]
         informer.watch_once()
         index.update(informer)
         assert index.values() == [parse(raw) for raw in informer.items()]
-    assert full == ["2"] and index.parses == 4
+    assert full == ["2"] and index.parses == 5 and index.values()[0].terminating
     lw.events = [{"type": "MODIFIED", "object": _raw((*versions[-1][:6], 2, *versions[-1][7:]), 9)}]
     informer.watch_once()
     index.update(informer)  # its requests changed: parsed again, in full

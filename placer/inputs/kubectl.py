@@ -496,9 +496,13 @@ def _nominated(status: Field) -> str | None:
     return status.get("nominatedNodeName").text() or None
 
 
+# Metadata that is either never read or read as the pod's placement (``reparse_pod``).
+_PLACEMENT_META = ("resourceVersion", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+
 def _unplaced(raw: Any) -> tuple[Any, ...] | None:
     """Everything of a Pod object ``parse_pod`` reads but its placement (node, phase, start time,
-    nominated node), as a comparable value; None for an object of an unexpected shape."""
+    nominated node, deletion), as a comparable value; None for an object of an unexpected shape."""
     if not isinstance(raw, dict):
         return None
     meta, spec, status = raw.get("metadata"), raw.get("spec"), raw.get("status") or {}
@@ -511,7 +515,7 @@ def _unplaced(raw: Any) -> tuple[Any, ...] | None:
     return (
         raw.get("kind"),
         raw.get("apiVersion"),
-        {k: v for k, v in meta.items() if k not in ("resourceVersion", "managedFields")},
+        {k: v for k, v in meta.items() if k not in _PLACEMENT_META},
         {k: v for k, v in spec.items() if k != "nodeName"},
         [status.get(key) for key in ("resize", "resources", "allocatedResources")],
         [c for c in conditions if not isinstance(c, dict) or c.get("type") == "PodResizePending"],
@@ -526,8 +530,8 @@ def _unplaced(raw: Any) -> tuple[Any, ...] | None:
 
 def reparse_pod(raw: Any, before: tuple[Any, Pod] | None) -> Pod:
     """``parse_pod(raw)``, given the previous version of the same pod (its object and its parse):
-    when only its placement changed (bound, started, nominated: the versions a pod goes through on
-    its way to running), the previous parse with the new placement; otherwise a full parse."""
+    when only its placement changed (bound, started, nominated, being deleted: the versions a pod
+    goes through on its way), the previous parse with the new placement; otherwise a full parse."""
     if before is not None and not before[1].problems:
         old_raw, old = before
         view = _unplaced(raw)
@@ -537,6 +541,7 @@ def reparse_pod(raw: Any, before: tuple[Any, Pod] | None) -> Pod:
             try:
                 update = {**_placement(item.get("spec"), status), "start_time": _start_time(status)}
                 update["nominated_node"] = _nominated(status)
+                update["terminating"] = _deleting(item.get("metadata").get("deletionTimestamp"))
             except InputError:
                 return parse_pod(raw)
             return old.model_copy(update=update)
