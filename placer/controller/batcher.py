@@ -23,14 +23,16 @@ class Batcher:
     _arrived: dict[str, float] = field(default_factory=dict)
     _deferred: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (until, current backoff)
 
-    def sync(self, pending: Iterable[str], now: float) -> None:
-        """Make the batch match the pods seen pending now (new ones join, gone ones drop)."""
+    def sync(self, pending: Iterable[str], now: float, held: Iterable[str] = ()) -> None:
+        """Make the batch match the pods seen pending now (new ones join, gone ones drop). Pods
+        ``held`` (taken and being solved) do not join but keep their back-off."""
         seen = set(pending)
+        kept = seen | set(held)
         for key in list(self._arrived):
             if key not in seen:
                 del self._arrived[key]
         for key in list(self._deferred):
-            if key not in seen:
+            if key not in kept:
                 del self._deferred[key]
         for key in sorted(seen):
             if key in self._arrived:

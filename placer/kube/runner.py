@@ -405,7 +405,9 @@ class Runner:
             return False
 
     def _queue(self) -> None:
-        pending = self._pending_keys()
+        queued = self._pending_keys()
+        solving = sorted(self.solving[0].keys) if self.solving is not None else []
+        pending = queued + solving  # a pod being solved is still pending
         self._pending = len(pending)
         self.metrics.pending.set(len(pending))
         self._left_as = {k: v for k, v in self._left_as.items() if k in set(pending)}
@@ -414,7 +416,7 @@ class Runner:
             counts[self._left_as.get(key, "new")] += 1
         for reason, count in counts.items():
             self.metrics.pending_by_reason.labels(reason=reason).set(count)
-        self.batcher.sync(pending, time.monotonic())
+        self.batcher.sync(queued, time.monotonic(), held=solving)
 
     def tick(self) -> bool:
         """Feed the batcher every tick; build the full cluster model only when there is work.
@@ -597,7 +599,7 @@ class Runner:
             for e in plan.evictions
         }
         self._start(plan, plan_steps(plan.steps, names), why, reason="Preempted")
-        self._advance(job.cluster)
+        self._advance(self.cluster())  # the cluster as it is now, not as the solve began
 
     def _start(self, plan: Plan, steps: list[Step], why: dict[str, str], *, reason: str) -> None:
         """Make ``plan`` the one plan in flight; its evictions' events say ``why`` with ``reason``."""
