@@ -165,9 +165,9 @@ class Runner:
             counted=lambda result: counted(result=result).inc(),
         )
         self.actions = Actions(
-            # Writes on a pool of their own, large enough for every bind worker: the watches hold
-            # connections of the shared pool, and a write that finds none kept opens (and then
-            # drops) a TLS connection of its own.
+            # Writes on a pool of their own, keeping a connection for every bind worker: the shared
+            # pool keeps cpu_count x 5 idle connections, and binds beyond that would open and then
+            # drop a TLS connection each.
             Http(_own_client(api, connections=cfg.bind_workers + WRITERS)),
             self.policy,
             scheduler_name=cfg.scheduler_name,
