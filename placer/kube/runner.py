@@ -447,7 +447,9 @@ class Runner:
             ok = self._stage("plan", lambda: self._advance(cluster)) and ok
         if solve_due:
             # Batches keep flowing while a plan runs: solved on a state holding the plan's room.
-            ok = self._stage("solve", lambda: self._submit(cluster)) and ok
+            # The model again: the plan may just have bound pods (no longer held as its open
+            # binds, now assumed), and a model from before those binds would offer their room.
+            ok = self._stage("solve", lambda: self._submit(self.cluster())) and ok
         if labels_due:
             self._label_checked = time.monotonic()
             ok = self._stage("labels", lambda: self._check_labels(cluster)) and ok
