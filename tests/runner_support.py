@@ -58,8 +58,9 @@ def feed(r: Runner, kind: str, *items: dict[str, Any]) -> None:
     inf = r.informers[kind]
     for item in items:
         item.setdefault("metadata", {})["resourceVersion"] = str(next(VERSIONS))
-    inf._items = {  # a unit test stands in for the watch
-        (f"{i['metadata']['namespace']}/" if i["metadata"].get("namespace") else "") + i["metadata"]["name"]: i
-        for i in items
-    }
-    inf.changes += 1
+    inf.replace(  # a unit test stands in for the list
+        {
+            (f"{i['metadata']['namespace']}/" if i["metadata"].get("namespace") else "") + i["metadata"]["name"]: i
+            for i in items
+        }
+    )

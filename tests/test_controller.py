@@ -47,6 +47,18 @@ def test_unplaced_pods_back_off_doubling_up_to_a_cap() -> None:
     assert len(b) == 1
 
 
+def test_a_pod_being_solved_keeps_its_back_off_without_joining_a_batch() -> None:
+    b = Batcher(window=1, size=99, backoff=5, max_backoff=60)
+    b.defer("ns/a", 0)
+    b.sync(["ns/a"], now=5)
+    assert b.take() == ["ns/a"]  # taken: solved on the solver thread while the loop syncs on
+    b.sync([], now=6, held=["ns/a"])
+    assert len(b) == 0
+    assert b.defer("ns/a", 7) == 10  # left unplaced again: its back-off doubles
+    b.sync([], now=8)  # neither pending nor held: gone
+    assert b.defer("ns/a", 9) == 5
+
+
 CPU = {"cpu": 5000, "pods": 1}
 
 

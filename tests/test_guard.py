@@ -15,7 +15,7 @@ from runner_support import FakeActions, feed, make_runner
 from support import cluster, node, pod
 
 from placer.engine import build_snapshot
-from placer.kube import runner as runner_module
+from placer.kube import anytime as runner_module  # where the controller calls decide
 from placer.models import Cluster, Config
 from placer.plan import Plan, PlannedEviction, StepSpec
 from placer.service import Decision, check_decision, decide, pending_batch

@@ -23,14 +23,16 @@ class Batcher:
     _arrived: dict[str, float] = field(default_factory=dict)
     _deferred: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (until, current backoff)
 
-    def sync(self, pending: Iterable[str], now: float) -> None:
-        """Make the batch match the pods seen pending now (new ones join, gone ones drop)."""
+    def sync(self, pending: Iterable[str], now: float, held: Iterable[str] = ()) -> None:
+        """Make the batch match the pods seen pending now (new ones join, gone ones drop). Pods
+        ``held`` (taken and being solved) do not join but keep their back-off."""
         seen = set(pending)
+        kept = seen | set(held)
         for key in list(self._arrived):
             if key not in seen:
                 del self._arrived[key]
         for key in list(self._deferred):
-            if key not in seen:
+            if key not in kept:
                 del self._deferred[key]
         for key in sorted(seen):
             if key in self._arrived:
@@ -43,6 +45,10 @@ class Batcher:
         if not self._arrived:
             return False
         return len(self._arrived) >= self.size or now - min(self._arrived.values()) >= self.window
+
+    def waited(self, now: float) -> float | None:
+        """How long the oldest pod of the next batch has waited (None: no pod waits)."""
+        return now - min(self._arrived.values()) if self._arrived else None
 
     def take(self, together: Mapping[str, str] | None = None) -> list[str]:
         """The batch: up to ``size`` pods, oldest first; the rest keep waiting. Pods that share a

@@ -317,7 +317,7 @@ def _constraints(item: Field, namespace: str, name: str) -> dict[str, Any]:
     return {
         "scheduler_name": spec.get("schedulerName").text("default-scheduler") or "default-scheduler",
         "creation": meta.get("creationTimestamp").timestamp(),
-        "start_time": status.get("startTime").timestamp(),
+        "start_time": _start_time(status),
         "labels": labels,
         "annotations": annotations,
         "node_selector": spec.get("nodeSelector").str_map(),
@@ -336,7 +336,7 @@ def _constraints(item: Field, namespace: str, name: str) -> dict[str, Any]:
         "claims": claims,
         "ephemeral_claims": tuple(sorted(ephemeral)),
         "terminating": _deleting(meta.get("deletionTimestamp")),
-        "nominated_node": status.get("nominatedNodeName").text() or None,
+        "nominated_node": _nominated(status),
         "unsupported": dra_reason("spec.resourceClaims") if dra else None,
         "completion_index": completion_index(labels, annotations, meta.get("annotations")),
         "pod_group": spec.get("schedulingGroup").get("podGroupName").text() or None,
@@ -381,14 +381,9 @@ def _pod(item: Field, *, isolate: bool = False) -> Pod:
     """
     namespace, name, meta = _meta(item)
     spec, status = item.get("spec"), item.get("status")
-    node_name = spec.get("nodeName").text() or None
-    fields: dict[str, Any] = {
-        "namespace": namespace,
-        "name": name,
-        "uid": meta.get("uid").text(),
-        "node_name": node_name,
-        "phase": status.get("phase").text("Running" if node_name else "Pending") or "Pending",
-    }
+    placement = _placement(spec, status)
+    node_name = placement["node_name"]
+    fields: dict[str, Any] = {"namespace": namespace, "name": name, "uid": meta.get("uid").text(), **placement}
     problems: list[str] = []
     try:
         fields.update(_accounted(spec, status))
@@ -484,6 +479,73 @@ def completion_index(labels: dict[str, str], annotations: dict[str, str], where:
 
 def is_list(data: Any) -> bool:
     return isinstance(data, dict) and ("items" in data or data.get("kind") in KINDS)
+
+
+def _placement(spec: Field, status: Field) -> dict[str, Any]:
+    """Where the pod is: its node and phase (unreadable: the pod is)."""
+    node_name = spec.get("nodeName").text() or None
+    phase = status.get("phase").text("Running" if node_name else "Pending") or "Pending"
+    return {"node_name": node_name, "phase": phase}
+
+
+def _start_time(status: Field) -> str:
+    return status.get("startTime").timestamp()
+
+
+def _nominated(status: Field) -> str | None:
+    return status.get("nominatedNodeName").text() or None
+
+
+# Metadata that is either never read or read as the pod's placement (``reparse_pod``).
+_PLACEMENT_META = ("resourceVersion", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+
+def _unplaced(raw: Any) -> tuple[Any, ...] | None:
+    """Everything of a Pod object ``parse_pod`` reads but its placement (node, phase, start time,
+    nominated node, deletion), as a comparable value; None for an object of an unexpected shape."""
+    if not isinstance(raw, dict):
+        return None
+    meta, spec, status = raw.get("metadata"), raw.get("spec"), raw.get("status") or {}
+    if not isinstance(meta, dict) or not isinstance(spec, dict) or not isinstance(status, dict):
+        return None
+    statuses = [status.get(key) or [] for key in ("initContainerStatuses", "containerStatuses")]
+    conditions = status.get("conditions") or []
+    if not all(isinstance(x, list) for x in (*statuses, conditions)):
+        return None
+    return (
+        raw.get("kind"),
+        raw.get("apiVersion"),
+        {k: v for k, v in meta.items() if k not in _PLACEMENT_META},
+        {k: v for k, v in spec.items() if k != "nodeName"},
+        [status.get(key) for key in ("resize", "resources", "allocatedResources")],
+        [c for c in conditions if not isinstance(c, dict) or c.get("type") == "PodResizePending"],
+        [  # a container status that reports no resources counts as none (``_read_container``)
+            (cs.get("name"), cs.get("resources"), cs.get("allocatedResources")) if isinstance(cs, dict) else cs
+            for group in statuses
+            for cs in group
+            if not isinstance(cs, dict) or "resources" in cs or "allocatedResources" in cs
+        ],
+    )
+
+
+def reparse_pod(raw: Any, before: tuple[Any, Pod] | None) -> Pod:
+    """``parse_pod(raw)``, given the previous version of the same pod (its object and its parse):
+    when only its placement changed (bound, started, nominated, being deleted: the versions a pod
+    goes through on its way), the previous parse with the new placement; otherwise a full parse."""
+    if before is not None and not before[1].problems:
+        old_raw, old = before
+        view = _unplaced(raw)
+        if view is not None and view == _unplaced(old_raw):
+            item = api_object(raw, "Pod")
+            status = item.get("status")
+            try:
+                update = {**_placement(item.get("spec"), status), "start_time": _start_time(status)}
+                update["nominated_node"] = _nominated(status)
+                update["terminating"] = _deleting(item.get("metadata").get("deletionTimestamp"))
+            except InputError:
+                return parse_pod(raw)
+            return old.model_copy(update=update)
+    return parse_pod(raw)
 
 
 def parse_pod(raw: Any, source: str = "api") -> Pod:

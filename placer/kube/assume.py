@@ -38,12 +38,15 @@ def _id(pod: Pod) -> str:
 class AssumeCache:
     def __init__(self) -> None:
         self._by_uid: dict[str, Assumption] = {}
+        self.version = 0  # bumped whenever an assumption is made or dropped (what ``apply`` gives changes)
 
     def assume(self, pod: Pod, node: str, now: float) -> None:
         self._by_uid[_id(pod)] = Assumption(pod.key, _id(pod), node, now)
+        self.version += 1
 
     def release(self, pod: Pod) -> None:
-        self._by_uid.pop(_id(pod), None)
+        if self._by_uid.pop(_id(pod), None) is not None:
+            self.version += 1
 
     def get(self, pod: Pod) -> Assumption | None:
         return self._by_uid.get(_id(pod))
@@ -58,6 +61,7 @@ class AssumeCache:
 
     def clear(self) -> None:
         self._by_uid.clear()
+        self.version += 1
 
     def __len__(self) -> int:
         return len(self._by_uid)
@@ -74,6 +78,7 @@ class AssumeCache:
         listed = {_id(p) for p in pods}
         for uid in [u for u in self._by_uid if u not in listed]:
             del self._by_uid[uid]
+            self.version += 1
         out = []
         for pod in pods:
             found = self._by_uid.get(_id(pod))
@@ -83,5 +88,6 @@ class AssumeCache:
                 out.append(pod.model_copy(update={"node_name": found.node, "phase": "Running"}))
             else:
                 del self._by_uid[_id(pod)]  # the bind is observed
+                self.version += 1
                 out.append(pod)
         return out

@@ -11,6 +11,10 @@ Each informer lists once, in pages (``limit``/``continue``; raw JSON, so the sam
   resourceVersion it delivered; bookmarks keep that version fresh on quiet kinds;
 - only 410 Gone (the version is too old) makes it list again, paged. There is no periodic relist.
 
+Consumers read the cache whole (``items``) or follow it incrementally: ``drain`` hands over the
+keys changed since the last drain (or says everything may have changed, after a list), so a
+reader that keeps a parsed index touches only what changed. One consumer drains an informer.
+
 The PodGroup kinds are optional: at start-up discovery (``GET /apis/GROUP/VERSION``) says whether
 the server serves them; a kind it does not serve gets no informer and no request (placer runs as
 without it), and is looked for again only when the controller restarts.
@@ -103,6 +107,8 @@ class Informer:
         self._clock = clock
         self._lock = threading.Lock()
         self._items: dict[str, Raw] = {}
+        self._dirty: dict[str, None] = {}  # keys changed since the last drain, in the order first changed
+        self._reset = True  # the whole cache changed (a list) since the last drain
         self._synced = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"informer-{kind}", daemon=True)
@@ -128,9 +134,34 @@ class Informer:
         with self._lock:
             return list(self._items.values())
 
+    def keys(self) -> list[str]:
+        with self._lock:
+            return list(self._items)
+
     def get(self, key: str) -> Raw | None:
         with self._lock:
             return self._items.get(key)
+
+    def replace(self, items: dict[str, Raw]) -> None:
+        """The whole cache at once, as a list gives it (tests stand in for the list with it)."""
+        with self._lock:
+            self._items = items
+            self._dirty.clear()
+            self._reset = True
+            self.changes += 1
+
+    def drain(self) -> tuple[bool, dict[str, Raw | None]]:
+        """What changed since the last drain: (whether everything may have, i.e. a list replaced
+        the cache; the changed keys' objects now, None for a deleted one). With True the dict
+        holds every object, and a consumer drops whatever it is missing."""
+        with self._lock:
+            if self._reset:
+                self._reset = False
+                self._dirty.clear()
+                return True, dict(self._items)
+            changed: dict[str, Raw | None] = {key: self._items.get(key) for key in self._dirty}
+            self._dirty.clear()
+            return False, changed
 
     def relist(self) -> str | None:
         """List every object, page by page, and replace the cache at once. None: it failed (the
@@ -149,9 +180,7 @@ class Informer:
                 meta = data.get("metadata") or {}
                 cont = meta.get("continue") or None
                 if cont is None:
-                    with self._lock:
-                        self._items = items
-                        self.changes += 1
+                    self.replace(items)
                     self.lists += 1
                     self.last_event = self._clock()
                     self._synced.set()
@@ -177,11 +206,13 @@ class Informer:
             if kind == "BOOKMARK":
                 continue
             obj.setdefault("kind", self.kind)
+            key = _key(obj)
             with self._lock:
                 if kind == "DELETED":
-                    self._items.pop(_key(obj), None)
+                    self._items.pop(key, None)
                 else:
-                    self._items[_key(obj)] = obj
+                    self._items[key] = obj
+                self._dirty[key] = None
                 self.changes += 1
 
     def step(self) -> None:

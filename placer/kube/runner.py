@@ -1,12 +1,16 @@
 """The controller loop (`placer run`): watch, batch, solve, bind, execute plans.
 
-Every tick (0.2 s) it rebuilds the cluster model from the informer caches (parsed pods are cached
-by resourceVersion), adds the binds it issued but has not seen yet (``assumed``, as
-kube-scheduler assumes pods, so nothing is double-booked), and feeds the batcher. When a batch is
-due and no plan is running, it solves it with the same ``decide`` as ``placer solve``: placed
-pods are bound concurrently, unplaced ones get PodScheduled=False/Unschedulable and a
-FailedScheduling event and are backed off, and a global plan is handed to the executor, which
-evicts, waits until victims are gone, captures replacements and binds only into real room.
+Every tick (0.2 s) it takes in what the informers changed (``placer.kube.index``: each object
+parsed once per resourceVersion, the queue of pending pods kept as pods change) and feeds the
+batcher. When a batch is due it builds the cluster model, with the binds it issued but has not
+seen yet (``assumed``, as kube-scheduler assumes pods, so nothing is double-booked), and solves
+the batch with the same ``decide`` as ``placer solve`` on a solver thread while the loop goes on
+gathering the next batch (``placer.kube.anytime``: one solve in flight; its time limit is the
+floor with a backlog and grows up to what is left of the batch window when arrivals are slow).
+When the answer is in, placed pods are bound concurrently, unplaced ones get
+PodScheduled=False/Unschedulable and a FailedScheduling event and are backed off, and a global
+plan (only when none is running) is handed to the executor, which evicts, waits until victims
+are gone, captures replacements and binds only into real room.
 
 Crash safety: no plan state is kept outside the process. A restarted controller abandons the
 in-flight plan and re-plans from what the API shows: victims still terminating keep their room
@@ -23,6 +27,7 @@ the pod is backed off and retried.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import logging
 import os
@@ -30,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any
 
 from kubernetes import client
 
@@ -45,7 +50,6 @@ from placer.inputs.kubectl import (
     parse_namespace,
     parse_node,
     parse_pdb,
-    parse_pod,
     parse_replicaset,
 )
 from placer.inputs.podgroups import PodGroup, parse_plugins_pod_group, parse_workload_pod_group
@@ -60,9 +64,11 @@ from placer.inputs.volumes import (
     parse_storage_class,
 )
 from placer.kube.actions import Actions, Outcome
+from placer.kube.anytime import Answer, SolveJob, solve_budget
 from placer.kube.assume import AssumeCache
 from placer.kube.client import Http
 from placer.kube.events import EventRecorder
+from placer.kube.index import ParsedIndex, PodIndex
 from placer.kube.informers import PLUGINS_POD_GROUP, WORKLOAD_POD_GROUP, Informer, informers, optional_informers
 from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence
 from placer.kube.policy import Policy, Result
@@ -84,16 +90,16 @@ from placer.models import (
     describe_eviction,
 )
 from placer.plan import Plan
-from placer.service import check_decision, decide, holding, nominated_holds, plan_steps
+from placer.service import holding, nominated_holds, plan_steps
 
 __all__ = ["MOVED_AT", "Runner"]
 
 log = logging.getLogger("placer.controller")
-T = TypeVar("T")
 PLANNED = "~planned"  # name suffix of the stand-in holding a running plan's room for a bind
 TICK = 0.2
 PDB_ATTEMPTS = 3  # evictions refused by a PodDisruptionBudget are tried this many times ...
 PDB_RETRY_DELAY = 5.0  # ... this many seconds apart, before the plan step fails
+WRITERS = 4  # connections kept for writes besides the bind workers' (the loop's own, reports, read-backs)
 MIN_STALL = 30.0  # /healthz never calls a loop stuck sooner, however short the batch window
 
 
@@ -109,10 +115,14 @@ def _label(out: Outcome) -> str:
     return str(out.status) if out.status else str(out.result)
 
 
-def _own_client(api: client.ApiClient) -> client.ApiClient:
+def _own_client(api: client.ApiClient, *, connections: int | None = None) -> client.ApiClient:
     """A client on the same configuration (server, credentials, user agent) with a connection
-    pool of its own."""
-    own = client.ApiClient(api.configuration)
+    pool of its own, keeping up to ``connections`` connections (default: the client's)."""
+    configuration = api.configuration
+    if connections is not None:
+        configuration = copy.copy(configuration)  # shares the credentials (and their refreshes)
+        configuration.connection_pool_maxsize = connections
+    own = client.ApiClient(configuration)
     own.user_agent = api.user_agent
     return own
 
@@ -155,7 +165,10 @@ class Runner:
             counted=lambda result: counted(result=result).inc(),
         )
         self.actions = Actions(
-            http,
+            # Writes on a pool of their own, keeping a connection for every bind worker: the shared
+            # pool keeps cpu_count x 5 idle connections, and binds beyond that would open and then
+            # drop a TLS connection each.
+            Http(_own_client(api, connections=cfg.bind_workers + WRITERS)),
             self.policy,
             scheduler_name=cfg.scheduler_name,
             identity=identity,
@@ -187,19 +200,25 @@ class Runner:
         self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="binder")
         # Unschedulable reports (a status patch, then an event) wait here, not in front of binds.
         self.reports = ThreadPoolExecutor(1, thread_name_prefix="reports")
-        self._parsed: dict[str, tuple[str, Pod | None]] = {}
-        self._parsed_nodes: dict[str, tuple[str, Node | None]] = {}
-        self._parsed_volumes: dict[str, tuple[str, PersistentVolume | None]] = {}
-        self._parsed_claims: dict[str, tuple[str, PersistentVolumeClaim | None]] = {}
-        self._parsed_classes: dict[str, tuple[str, StorageClass | None]] = {}
-        self._parsed_pdbs: dict[str, tuple[str, PodDisruptionBudget | None]] = {}
-        self._parsed_replicasets: dict[str, tuple[str, ReplicaSet | None]] = {}
-        self._parsed_jobs: dict[str, tuple[str, Job | None]] = {}
+        # The informer caches parsed (each object once per resourceVersion), pods with the queue.
+        self.pods = PodIndex(cfg.scheduler_name, self._in_scope)
+        self._nodes = ParsedIndex[Node]("Node", parse_node)
+        self._volumes = ParsedIndex[PersistentVolume]("PersistentVolume", parse_persistent_volume)
+        self._claims = ParsedIndex[PersistentVolumeClaim]("PersistentVolumeClaim", parse_claim)
+        self._classes = ParsedIndex[StorageClass]("StorageClass", parse_storage_class)
+        self._pdbs = ParsedIndex[PodDisruptionBudget]("PodDisruptionBudget", parse_pdb)
+        self._replicasets = ParsedIndex[ReplicaSet]("ReplicaSet", parse_replicaset)
+        self._jobs = ParsedIndex[Job]("Job", parse_job)
+        self._namespaces = ParsedIndex[tuple[str, dict[str, str]]]("Namespace", parse_namespace)
+        self._groups = ParsedIndex[PodGroup](WORKLOAD_POD_GROUP, parse_workload_pod_group)
+        self._plugin_groups = ParsedIndex[PodGroup](PLUGINS_POD_GROUP, parse_plugins_pod_group)
+        self._model: tuple[tuple[int, ...], Cluster] | None = None  # the last model, by what it was built of
+        # Anytime solving: the batch being solved on the solver thread (at most one).
+        self.solver = ThreadPoolExecutor(1, thread_name_prefix="solver")
+        self.solving: tuple[SolveJob, Future[Answer]] | None = None
+        self._wake = threading.Event()  # set when a solve is done: the loop applies it at once
         self.rebalancing = Rebalancing(cfg, http, self.policy)
         self.plan_reason = "Preempted"  # the reason of the running plan's eviction events
-        self._parsed_namespaces: dict[str, tuple[str, tuple[str, dict[str, str]] | None]] = {}
-        self._parsed_groups: dict[str, tuple[str, PodGroup | None]] = {}
-        self._parsed_plugin_groups: dict[str, tuple[str, PodGroup | None]] = {}
         self.inflight: list[tuple[Pod, str, Future[Outcome]]] = []
         self._gangs: dict[str, str] = {}  # pending pod -> its gang, to keep gangs in one batch
         self._last_tick = time.monotonic()
@@ -215,6 +234,7 @@ class Runner:
     def _lost(self) -> None:
         self.exit_code = 1
         self.stop.set()
+        self._wake.set()
 
     def _api_answered(self) -> float | None:
         """When the API last answered anything (a call, a list, a watch event)."""
@@ -283,12 +303,14 @@ class Runner:
                 self._last_tick = time.monotonic()
                 if self._stage("tick", self.tick):
                     self._last_cycle = time.monotonic()
-                self.stop.wait(TICK)
+                self._wake.wait(TICK)  # a tick, or sooner when a solve is done
+                self._wake.clear()
         finally:
             self.leadership.stop()
             for inf in self.informers.values():
                 inf.stop()
             self.pool.shutdown(wait=False, cancel_futures=True)  # queued binds are dropped
+            self.solver.shutdown(wait=False, cancel_futures=True)  # a solve in flight writes nothing
             self.reports.shutdown(wait=False, cancel_futures=True)
             self.events.close()
             if server is not None:
@@ -301,75 +323,69 @@ class Runner:
         return self.exit_code
 
     # -- the model of the cluster ---------------------------------------------------------------
-    def _parse_cached(
-        self, kind: str, parse: Callable[[dict[str, Any]], T], cache: dict[str, tuple[str, T | None]]
-    ) -> list[T]:
-        """Objects of an informer parsed once per resourceVersion, their problems logged once.
+    def _indexes(self) -> list[ParsedIndex[Any]]:
+        return [
+            self.pods,
+            self._nodes,
+            self._volumes,
+            self._claims,
+            self._classes,
+            self._pdbs,
+            self._replicasets,
+            self._jobs,
+            self._namespaces,
+            self._groups,
+            self._plugin_groups,
+        ]
 
-        Only an object placer cannot identify is left out (a pod's other unreadable fields are
-        isolated to it by ``parse_pod``: see ``Pod.problems``)."""
-        out = []
-        seen = set()
-        informer = self.informers.get(kind)  # an optional kind the server does not serve has none
-        for raw in informer.items() if informer is not None else []:
-            meta = raw.get("metadata", {}) if isinstance(raw, dict) else {}
-            meta = meta if isinstance(meta, dict) else {}
-            key = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
-            seen.add(key)
-            version = str(meta.get("resourceVersion", ""))
-            cached = cache.get(key)
-            if cached is None or cached[0] != version:
-                try:
-                    cached = (version, parse(raw))
-                except Exception as exc:
-                    log.warning("skipping %s %s: %s", kind, key, exc)
-                    cached = (version, None)
-                cache[key] = cached
-                for problem in getattr(cached[1], "problems", ()):
-                    log.warning("%s %s: %s", kind, key, problem)
-            if cached[1] is not None:
-                out.append(cached[1])
-        for key in set(cache) - seen:
-            del cache[key]
-        return out
-
-    def _pods(self) -> list[Pod]:
-        return self._parse_cached("Pod", parse_pod, self._parsed)
+    def _refresh(self) -> None:
+        """Take in what every informer changed since the last look (an optional kind the server
+        does not serve has no informer: its index stays empty)."""
+        for index in self._indexes():
+            index.update(self.informers.get(index.kind))
 
     def objects(self) -> KubeObjects:
         """The informer caches parsed, with the binds issued but not yet observed applied."""
+        self._refresh()
         objs = KubeObjects()
-        objs.nodes = self._parse_cached("Node", parse_node, self._parsed_nodes)
-        objs.pdbs = self._parse_cached("PodDisruptionBudget", parse_pdb, self._parsed_pdbs)
-        objs.replicasets = self._parse_cached("ReplicaSet", parse_replicaset, self._parsed_replicasets)
-        objs.jobs = self._parse_cached("Job", parse_job, self._parsed_jobs)
-        objs.namespaces = dict(self._parse_cached("Namespace", parse_namespace, self._parsed_namespaces))
-        objs.volumes = self._parse_cached("PersistentVolume", parse_persistent_volume, self._parsed_volumes)
-        objs.claims = self._parse_cached("PersistentVolumeClaim", parse_claim, self._parsed_claims)
-        objs.classes = self._parse_cached("StorageClass", parse_storage_class, self._parsed_classes)
-        objs.pods = self.assumed.apply(self._pods())
-        objs.pod_groups = [
-            *self._parse_cached(WORKLOAD_POD_GROUP, parse_workload_pod_group, self._parsed_groups),
-            *self._parse_cached(PLUGINS_POD_GROUP, parse_plugins_pod_group, self._parsed_plugin_groups),
-        ]
+        objs.nodes = self._nodes.values()
+        objs.pdbs = self._pdbs.values()
+        objs.replicasets = self._replicasets.values()
+        objs.jobs = self._jobs.values()
+        objs.namespaces = dict(self._namespaces.values())
+        objs.volumes = self._volumes.values()
+        objs.claims = self._claims.values()
+        objs.classes = self._classes.values()
+        objs.pods = self.assumed.apply(self.pods.values())
+        objs.pod_groups = [*self._groups.values(), *self._plugin_groups.values()]
         return objs
 
     def cluster(self) -> Cluster:
-        """The cluster the engine sees, assembled as ``placer solve`` assembles a file."""
-        return assemble_cluster(self.objects())
+        """The cluster the engine sees, assembled as ``placer solve`` assembles a file; the last
+        one again while no informer and no assumption changed since it was built."""
+        self._refresh()
+        built_of = (*(index.generation for index in self._indexes()), self.assumed.version)
+        if self._model is not None and self._model[0] == built_of:
+            return self._model[1]
+        cluster = assemble_cluster(self.objects())
+        self._model = ((*built_of[:-1], self.assumed.version), cluster)  # apply may release assumptions
+        return cluster
 
     def _pending_keys(self) -> list[str]:
-        """Pods waiting for this scheduler (``Pod.awaits``) in the configured namespaces; also
-        records each one's gang, so that gangs are batched whole."""
+        """Pods waiting for this scheduler (``Pod.awaits``) in the configured namespaces, less
+        those a plan will bind, assumed or being solved; also records each one's gang, so that
+        gangs are batched whole. Reads the queue the pod index keeps (only changed pods are
+        looked at)."""
+        self.pods.update(self.informers.get("Pod"))
+        solving = self.solving[0].keys if self.solving is not None else frozenset()
         out = []
         self._gangs = {}
-        for pod in self._pods():
-            if not pod.awaits(self.cfg.scheduler_name) or not self._in_scope(pod):
+        for key, pod in self.pods.waiting.items():
+            if key in self.reserved or key in solving or pod in self.assumed:
                 continue
-            if pod.key not in self.reserved and pod not in self.assumed:
-                out.append(pod.key)
-                if pod.gang_key is not None:
-                    self._gangs[pod.key] = pod.gang_key
+            out.append(key)
+            if pod.gang_key is not None:
+                self._gangs[key] = pod.gang_key
         return out
 
     # -- one cycle ------------------------------------------------------------------------------
@@ -389,7 +405,9 @@ class Runner:
             return False
 
     def _queue(self) -> None:
-        pending = self._pending_keys()
+        queued = self._pending_keys()
+        solving = sorted(self.solving[0].keys) if self.solving is not None else []
+        pending = queued + solving  # a pod being solved is still pending
         self._pending = len(pending)
         self.metrics.pending.set(len(pending))
         self._left_as = {k: v for k, v in self._left_as.items() if k in set(pending)}
@@ -398,22 +416,28 @@ class Runner:
             counts[self._left_as.get(key, "new")] += 1
         for reason, count in counts.items():
             self.metrics.pending_by_reason.labels(reason=reason).set(count)
-        self.batcher.sync(pending, time.monotonic())
+        self.batcher.sync(queued, time.monotonic(), held=solving)
 
     def tick(self) -> bool:
         """Feed the batcher every tick; build the full cluster model only when there is work.
-        Each stage that fails is logged and counted; the others, and the next tick, still run.
-        True when every stage completed."""
+        A batch's solve runs on the solver thread: its answer is applied on the tick it is done,
+        before the next batch is taken (whose model so holds this batch's placements). Each stage
+        that fails is logged and counted; the others, and the next tick, still run. True when
+        every stage completed."""
         ok = self._stage("collect", self._collect)
+        if self.solving is not None and self.solving[1].done():
+            ok = self._stage("solve", self._finish) and ok
         ok = self._stage("queue", self._queue) and ok
         leading = self.leadership.leading.is_set() and self.fence.allows()
         self.metrics.leader.set(1 if leading else 0)
         if not leading or not self.ready():
             return ok
         labels_due = time.monotonic() - self._label_checked >= self.cfg.label_check_period
-        # At most one plan in flight, scheduling or rebalancing.
-        rebalance_due = self.plan is None and self.rebalancing.due(time.monotonic())
-        if self.plan is None and not self.batcher.due(time.monotonic()) and not labels_due and not rebalance_due:
+        # At most one plan in flight, scheduling or rebalancing: no rebalancing while a batch that
+        # may plan is being solved.
+        rebalance_due = self.plan is None and self.solving is None and self.rebalancing.due(time.monotonic())
+        solve_due = self.solving is None and self.batcher.due(time.monotonic())
+        if self.plan is None and not solve_due and not labels_due and not rebalance_due:
             return ok
         model: list[Cluster] = []
         if not self._stage("model", lambda: model.append(self.cluster())):
@@ -421,9 +445,11 @@ class Runner:
         cluster = model[0]
         if self.plan is not None:
             ok = self._stage("plan", lambda: self._advance(cluster)) and ok
-        if self.batcher.due(time.monotonic()):
+        if solve_due:
             # Batches keep flowing while a plan runs: solved on a state holding the plan's room.
-            ok = self._stage("solve", lambda: self._solve(cluster)) and ok
+            # The model again: the plan may just have bound pods (no longer held as its open
+            # binds, now assumed), and a model from before those binds would offer their room.
+            ok = self._stage("solve", lambda: self._submit(self.cluster())) and ok
         if labels_due:
             self._label_checked = time.monotonic()
             ok = self._stage("labels", lambda: self._check_labels(cluster)) and ok
@@ -459,34 +485,85 @@ class Runner:
                 held.append(holding(pod, step.node, PLANNED))
         return cluster.model_copy(update={"pods": (*cluster.pods, *held)}) if held else cluster
 
-    def _solve(self, cluster: Cluster) -> None:
+    def _job(self, cluster: Cluster) -> SolveJob | None:
+        """Take the next batch and fix what its solve reads; None when no pod of it can be solved."""
+        now = time.monotonic()
         keys = set(self.batcher.take(self._gangs))
         # awaits: the assembled pod, whose gang's PodGroup may not exist yet (it then waits).
         batch = [p for p in cluster.pods if p.key in keys and p.awaits(self.cfg.scheduler_name)]
         if not batch:
-            return
+            return None
         planning = self.plan is None  # at most one plan in flight: meanwhile batches only place
         cluster = self._holding_plan(cluster)
         running = [p for p in cluster.pods if p.running] + nominated_holds(cluster, self.cfg.scheduler_name, batch)
         state = build_snapshot(cluster.nodes, running, batch, cluster.namespaces)
-        started = time.monotonic()
+        engine = self.cfg.engine
+        budget = solve_budget(
+            floor=engine.solver.time_limit,
+            most=self.cfg.max_solve,
+            window=self.cfg.batch_window,
+            size=self.cfg.batch_size,
+            waiting=len(self.batcher),
+            waited=self.batcher.waited(now),
+        )
+        if budget != engine.solver.time_limit:
+            solver = engine.solver.model_copy(update={"time_limit": budget})
+            engine = engine.model_copy(update={"solver": solver})
         limits = self.cfg.evictions
-        decision = decide(
-            cluster,
-            state,
-            batch,
-            self.cfg.engine,
-            evict=planning,
+        return SolveJob(
+            cluster=cluster,
+            state=state,
+            batch=batch,
+            config=engine,
+            budget=budget,
+            planning=planning,
             max_evictions=limits.per_cycle,
             max_per_node=limits.per_node,
             frozen=self._frozen(cluster),
         )
-        self.metrics.solve_seconds.observe(time.monotonic() - started)
+
+    def _submit(self, cluster: Cluster) -> None:
+        """Take the next batch and solve it on the solver thread; ``_finish`` applies the answer."""
+        job = self._job(cluster)
+        if job is None:
+            return
+        future = self.solver.submit(job.run)
+        future.add_done_callback(lambda _: self._wake.set())
+        self.solving = (job, future)
+
+    def _solve(self, cluster: Cluster) -> None:
+        """Take the next batch, solve it and apply the answer, here and now."""
+        job = self._job(cluster)
+        if job is not None:
+            self._apply(job, job.run())
+
+    def _finish(self) -> None:
+        """Apply the answer of the solve in flight (done). A solve that raised puts its batch back
+        (backed off), as a refused answer does."""
+        assert self.solving is not None
+        job, future = self.solving
+        self.solving = None
+        try:
+            answer = future.result()
+        except Exception:
+            for pod in job.batch:
+                self.batcher.defer(pod.key, time.monotonic())
+            raise
+        self._apply(job, answer)
+
+    def _apply(self, job: SolveJob, answer: Answer) -> None:
+        """What a batch's answer means: binds, reports, or a plan (the validator's objections
+        refuse it whole)."""
+        batch, state, decision = job.batch, job.state, answer.decision
+        self.metrics.solve_seconds.observe(answer.seconds)
+        self.metrics.solve_budget.observe(job.budget)
         self.metrics.solve_gap.set(decision.gap)
         self.metrics.batch_size.observe(len(batch))
-        problems = check_decision(cluster, state, batch, decision, self.cfg.engine)
-        if problems:
-            self._refuse(batch, "plan" if decision.plan is not None else "placements", problems)
+        if answer.problems:
+            self._refuse(batch, "plan" if decision.plan is not None else "placements", answer.problems)
+            return
+        if decision.plan is not None and self.plan is not None:  # never two plans (a guard: not reached)
+            self._refuse(batch, "plan", ["another plan started while this batch was solved"])
             return
         names = [n.name for n in state.nodes]
         for pod, code, reason in decision.unplaced:
@@ -494,19 +571,25 @@ class Runner:
             self._left_as[pod.key] = code
             self.reports.submit(self._report_unschedulable, pod, reason)
             self.batcher.defer(pod.key, time.monotonic())
-        solved = time.monotonic()
         if decision.plan is None:
             self._bind_all([(pod, names[n]) for pod, n in decision.placements])
             log.info(
-                "batch of %d: %d placed (binding), %d unplaced; decided in %.2fs",
+                "batch of %d: %d placed (binding), %d unplaced; decided in %.2fs of a %.2fs budget",
                 len(batch),
                 len(decision.placements),
                 len(decision.unplaced),
-                solved - started,
+                answer.seconds,
+                job.budget,
             )
             return
         plan = decision.plan
-        log.info("global plan: %d evictions, %d steps", len(plan.evictions), len(plan.steps))
+        log.info(
+            "global plan: %d evictions, %d steps; decided in %.2fs of a %.2fs budget",
+            len(plan.evictions),
+            len(plan.steps),
+            answer.seconds,
+            job.budget,
+        )
         why = {
             e.pod.key: describe_eviction(
                 e.kind,
@@ -518,7 +601,7 @@ class Runner:
             for e in plan.evictions
         }
         self._start(plan, plan_steps(plan.steps, names), why, reason="Preempted")
-        self._advance(cluster)
+        self._advance(self.cluster())  # the cluster as it is now, not as the solve began
 
     def _start(self, plan: Plan, steps: list[Step], why: dict[str, str], *, reason: str) -> None:
         """Make ``plan`` the one plan in flight; its evictions' events say ``why`` with ``reason``."""

@@ -29,6 +29,12 @@ class Metrics:
             registry=r,
             buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
         )
+        self.solve_budget = Histogram(
+            "placer_solve_budget_seconds",
+            "Time limit of a batch's solve: the floor with a backlog, up to maxSolveSeconds when arrivals are slow",
+            registry=r,
+            buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
+        )
         self.binds = Counter("placer_binds_total", "Bind calls by result", ["result"], registry=r)
         self.events = Counter(
             "placer_events_total",

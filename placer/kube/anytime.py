@@ -1,0 +1,80 @@
+"""Anytime solving: one batch is solved on a thread of its own while the loop gathers the next.
+
+The solve's time limit adapts to the queue (``solve_budget``). A ``SolveJob`` holds everything
+its solve reads, fixed when the batch is taken (the cluster model, with every assumed bind and the
+running plan's room held, and the batch), so the loop may go on meanwhile: it applies the answer
+(binds, reports, a plan) on its own thread when the solve is done, and takes the next batch only
+after that, so that batch's model holds this one's placements: at most one solve is in flight and
+no two batches are ever solved against the same free room.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from placer.engine import Snapshot
+from placer.models import Cluster, Config, Pod
+from placer.service import Decision, check_decision, decide
+
+__all__ = ["Answer", "SolveJob", "solve_budget"]
+
+
+def solve_budget(*, floor: float, most: float, window: float, size: int, waiting: int, waited: float | None) -> float:
+    """The time limit of a batch's solve, taken when the batch is (``waiting``: pods already
+    gathered for the next batch, the oldest for ``waited`` seconds; None: none).
+
+    With a full batch already waiting (a backlog), ``floor`` (engine.solver.timeLimit): the next
+    batch is due now. Otherwise the solve may run until the next batch falls due by its window:
+    what is left of the window of the oldest waiting pod (the whole window when none waits), at
+    most ``most`` (maxSolveSeconds), and never less than ``floor``."""
+    if waiting >= size:
+        return floor
+    left = window if waited is None else window - waited
+    return max(floor, min(left, most))
+
+
+@dataclass
+class Answer:
+    """What a solve gives back: the decision, the validator's objections, how long it took."""
+
+    decision: Decision
+    problems: list[str]
+    seconds: float
+
+
+@dataclass
+class SolveJob:
+    """One batch's solve, its inputs fixed when the batch was taken."""
+
+    cluster: Cluster
+    state: Snapshot
+    batch: list[Pod]
+    config: Config  # the engine's, with solver.timeLimit set to ``budget``
+    budget: float
+    planning: bool  # may it plan evictions (no plan is in flight)
+    max_evictions: int
+    max_per_node: int
+    frozen: frozenset[str]
+    keys: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.keys = frozenset(p.key for p in self.batch)
+
+    def run(self) -> Answer:
+        """Decide the batch and check the answer with the independent validator (pure: it writes
+        nothing and touches no state of the runner, so it may run on any thread)."""
+        started = time.monotonic()
+        decision = decide(
+            self.cluster,
+            self.state,
+            self.batch,
+            self.config,
+            evict=self.planning,
+            max_evictions=self.max_evictions,
+            max_per_node=self.max_per_node,
+            frozen=self.frozen,
+        )
+        seconds = time.monotonic() - started
+        problems = check_decision(self.cluster, self.state, self.batch, decision, self.config)
+        return Answer(decision, problems, seconds)

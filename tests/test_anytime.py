@@ -1,0 +1,99 @@
+"""Anytime solving (issue 12 item 3): a batch is solved on the solver thread while the next one
+gathers; the solve's time limit is the floor with a backlog and grows with the time left in the
+batch window when arrivals are slow; the next batch is taken only once this one's answer is
+applied, so its model holds this batch's placements (never two batches on the same free room)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from runner_support import feed, make_runner
+from test_scope import Recorder, _pod
+
+from placer.kube import anytime
+from placer.kube.anytime import solve_budget
+from placer.kube.runner import Runner
+from placer.models import Cluster, Config
+from placer.service import Decision, decide
+
+
+def test_a_backlog_gets_the_floor() -> None:
+    assert solve_budget(floor=0.5, most=10, window=30, size=99, waiting=99, waited=3.0) == 0.5
+    assert solve_budget(floor=0.5, most=10, window=30, size=99, waiting=250, waited=29.0) == 0.5
+
+
+def test_slow_arrivals_get_what_is_left_of_the_window_up_to_the_most() -> None:
+    assert solve_budget(floor=0.5, most=10, window=30, size=99, waiting=0, waited=None) == 10
+    assert solve_budget(floor=0.5, most=60, window=30, size=99, waiting=0, waited=None) == 30
+    assert solve_budget(floor=0.5, most=60, window=30, size=99, waiting=5, waited=26.0) == pytest.approx(4.0)
+    # The next batch is (over)due already: never less than the floor.
+    assert solve_budget(floor=0.5, most=60, window=30, size=99, waiting=5, waited=31.0) == 0.5
+    # A most below the floor leaves the floor.
+    assert solve_budget(floor=3, most=1, window=30, size=99, waiting=0, waited=None) == 3
+
+
+def _node(name: str) -> dict[str, Any]:
+    # Room for one of the test pods (2 cpu each).
+    return {"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": {"cpu": "2", "memory": "8Gi"}}}
+
+
+def _runner(budgets: list[float], monkeypatch: pytest.MonkeyPatch, **cfg: Any) -> tuple[Runner, Recorder]:
+    def recording(cluster: Cluster, state: Any, batch: Any, config: Config, **kwargs: Any) -> Decision:
+        budgets.append(config.solver.time_limit)
+        return decide(cluster, state, batch, config, **kwargs)
+
+    monkeypatch.setattr(anytime, "decide", recording)
+    actions = Recorder()
+    r = make_runner(actions, metricsPort=0, batchSize=1, batchWindowSeconds=20, maxSolveSeconds=8, **cfg)
+    r.cfg.engine.solver.time_limit = 0.5
+    feed(r, "Node", _node("a"))
+    feed(r, "Pod", _pod("first", "ns"), _pod("second", "ns"))
+    return r, actions
+
+
+def test_the_next_batch_is_solved_on_a_model_holding_the_previous_ones_placement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    budgets: list[float] = []
+    r, actions = _runner(budgets, monkeypatch)
+    r.batcher.sync(r._pending_keys(), now=0.0)
+    r._submit(r.cluster())  # the first batch (one pod; the other one waits: a full batch)
+    assert r.solving is not None
+    (solving,) = r.solving[0].keys
+    assert solving not in r._pending_keys()  # a pod being solved is not queued again
+    r.solving[1].result(timeout=60)
+    r._finish()
+    r.batcher.sync(r._pending_keys(), now=1.0)
+    r._submit(r.cluster())  # the second batch: nothing waits behind it
+    assert r.solving is not None
+    r.solving[1].result(timeout=60)
+    r._finish()
+    r.pool.shutdown(wait=True)
+    r.reports.shutdown(wait=True)
+    binds = [c[1:] for c in actions.calls if c[0] == "bind"]
+    assert binds == [(solving, "a")]  # one pod fits on a; the second batch saw it there
+    (other,) = {"ns/first", "ns/second"} - {solving}
+    assert [c[1] for c in actions.calls if c[0] == "unschedulable"] == [other]
+    # A full batch waited behind the first: the floor; nothing behind the second: the window
+    # left (20 s) capped by maxSolveSeconds (8 s).
+    assert budgets == [0.5, 8]
+    samples = {s.name: s.value for s in r.metrics.solve_budget.collect()[0].samples}
+    assert samples["placer_solve_budget_seconds_sum"] == pytest.approx(8.5)
+
+
+def test_a_solve_that_raises_puts_its_batch_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Decision:
+        raise RuntimeError("solver failed")
+
+    r, actions = _runner([], monkeypatch)
+    monkeypatch.setattr(anytime, "decide", broken)
+    r.batcher.sync(r._pending_keys(), now=0.0)
+    r._submit(r.cluster())
+    assert r.solving is not None
+    key = next(iter(r.solving[0].keys))
+    r.solving[1].exception(timeout=60)
+    with pytest.raises(RuntimeError):
+        r._finish()
+    assert r.solving is None and key in r._pending_keys()  # queued again (after its back-off)
+    assert not [c for c in actions.calls if c[0] == "bind"]
