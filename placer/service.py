@@ -3,10 +3,8 @@ simulate the controller's batching when asked. Pure: no I/O beyond the models it
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from placer.baseline import simulate
@@ -15,6 +13,7 @@ from placer.engine import (
     Snapshot,
     after_plan,
     build_snapshot,
+    no_cycle_collection,
     solve_batch,
     with_default_spread,
 )
@@ -261,23 +260,8 @@ def check_decision(
     the engine which nodes matter: whether an untouched node had room (so an eviction was not
     needed), matched a selector or counts for a spreading or inter-pod rule is the validator's
     own judgement."""
-    with _no_cycle_collection():
+    with no_cycle_collection():
         return _check(cluster, state, batch, decision, config)
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Hold Python's cyclic garbage collector during a check: the check allocates many small
-    objects next to a heap of tens of thousands of pods, and the collections they trigger would
-    walk that heap again and again (up to half of a plan's check at 5,000 nodes). Reference
-    counting still frees everything the check drops; the collector runs again afterwards."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _check(cluster: Cluster, state: Snapshot, batch: Sequence[Pod], decision: Decision, config: Config) -> list[str]:

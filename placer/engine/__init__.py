@@ -12,6 +12,7 @@ from placer.engine.dominance import Quality
 from placer.engine.encoder import encode
 from placer.engine.exprs import evaluate
 from placer.engine.greedy import greedy
+from placer.engine.heap import no_cycle_collection
 from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
@@ -77,6 +78,7 @@ __all__ = [
     "gang_groups",
     "greedy",
     "kept_namespace",
+    "no_cycle_collection",
     "outranks",
     "placed_by_rank",
     "pod_key",

@@ -21,6 +21,7 @@ from placer.engine.candidates import select_candidates
 from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
 from placer.engine.encoder import encode
 from placer.engine.greedy import Assignment, greedy
+from placer.engine.heap import no_cycle_collection
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
 from placer.engine.model import Model
 from placer.engine.objectives import priority
@@ -109,6 +110,24 @@ def batch_demand(batch: Batch) -> IntArray:
 
 
 def solve_batch(
+    snapshot: Snapshot,
+    pending: list[Pod],
+    config: Config,
+    *,
+    budget: Budget | None = None,
+    reserve: float = 0.0,
+    alternative: packing.Alternative | None = None,
+    no_worse: bool = False,
+) -> BatchResult:
+    """Place a batch on ``snapshot`` (``_solve_batch``), with the cyclic garbage collector held
+    (``placer.engine.heap``)."""
+    with no_cycle_collection():
+        return _solve_batch(
+            snapshot, pending, config, budget=budget, reserve=reserve, alternative=alternative, no_worse=no_worse
+        )
+
+
+def _solve_batch(
     snapshot: Snapshot,
     pending: list[Pod],
     config: Config,
