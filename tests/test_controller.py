@@ -59,6 +59,18 @@ def test_a_pod_being_solved_keeps_its_back_off_without_joining_a_batch() -> None
     assert b.defer("ns/a", 9) == 5
 
 
+def test_a_finished_plan_wakes_backed_off_pods_which_keep_their_back_off() -> None:
+    b = Batcher(window=1, size=99, backoff=5, max_backoff=60)
+    b.defer("ns/a", 0)
+    b.defer("ns/a", 0)  # waits until 10
+    b.sync(["ns/a"], now=3)
+    assert len(b) == 0
+    b.wake(now=3)  # a plan finished: room changed
+    b.sync(["ns/a"], now=3)
+    assert b.take() == ["ns/a"]
+    assert b.defer("ns/a", 4) == 20  # still nowhere to go: the back-off went on doubling
+
+
 CPU = {"cpu": 5000, "pods": 1}
 
 

@@ -69,6 +69,12 @@ class Batcher:
         self._deferred[key] = (now + delay, delay)
         return delay
 
+    def wake(self, now: float) -> None:
+        """Room changed (a plan finished: its victims are gone, its pods bound or abandoned): pods
+        backed off join at the next sync, as kube-scheduler moves unschedulable pods back on such
+        an event. Their back-off stays, so one that still fits nowhere waits longer next time."""
+        self._deferred = {key: (min(until, now), delay) for key, (until, delay) in self._deferred.items()}
+
     def forget(self, key: str) -> None:
         """The pod was placed: reset its back-off."""
         self._deferred.pop(key, None)

@@ -737,6 +737,7 @@ class Runner:
             self._refused = {}
             self.reserved = set()
             self.plan_pods = {}
+            self.batcher.wake(time.monotonic())  # pods left out while it ran need not wait out their back-off
 
     def _refused_again(self, action: Evict, out: Outcome) -> bool:
         """A PodDisruptionBudget's refusal is tried again a few times, spaced out, before the plan
