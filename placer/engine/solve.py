@@ -109,25 +109,8 @@ def batch_demand(batch: Batch) -> IntArray:
     return sum((g.vec * g.size for g in batch.groups), np.zeros(len(batch.snapshot.resources), dtype=np.int64))
 
 
+@no_cycle_collection()  # a full collection walks every long-lived pod (placer.engine.heap)
 def solve_batch(
-    snapshot: Snapshot,
-    pending: list[Pod],
-    config: Config,
-    *,
-    budget: Budget | None = None,
-    reserve: float = 0.0,
-    alternative: packing.Alternative | None = None,
-    no_worse: bool = False,
-) -> BatchResult:
-    """Place a batch on ``snapshot`` (``_solve_batch``), with the cyclic garbage collector held
-    (``placer.engine.heap``)."""
-    with no_cycle_collection():
-        return _solve_batch(
-            snapshot, pending, config, budget=budget, reserve=reserve, alternative=alternative, no_worse=no_worse
-        )
-
-
-def _solve_batch(
     snapshot: Snapshot,
     pending: list[Pod],
     config: Config,
