@@ -14,13 +14,23 @@ buys.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from benchmarks.bound import lp_bound, mip_bound
-from placer.engine import Scorer, Snapshot, batch_demand, build_batch, greedy, select_candidates, solve_batch
+from placer.engine import (
+    Scorer,
+    Snapshot,
+    batch_demand,
+    build_batch,
+    greedy,
+    select_candidates,
+    solve_batch,
+    strategy_cost,
+)
 from placer.models import Config, Pod
 
 __all__ = ["GapRow", "gaps"]
@@ -54,13 +64,6 @@ class GapRow:
         return (self.greedy_cost - self.cost) / self.greedy_cost if self.greedy_cost > 0 else float("nan")
 
 
-def _cost(snapshot: Snapshot, scorer: Scorer, placed: Sequence[tuple[np.ndarray, int]], nodes: np.ndarray) -> float:
-    used = snapshot.used.copy()
-    for vec, n in placed:
-        used[n] += vec
-    return scorer.strategy.cost(scorer, used, nodes, ((vec, n, 1) for vec, n in placed))
-
-
 def gaps(
     snapshot: Snapshot, pending: list[Pod], config: Config, limits: Sequence[float], *, mip_seconds: float = 0.0
 ) -> list[GapRow]:
@@ -71,11 +74,8 @@ def gaps(
     nodes = np.unique(np.concatenate([g.feasible for g in batch.groups] + [np.zeros(0, dtype=np.int64)]))
     select_candidates(batch, scorer, config.solver.candidates)
     start = greedy(batch, scorer)
-    greedy_cost = _cost(
-        snapshot,
-        scorer,
-        [(g.vec, int(n)) for g, ns in zip(batch.groups, start, strict=True) for n in ns if n >= 0],
-        nodes,
+    greedy_cost = strategy_cost(
+        batch, scorer, Counter((gi, int(n)) for gi, ns in enumerate(start) for n in ns if n >= 0), nodes
     )
     group_of = {p.key: gi for gi, g in enumerate(batch.groups) for p in g.pods}
     rows: list[GapRow] = []
@@ -85,10 +85,10 @@ def gaps(
         started = time.perf_counter()
         res = solve_batch(snapshot, pending, cfg)
         seconds = time.perf_counter() - started
-        placed = [(batch.groups[group_of[p.key]].vec, n) for p, n in res.placements]
+        placed = Counter((group_of[p.key], n) for p, n in res.placements)
         counts: dict[int, int] = {}
-        for p, _ in res.placements:
-            counts[group_of[p.key]] = counts.get(group_of[p.key], 0) + 1
+        for (gi, _), c in placed.items():
+            counts[gi] = counts.get(gi, 0) + c
         preferences = next((lv.value for lv in res.levels if lv.name == "preferences" and lv.solved), None)
         key = (*sorted(counts.items()), (-1, -1 if preferences is None else round(preferences)))
         if key not in bounds:
@@ -106,7 +106,7 @@ def gaps(
                 seconds=round(seconds, 3),
                 placed=len(res.placements),
                 greedy_cost=greedy_cost,
-                cost=_cost(snapshot, scorer, placed, nodes),
+                cost=strategy_cost(batch, scorer, placed, nodes),
                 bound=bound,
                 bound_seconds=round(bound_seconds, 1),
                 mip_bound=mip,

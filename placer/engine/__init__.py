@@ -16,6 +16,7 @@ from placer.engine.heap import no_cycle_collection
 from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
+from placer.engine.lns import strategy_cost
 from placer.engine.objectives.decisions import Kept, kept_namespace, placed_by_rank
 from placer.engine.objectives.loads import SCALE, LoadEntry
 from placer.engine.objectives.priority import LEVEL as PLACED_LEVEL
@@ -91,6 +92,7 @@ __all__ = [
     "selector_matches",
     "solve",
     "solve_batch",
+    "strategy_cost",
     "strategy_objective",
     "term_matches",
     "tier",
