@@ -69,7 +69,7 @@ from placer.metrics import balance_metrics  # noqa: E402
 from testenv import cluster as testenv  # noqa: E402
 
 WHO = ("kube-scheduler", "placer")
-BIND_WORKERS = 32  # placer's bindWorkers, as k8s/config.yaml (kube-scheduler binds every pod in a goroutine of its own)
+SHIPPED_CONFIG = REPO / "k8s" / "config.yaml"  # placer runs with it, changing only window, QPS, port, election
 TIMEOUTS = Timeouts(connect=10, read=60)
 GANG_GATES = "GenericWorkload=true,GangScheduling=true"
 GANG_RUNTIME = "scheduling.k8s.io/v1alpha2=true"
@@ -199,20 +199,19 @@ class Bench:
     def _placer(self, tmp: Path, tag: str, profile: Path | None) -> subprocess.Popen[bytes]:
         port = testenv.free_ports(1)[0]
         cfg = tmp / f"placer-{tag}.yaml"
-        cfg.write_text(
-            yaml.safe_dump(
-                {
-                    "batchWindowSeconds": self.args.window,
-                    "batchSize": 99,
-                    "metricsPort": port,
-                    "apiQPS": self.args.qps,
-                    "apiBurst": self.args.burst,
-                    "leaderElection": {"enabled": False},
-                    "bindWorkers": BIND_WORKERS,  # as k8s/config.yaml
-                    "engine": {"solver": {"timeLimit": self.args.time_limit, "workers": 2}},  # as k8s/config.yaml
-                }
-            )
+        # The shipped configuration (k8s/config.yaml), with only what the benchmark controls changed.
+        shipped = yaml.safe_load(SHIPPED_CONFIG.read_text())
+        shipped.update(
+            {
+                "batchWindowSeconds": self.args.window,
+                "metricsPort": port,
+                "apiQPS": self.args.qps,
+                "apiBurst": self.args.burst,
+                "leaderElection": {"enabled": False},
+            }
         )
+        shipped["engine"]["solver"]["timeLimit"] = self.args.time_limit
+        cfg.write_text(yaml.safe_dump(shipped))
         cmd = [
             str(Path(sys.executable).parent / "placer"),
             "run",
@@ -241,7 +240,8 @@ class Bench:
         ns = kh.create_namespace(self.core, kh.unique(f"{shape.name}-{'ks' if who == 'kube-scheduler' else 'pl'}"))
         for group in shape.pod_groups(self.args.pods):
             self._post(f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups", group)
-        tmp = Path(self.c.workdir or "/tmp")
+        tmp = Path(self.args.logs or self.c.workdir or "/tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
         proc = self._placer(tmp, ns, profile) if who == "placer" else None
         scheduler = "placer" if who == "placer" else None
         watch = BindWatch(self.http, ns)
@@ -528,6 +528,7 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
     summ = summary(rows)
     pngs = plots(summ, out.parent) if summ else []
     load = os.getloadavg()
+    shipped = yaml.safe_load(SHIPPED_CONFIG.read_text())
     lines = [
         "# End-to-end benchmark: placer vs kube-scheduler on scheduler_perf-style shapes",
         "",
@@ -544,9 +545,11 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
         "Per shape, kube-scheduler then placer on the same "
         f"empty nodes and the same pods (16 creator threads POSTing bare pods as fast as they can). Both schedulers: "
         f"client QPS {args.qps:g} / burst {args.burst} (kube-scheduler: KubeSchedulerConfiguration clientConnection; "
-        f"placer: apiQPS/apiBurst, events on their own client with the same numbers). placer: batchWindowSeconds "
-        f"{args.window:g}, batchSize 99, solver timeLimit {args.time_limit:g} s (the floor; maxSolveSeconds 10 when "
-        f"arrivals are slow) and 2 workers, {BIND_WORKERS} bind workers (k8s/config.yaml). "
+        f"placer: apiQPS/apiBurst, events on their own client with the same numbers). placer: the shipped "
+        f"k8s/config.yaml (batchSize {shipped['batchSize']}, {shipped['bindWorkers']} bind workers, "
+        f"{shipped['engine']['solver']['workers']} solver workers, evictions.perCycle "
+        f"{shipped['evictions']['perCycle']}) with batchWindowSeconds {args.window:g} and solver timeLimit "
+        f"{args.time_limit:g} s (the floor; maxSolveSeconds {shipped['maxSolveSeconds']} when arrivals are slow). "
         f"basic: median of {args.runs} runs; the other shapes: "
         f"1 run each (2-core machine). A run ends when every measured pod is bound or none was bound for "
         f"{args.stall:g} s. "
@@ -626,6 +629,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stream", action="store_true", help="schedulers run while pods are created (default: a backlog)")
     ap.add_argument("--one-cluster", action="store_true", help="all shapes on the gang cluster (one set of nodes)")
     ap.add_argument("--stall", type=float, default=30.0)
+    ap.add_argument("--logs", help="keep placer's configuration and log per run here (default: the cluster's workdir)")
     ap.add_argument("--cap", type=float, default=600.0)
     ap.add_argument("--profile", action="store_true", help="one more basic run of placer under py-spy")
     ap.add_argument("--from-json", help="rewrite the report from a results file, measuring nothing")

@@ -210,7 +210,7 @@ class PlanTimeouts(_Strict):
 
 
 class EvictionLimits(_Strict):
-    per_cycle: int = Field(10, ge=0, alias="perCycle")
+    per_cycle: int = Field(100, ge=0, alias="perCycle")
     per_node: int = Field(2, ge=0, alias="perNode")
     move_cooldown: float = Field(600.0, ge=0, alias="moveCooldownSeconds")
 

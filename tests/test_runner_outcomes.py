@@ -4,7 +4,8 @@ Aspects: assumptions are keyed by UID (a pod recreated under the same name is no
 are released by the watch (the pod seen bound, or gone), by a definite failure, or by a read-back
 showing the pod still unbound, never by time alone; a bind whose call raised is an unknown outcome
 that is read back, not an exception in the loop; a failed stage is counted and the next cycle runs;
-a plan eviction refused by a PodDisruptionBudget is tried again a bounded number of times;
+a plan eviction refused by a PodDisruptionBudget is tried again a bounded number of times; a
+plan's evictions are sent together and their outcomes applied in the plan's order;
 in dry-run nothing stays assumed; a fenced replica's queued binds are dropped unsent. Health: only a
 stuck leader with pending pods and a reachable API is unhealthy; readiness says why not.
 """
@@ -270,6 +271,62 @@ def test_a_budget_that_keeps_refusing_fails_the_step_after_the_bounded_tries() -
     assert len(evictor.evicted) == 3
     assert r.plan is None and plan is not None and plan.steps[1].state == "failed"
     assert r._refused == {}
+
+
+class Barrier:
+    """An evictor that answers only once ``parties`` evictions are in flight together (each call
+    waits for the others): a plan that sent its evictions one after the other gets failures."""
+
+    def __init__(self, parties: int) -> None:
+        self.barrier = threading.Barrier(parties, timeout=5)
+        self.evicted: list[str] = []
+        self.events: list[str] = []
+        self.lock = threading.Lock()
+
+    def evict(self, key: str, uid: str | None = None) -> Outcome:
+        try:
+            self.barrier.wait()
+        except threading.BrokenBarrierError:
+            return Outcome(ok=False, status=500, reason="not concurrent", result=Result.UNAVAILABLE)
+        with self.lock:
+            self.evicted.append(key)
+        return Outcome(ok=True)
+
+    def event(self, key: str, uid: str, **_: Any) -> None:
+        self.events.append(key)
+
+
+def test_a_plans_evictions_are_sent_together_and_applied_in_order() -> None:
+    parties = 4
+    evictor = Barrier(parties)
+    r = make_runner(evictor, metricsPort=0, bindWorkers=parties)  # type: ignore[arg-type]
+    names = [f"n{i}" for i in range(parties)]
+    feed(
+        r,
+        "Node",
+        *(
+            {"kind": "Node", "metadata": {"name": n}, "status": {"allocatable": {"cpu": "2", "pods": "9"}}}
+            for n in names
+        ),
+    )
+    victims = [
+        {
+            "kind": "Pod",
+            "metadata": {"name": f"v{i}", "namespace": "ns", "uid": f"uid-{i}"},
+            "spec": {"nodeName": n, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+            "status": {"phase": "Running"},
+        }
+        for i, n in enumerate(names)
+    ]
+    feed(r, "Pod", *victims)
+    views = {f"ns/v{i}": PodView(f"ns/v{i}", f"uid-{i}", n, None, created=0.0) for i, n in enumerate(names)}
+    steps = [Step(id=i + 1, op="evict", pod=f"ns/v{i}", node=n) for i, n in enumerate(names)]
+    r.plan = PlanRun(steps, views, started=time.time(), await_gone=60, await_replacement=60, await_room=60)
+    plan = r.plan
+    r._advance(r.cluster())
+    assert sorted(evictor.evicted) == sorted(views)  # every call answered: all were in flight at once
+    assert evictor.events == list(views)  # outcomes applied in the plan's order
+    assert all(plan.steps[i + 1].state == "done" for i in range(parties))
 
 
 def _pending_plan(r: Runner) -> None:

@@ -40,7 +40,7 @@ from typing import Any
 from kubernetes import client
 
 from placer.controller.batcher import Batcher
-from placer.controller.executor import Abandon, Bind, Evict, PlanRun, PodView, World
+from placer.controller.executor import Action, Bind, Evict, PlanRun, PodView, World
 from placer.engine import NodeLabels, build_snapshot
 from placer.inputs.annotations import LABEL_POLICY, MOVED_AT
 from placer.inputs.assemble import assemble_cluster
@@ -684,52 +684,13 @@ class Runner:
         pods = {p.key: p for p in cluster.pods}
         now = time.monotonic()
         again = [Evict(step, pod) for (step, pod), (_, due) in self._refused.items() if due <= now]
-        queue = again + self.plan.advance(self._world(cluster))
+        queue: list[Action] = [*again, *self.plan.advance(self._world(cluster))]
         while queue:
-            action = queue.pop(0)
-            if isinstance(action, Evict):
-                victim = self.plan.victims.get(action.pod)
-                out = self.actions.evict(action.pod, victim.uid if victim else None)
-                kind = "plan"
-                self.metrics.evictions.labels(kind=kind, result=_label(out)).inc()
-                if self._refused_again(action, out):
-                    continue
-                if out.ok:
-                    view = self.plan.victims.get(action.pod)
-                    self.actions.event(
-                        action.pod,
-                        view.uid if view else "",
-                        reason=self.plan_reason,
-                        note=f"evicted by placer's plan ({self.identity}): {self.why.get(action.pod, '')}",
-                        kind="Normal",
-                    )
-                queue += self.plan.evicted(action.step, time.time(), ok=out.ok, reason=out.reason)
-            elif isinstance(action, Bind) and action.nominated:
-                self.actions.nominate(action.pod, action.node)
-            elif isinstance(action, Bind):
-                pod = pods.get(action.pod)
-                out = self._select_nodes(pod, action.node) if pod is not None else Outcome(ok=True)
-                if out.ok:
-                    out = self.actions.bind(action.pod, action.node, pod.uid if pod is not None else None)
-                if pod is not None and (out.ok or out.result is Result.UNKNOWN) and not self.cfg.dry_run:
-                    self.assumed.assume(pod, action.node, time.time())  # maybe bound: keep its room booked
-                if pod is not None and out.result is Result.UNKNOWN:
-                    self._account(pod, action.node, out)  # counted; read back until known
-                else:
-                    self.metrics.binds.labels(result=_label(out)).inc()
-                if out.ok:
-                    self.actions.event(
-                        action.pod, "", reason="Scheduled", note=f"Successfully assigned {action.pod} to {action.node}"
-                    )
-                    if action.pod not in self.reserved:  # a captured replacement
-                        stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-                        self.actions.annotate(action.pod, {MOVED_AT: stamp})
-                queue += self.plan.bound(action.step, ok=out.ok, reason=out.reason)
-            elif isinstance(action, Abandon):
-                self.metrics.plan_aborts.inc()
-                log.warning("plan step %d abandoned (%s): %s", action.step, action.subject, action.reason)
-                if action.pod is not None and action.pod in self.reserved:  # a pending pod: drop its nomination
-                    self.actions.nominate(action.pod, None)
+            # One wave: the actions the plan released together are independent; their API calls run
+            # at once on the write pool (a pod's own actions in order), and their outcomes are
+            # applied here, in order, as if they had run one by one (a plan's 100 evictions and
+            # binds were 200 round trips one after the other).
+            queue = [follow for action, out in self._perform(queue, pods) for follow in self._after(action, out, pods)]
         if self.plan.finished:
             log.info("global plan finished in %.1fs", time.time() - (self._plan_started or time.time()))
             self.plan = None
@@ -738,6 +699,84 @@ class Runner:
             self.reserved = set()
             self.plan_pods = {}
             self.batcher.wake(time.monotonic())  # pods left out while it ran need not wait out their back-off
+
+    def _perform(self, wave: list[Action], pods: dict[str, Pod]) -> list[tuple[Action, Outcome]]:
+        """The API calls of a wave of plan actions, concurrently; outcomes in the wave's order."""
+        by_pod: dict[str, list[int]] = {}
+        for i, action in enumerate(wave):
+            by_pod.setdefault(action.pod or f"#{i}", []).append(i)
+
+        def run(indices: list[int]) -> list[Outcome]:
+            return [self._call(wave[i], pods) for i in indices]
+
+        futures = [(indices, self.pool.submit(run, indices)) for indices in by_pod.values()]
+        outcomes: list[Outcome] = [Outcome(ok=True)] * len(wave)
+        for indices, future in futures:
+            try:
+                results = future.result()
+            except Exception as exc:  # the client returns outcomes; a bug must not lose the wave
+                results = [Outcome(ok=False, reason=f"{type(exc).__name__}: {exc}", result=Result.UNKNOWN)] * len(
+                    indices
+                )
+            for i, out in zip(indices, results, strict=True):
+                outcomes[i] = out
+        return list(zip(wave, outcomes, strict=True))
+
+    def _call(self, action: Action, pods: dict[str, Pod]) -> Outcome:
+        """The one API call (or two, with a WaitForFirstConsumer claim) an action makes."""
+        if isinstance(action, Evict):
+            victim = self.plan.victims.get(action.pod) if self.plan is not None else None
+            return self.actions.evict(action.pod, victim.uid if victim else None)
+        if isinstance(action, Bind) and action.nominated:
+            return self.actions.nominate(action.pod, action.node)
+        if isinstance(action, Bind):
+            pod = pods.get(action.pod)
+            out = self._select_nodes(pod, action.node) if pod is not None else Outcome(ok=True)
+            if out.ok:
+                out = self.actions.bind(action.pod, action.node, pod.uid if pod is not None else None)
+            if out.ok and action.pod not in self.reserved:  # a captured replacement: when it moved
+                stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                self.actions.annotate(action.pod, {MOVED_AT: stamp})
+            return out
+        if action.pod is not None and action.pod in self.reserved:  # a pending pod: drop its nomination
+            return self.actions.nominate(action.pod, None)
+        return Outcome(ok=True)
+
+    def _after(self, action: Action, out: Outcome, pods: dict[str, Pod]) -> list[Action]:
+        """What an action's outcome means for the plan and the caches; the actions it releases."""
+        assert self.plan is not None
+        if isinstance(action, Evict):
+            self.metrics.evictions.labels(kind="plan", result=_label(out)).inc()
+            if self._refused_again(action, out):
+                return []
+            if out.ok:
+                view = self.plan.victims.get(action.pod)
+                self.actions.event(
+                    action.pod,
+                    view.uid if view else "",
+                    reason=self.plan_reason,
+                    note=f"evicted by placer's plan ({self.identity}): {self.why.get(action.pod, '')}",
+                    kind="Normal",
+                )
+            return self.plan.evicted(action.step, time.time(), ok=out.ok, reason=out.reason)
+        if isinstance(action, Bind) and action.nominated:
+            return []
+        if isinstance(action, Bind):
+            pod = pods.get(action.pod)
+            if pod is not None and (out.ok or out.result is Result.UNKNOWN) and not self.cfg.dry_run:
+                self.assumed.assume(pod, action.node, time.time())  # maybe bound: keep its room booked
+            if pod is not None and out.result is Result.UNKNOWN:
+                self._account(pod, action.node, out)  # counted; read back until known
+            else:
+                self.metrics.binds.labels(result=_label(out)).inc()
+            if out.ok:
+                self.actions.event(
+                    action.pod, "", reason="Scheduled", note=f"Successfully assigned {action.pod} to {action.node}"
+                )
+            return self.plan.bound(action.step, ok=out.ok, reason=out.reason)
+        self.metrics.plan_aborts.inc()
+        log.warning("plan step %d abandoned (%s): %s", action.step, action.subject, action.reason)
+        return []
 
     def _refused_again(self, action: Evict, out: Outcome) -> bool:
         """A PodDisruptionBudget's refusal is tried again a few times, spaced out, before the plan
