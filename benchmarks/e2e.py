@@ -259,10 +259,12 @@ class Bench:
                 continue
             created.update(made)
             create_end = max(made.values())
+            cpu0 = self._cpu(who, proc)
             if not self.args.stream:
                 released = time.time()
                 self._hold(who, proc, signal.SIGCONT)
         self._wait(watch, created)
+        cpu = self._cpu(who, proc) - cpu0
         elapsed = time.monotonic() - t0
         watch.stop()
         if proc is not None:
@@ -272,7 +274,9 @@ class Bench:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
         try:
-            return self._row(shape, who, run, ns, created, watch, released, create_end, elapsed)
+            row = self._row(shape, who, run, ns, created, watch, released, create_end, elapsed)
+            row["cpu_ms_per_pod"] = 1000 * cpu / max(row["bound"], 1)
+            return row
         finally:  # the next run starts on empty nodes, whatever became of this one
             self._clean(ns, [p["metadata"]["name"] for phase in phases for p in phase.pods])
 
@@ -317,6 +321,24 @@ class Bench:
             row["partial_gangs"] = sum(1 for c in members.values() if 0 < c < GANG_SIZE)
             row["whole_gangs"] = sum(1 for c in members.values() if c == GANG_SIZE)
         return row
+
+    def _group(self, proc: subprocess.Popen[bytes] | None) -> int:
+        """The process group of the scheduler under test."""
+        if proc is not None:
+            return proc.pid
+        return next(c for c in self.c.components if c.name == "kube-scheduler").pgid
+
+    def _cpu(self, who: str, proc: subprocess.Popen[bytes] | None) -> float:
+        """CPU seconds (user + system) used so far by the scheduler's process group, from /proc."""
+        group, tick, total = self._group(proc), os.sysconf("SC_CLK_TCK"), 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # the process ended meanwhile
+            if int(fields[2]) == group:  # pgrp; utime and stime follow at 11 and 12
+                total += int(fields[11]) + int(fields[12])
+        return total / tick
 
     def _hold(self, who: str, proc: subprocess.Popen[bytes] | None, sig: signal.Signals) -> None:
         """Stop (SIGSTOP) or resume (SIGCONT) the scheduler under test: the backlog is created
@@ -564,6 +586,9 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
             "scheduler's queue; on a 2-core machine the creators, not the schedulers, would otherwise set the pace)."
         ),
         "",
+        "Scheduler CPU ms / pod: user + system CPU of the scheduler's process group (/proc) over the measured "
+        "phase, per bound pod (the API server, etcd and kwok share the same 2 cores).",
+        "",
         "Shapes (benchmarks/e2e_shapes.py): "
         + "; ".join(f"**{s.name}**: {s.title}" for s in shapes_mod.shapes(args.nodes))
         + ".",
@@ -599,16 +624,17 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
         "All runs:",
         "",
         "| shape | scheduler | run | bound / created | pods/s | created/s | first bind (s) | p50 (s) | p99 (s) "
-        "| imbalance | std_score | s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| imbalance | std_score | scheduler CPU ms / pod | s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         run = "profiled" if r.get("profiled") else r["run"]
         first = f"{r['first']:.2f}" if "first" in r else ""  # results from before it was recorded
+        cpu = f"{r['cpu_ms_per_pod']:.1f}" if "cpu_ms_per_pod" in r else ""
         lines.append(
             f"| {r['shape']} | {r['who']} | {run} | {r['bound']}/{r['created']} | {r['pods_per_s']:.1f} | "
             f"{r['create_per_s']:.0f} | {first} | {r['p50']:.2f} | {r['p99']:.2f} | {r['imbalance']:.4f} | "
-            f"{r['std_score']:.4f} | {r['seconds']} |"
+            f"{r['std_score']:.4f} | {cpu} | {r['seconds']} |"
         )
     lines += [""] + [f"![{p}]({p})" for p in pngs]
     if history:

@@ -232,8 +232,9 @@ class ControllerConfig(_Strict):
     # completed for this many batch windows (at least 30 s).
     healthz_stall_windows: float = Field(4.0, gt=0, alias="healthzStallWindows")
     # Anytime solving: a batch is solved while the next one gathers. With a full batch already
-    # waiting its solve gets engine.solver.timeLimit (the floor); otherwise what is left of the
-    # waiting pods' batch window (all of it when none wait), at most this many seconds.
+    # waiting, or its own pods two windows late, its solve gets engine.solver.timeLimit (the floor);
+    # otherwise what is left of the waiting pods' batch window (all of it when none wait), at most
+    # this many seconds.
     max_solve: float = Field(10.0, gt=0, alias="maxSolveSeconds")
     bind_workers: int = Field(8, ge=1, alias="bindWorkers")
     requeue_backoff: float = Field(5.0, gt=0, alias="requeueBackoffSeconds")

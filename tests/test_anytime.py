@@ -1,10 +1,12 @@
 """Anytime solving (issue 12 item 3): a batch is solved on the solver thread while the next one
 gathers; the solve's time limit is the floor with a backlog and grows with the time left in the
-batch window when arrivals are slow; the next batch is taken only once this one's answer is
+batch window when arrivals are slow (the floor again once the batch's own pods are two windows
+late); the next batch is taken only once this one's answer is
 applied, so its model holds this batch's placements (never two batches on the same free room)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -21,6 +23,13 @@ from placer.service import Decision, decide
 def test_a_backlog_gets_the_floor() -> None:
     assert solve_budget(floor=0.5, most=10, window=30, size=99, waiting=99, waited=3.0) == 0.5
     assert solve_budget(floor=0.5, most=10, window=30, size=99, waiting=250, waited=29.0) == 0.5
+
+
+def test_the_tail_of_a_backlog_gets_the_floor() -> None:
+    # Its own pods have waited two windows: no time for quality at their expense.
+    assert solve_budget(floor=0.5, most=10, window=1, size=99, waiting=0, waited=None, overdue=8.0) == 0.5
+    # A batch taken when its window ends (slow arrivals) still gets the time left to the next one.
+    assert solve_budget(floor=0.5, most=10, window=30, size=99, waiting=0, waited=None, overdue=30.2) == 10
 
 
 def test_slow_arrivals_get_what_is_left_of_the_window_up_to_the_most() -> None:
@@ -57,14 +66,14 @@ def test_the_next_batch_is_solved_on_a_model_holding_the_previous_ones_placement
 ) -> None:
     budgets: list[float] = []
     r, actions = _runner(budgets, monkeypatch)
-    r.batcher.sync(r._pending_keys(), now=0.0)
+    r.batcher.sync(r._pending_keys(), now=time.monotonic())  # the pods arrive now (the runner's clock)
     r._submit(r.cluster())  # the first batch (one pod; the other one waits: a full batch)
     assert r.solving is not None
     (solving,) = r.solving[0].keys
     assert solving not in r._pending_keys()  # a pod being solved is not queued again
     r.solving[1].result(timeout=60)
     r._finish()
-    r.batcher.sync(r._pending_keys(), now=1.0)
+    r.batcher.sync(r._pending_keys(), now=time.monotonic())
     r._submit(r.cluster())  # the second batch: nothing waits behind it
     assert r.solving is not None
     r.solving[1].result(timeout=60)

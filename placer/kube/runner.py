@@ -488,6 +488,7 @@ class Runner:
     def _job(self, cluster: Cluster) -> SolveJob | None:
         """Take the next batch and fix what its solve reads; None when no pod of it can be solved."""
         now = time.monotonic()
+        overdue = self.batcher.waited(now) or 0.0  # the batch's own oldest pod (taken first)
         keys = set(self.batcher.take(self._gangs))
         # awaits: the assembled pod, whose gang's PodGroup may not exist yet (it then waits).
         batch = [p for p in cluster.pods if p.key in keys and p.awaits(self.cfg.scheduler_name)]
@@ -505,6 +506,7 @@ class Runner:
             size=self.cfg.batch_size,
             waiting=len(self.batcher),
             waited=self.batcher.waited(now),
+            overdue=overdue,
         )
         if budget != engine.solver.time_limit:
             solver = engine.solver.model_copy(update={"time_limit": budget})
