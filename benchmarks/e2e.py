@@ -210,7 +210,8 @@ class Bench:
                 "leaderElection": {"enabled": False},
             }
         )
-        shipped["engine"]["solver"]["timeLimit"] = self.args.time_limit
+        if self.args.time_limit is not None:
+            shipped["engine"]["solver"]["timeLimit"] = self.args.time_limit
         cfg.write_text(yaml.safe_dump(shipped))
         cmd = [
             str(Path(sys.executable).parent / "placer"),
@@ -571,7 +572,8 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
         f"k8s/config.yaml (batchSize {shipped['batchSize']}, {shipped['bindWorkers']} bind workers, "
         f"{shipped['engine']['solver']['workers']} solver workers, evictions.perCycle "
         f"{shipped['evictions']['perCycle']}) with batchWindowSeconds {args.window:g} and solver timeLimit "
-        f"{args.time_limit:g} s (the floor; maxSolveSeconds {shipped['maxSolveSeconds']} when arrivals are slow). "
+        f"{args.time_limit or shipped['engine']['solver']['timeLimit']:g} s (the floor; maxSolveSeconds "
+        f"{shipped['maxSolveSeconds']} when arrivals are slow). "
         f"basic: median of {args.runs} runs; the other shapes: "
         f"1 run each (2-core machine). A run ends when every measured pod is bound or none was bound for "
         f"{args.stall:g} s. "
@@ -651,7 +653,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--qps", type=float, default=1000.0)
     ap.add_argument("--burst", type=int, default=2000)
     ap.add_argument("--window", type=float, default=1.0, help="placer's batchWindowSeconds")
-    ap.add_argument("--time-limit", type=float, default=0.5, help="placer's solver.timeLimit (k8s/config.yaml: 0.5)")
+    ap.add_argument("--time-limit", type=float, help="placer's solver.timeLimit (default: k8s/config.yaml's)")
     ap.add_argument("--stream", action="store_true", help="schedulers run while pods are created (default: a backlog)")
     ap.add_argument("--one-cluster", action="store_true", help="all shapes on the gang cluster (one set of nodes)")
     ap.add_argument("--stall", type=float, default=30.0)
