@@ -67,3 +67,26 @@ def test_pending_pods_are_counted_by_why_they_wait() -> None:
     r.pool.shutdown(wait=True)
     r._queue()
     assert gauge.labels(reason="Unschedulable")._value.get() == 2 and gauge.labels(reason="new")._value.get() == 0
+
+
+def test_a_pod_left_out_while_a_plan_runs_waits_for_its_end_unreported() -> None:
+    """A batch solved while a plan is in flight may not plan: what it leaves out is neither
+    reported Unschedulable nor backed off; it waits for the plan's end and is solved again then."""
+    actions = Recorder()
+    r = make_runner(actions, metricsPort=0)
+    feed(r, "Node", _node("a"), _node("b"))
+    running = [_pod("old", "ns", node="a"), _pod("low", "ns", node="b", priority=10)]
+    feed(r, "Pod", *running, _pod("urgent", "ns", priority=100))
+    _batch(r)  # the plan: preempt old on a for urgent (the victim stays in this test)
+    assert r.plan is not None
+    feed(r, "Pod", *running, _pod("urgent", "ns", priority=100), _pod("also", "ns", priority=100))
+    _batch(r)  # also needs low's room on b: a plan could give it, but one is in flight
+    r.pool.shutdown(wait=True)
+    r.reports.shutdown(wait=True)
+    assert [c[1] for c in actions.calls if c[0] == "evict"] == ["ns/old"]  # no second plan
+    assert "ns/also" not in [c[1] for c in actions.calls if c[0] == "unschedulable"]
+    r.batcher.sync(r._pending_keys(), now=1e9)  # however long it takes: not before the plan ends
+    assert "ns/also" not in r.batcher.take()
+    r.batcher.wake(now=1e9)  # what the plan's end does
+    r.batcher.sync(r._pending_keys(), now=1e9)
+    assert "ns/also" in r.batcher.take()

@@ -3,11 +3,12 @@
 Pure: the caller passes the current time and the pods it sees pending. A batch is due once
 ``window`` seconds passed since its first pod arrived, or once ``size`` pods gathered. Pods that
 disappear or get bound by someone else drop out. Pods that stayed unplaced come back only after
-their back-off (doubling, capped).
+their back-off (doubling, capped); those a plan in flight kept from planning wait for its end.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -68,6 +69,11 @@ class Batcher:
         delay = min(self.max_backoff, current * 2 if current else self.backoff)
         self._deferred[key] = (now + delay, delay)
         return delay
+
+    def hold(self, key: str) -> None:
+        """The pod stayed unplaced by a batch that could not plan (another plan was in flight): it
+        waits for that plan to end (``wake``), its back-off unchanged."""
+        self._deferred[key] = (math.inf, self._deferred.get(key, (0.0, 0.0))[1])
 
     def wake(self, now: float) -> None:
         """Room changed (a plan finished: its victims are gone, its pods bound or abandoned): pods

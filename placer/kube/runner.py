@@ -571,6 +571,13 @@ class Runner:
         for pod, code, reason in decision.unplaced:
             self.metrics.unplaced.labels(code=code).inc()
             self._left_as[pod.key] = code
+            if not job.planning:
+                # Solved while a plan ran, so no plan could be made for it: it waits for that plan
+                # to end (at once if it has ended) and is solved again, with planning, before it is
+                # reported; a preemptor is not told it is unschedulable while its victims go.
+                if self.plan is not None:
+                    self.batcher.hold(pod.key)
+                continue
             self.reports.submit(self._report_unschedulable, pod, reason)
             self.batcher.defer(pod.key, time.monotonic())
         if decision.plan is None:
