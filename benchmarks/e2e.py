@@ -547,6 +547,15 @@ def plots(summ: list[dict[str, Any]], out_dir: Path) -> list[str]:
     return files
 
 
+def _flags(args: argparse.Namespace) -> str:
+    """The run's other flags that change what is measured, as given."""
+    out = " --one-cluster" if args.one_cluster else ""
+    out += " --stream" if args.stream else ""
+    out += f" --time-limit {args.time_limit:g}" if args.time_limit is not None else ""
+    out += f" --shapes {' '.join(args.shapes)}" if args.shapes else ""
+    return out + (" --profile" if args.profile else "")
+
+
 def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, history: str) -> str:
     summ = summary(rows)
     pngs = plots(summ, out.parent) if summ else []
@@ -556,7 +565,8 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
         "# End-to-end benchmark: placer vs kube-scheduler on scheduler_perf-style shapes",
         "",
         f"Command: `python -m benchmarks.e2e --nodes {args.nodes} --pods {args.pods} --runs {args.runs} "
-        f"--qps {args.qps:g} --burst {args.burst}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}), "
+        f"--qps {args.qps:g} --burst {args.burst}{_flags(args)}` "
+        f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}), "
         f"{os.cpu_count()} cores shared "
         f"with other work (load average at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}).",
         "",
