@@ -78,13 +78,13 @@ def _sub_batch(batch: Batch, counts: Counts, chosen: npt.NDArray[np.int64]) -> t
     groups: list[Group] = []
     origin: list[int] = []
     hint: Counts = {}
-    for gi, group in enumerate(batch.groups):
-        if gi in involved:
-            continue
-        here = {n: c for (g, n), c in counts.items() if g == gi and n in inside and c}
+    on_chosen: dict[int, dict[int, int]] = {}  # group -> its pods on the chosen nodes (one pass)
+    for (gi, n), c in counts.items():
+        if c and n in inside and gi not in involved:
+            on_chosen.setdefault(gi, {})[n] = c
+    for gi in sorted(on_chosen):
+        group, here = batch.groups[gi], on_chosen[gi]
         total = sum(here.values())
-        if not total:
-            continue
         feasible = np.intersect1d(group.feasible, chosen).astype(np.int64)
         sub = Group(pods=group.pods[:total], vec=group.vec, key=group.key, masks=group.masks, feasible=feasible)
         sub.candidates = feasible
@@ -132,7 +132,8 @@ def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget
         report.iterations += 1
         if found is None:
             continue
-        candidate = {k2: c for k2, c in counts.items() if k2[1] not in set(chosen.tolist()) or k2[0] in involved}
+        freed = set(chosen.tolist())
+        candidate = {k2: c for k2, c in counts.items() if k2[1] not in freed or k2[0] in involved}
         for (si, n), c in found.items():
             if c:
                 candidate[origin[si], n] = candidate.get((origin[si], n), 0) + c
