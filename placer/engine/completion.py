@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
+from placer.engine import exactcover
 from placer.engine.batch import Batch
 from placer.engine.greedy import Assignment
 from placer.engine.scoring import IntArray
@@ -303,6 +304,11 @@ def complete(
     order = np.argsort(-(vecs * scale).sum(axis=1), kind="stable")
     vecs = vecs[order]
     limit, used = _FIRST_STEPS, 0
+    bins = _covered(vecs, room, slack, len(nodes), deadline, steps)
+    if bins is not None:
+        packed, used = bins
+        if packed is not None:
+            return _assignment(batch, nodes, owners, order, packed), used
     for attempt in range(_MAX_ATTEMPTS):
         allowed = limit if steps is None else min(limit, steps - used)
         if allowed <= 0:
@@ -322,12 +328,47 @@ def complete(
             return None, used  # the unperturbed search is complete: proven impossible
     else:
         return None, used
+    return _assignment(batch, nodes, owners, order, search.bins), used
+
+
+def _covered(
+    vecs: IntArray, room: IntArray, slack: IntArray, nodes: int, deadline: float, steps: int | None
+) -> tuple[list[list[int]] | None, int] | None:
+    """A perfect packing (a resource without slack: every node filled exactly in it) as an exact
+    cover of the pods by exact sets (``placer.engine.exactcover``); None when it does not apply
+    (slack everywhere, or too many exact sets to list), else (the pods per node or None, steps). A cover that is proven
+    impossible lets the node-by-node search have its turn: it lists larger sets."""
+    exact = (slack == 0) & (room > 0)  # resources every node must fill exactly
+    if not exact.any():
+        return None
+    # Nodes of few pods first: sets of at most 4, 5, then 6 pods, each try with a share of what
+    # is left (more sets mean more choices per pod, and the larger sizes are seldom needed).
+    taken = 0
+    allowed = steps if steps is not None else 10**9
+    for i, most in enumerate(range(4, exactcover.MOST_PER_NODE + 1)):
+        share = (deadline - time.monotonic()) / (exactcover.MOST_PER_NODE + 1 - most)
+        until = time.monotonic() + share if np.isfinite(share) else deadline
+        sets = exactcover.exact_sets(vecs, room, exact, until, most)
+        if sets is None:
+            return (None, taken) if i else None
+        left = (allowed - taken) // (exactcover.MOST_PER_NODE + 1 - most)
+        chosen, used = exactcover.cover(len(vecs), sets, until, left)
+        taken += used
+        if chosen is not None and len(chosen) <= nodes:
+            return [list(sets[c]) for c in chosen], taken
+    return None, taken
+
+
+def _assignment(
+    batch: Batch, nodes: list[int], owners: list[tuple[int, int]], order: npt.NDArray[np.intp], bins: list[list[int]]
+) -> Assignment:
+    """The pods per node (positions in ``order``) as the batch's assignment."""
     chosen: list[list[int]] = [[] for _ in batch.groups]
-    for node, pods in zip(nodes, search.bins, strict=False):
+    for node, pods in zip(nodes, bins, strict=False):
         for k in pods:
             chosen[owners[int(order[k])][0]].append(node)
     out: Assignment = []
     for gi, group in enumerate(batch.groups):
         picked: npt.NDArray[np.int64] = np.array(chosen[gi], dtype=np.int64)
         out.append(np.concatenate([picked, np.full(group.size - len(picked), -1, dtype=np.int64)]))
-    return out, used
+    return out
