@@ -3,15 +3,17 @@
 Aspects: another answer (kube-scheduler's, from the service) becomes the engine's start only if it
 is an answer of the batch (capacity, feasible nodes, whole gangs, one host-port pod per node) and
 places more pods per key; the engine's answer then never places fewer; answers keep within the
-time limit's budget.
+time limit's budget; perfect packings are found as exact covers of exact node fills.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from support import cluster, node, pod, solve
 
 from placer.baseline import simulate
@@ -23,6 +25,7 @@ from placer.engine import (
     build_batch,
     build_snapshot,
     completion,
+    exactcover,
     packing,
     select_candidates,
     solve_batch,
@@ -139,3 +142,39 @@ def test_a_tight_batch_on_identical_nodes_may_use_every_node() -> None:
     before = [list(g.candidates) for g in mixed.groups]
     packing.widen(mixed)
     assert [list(g.candidates) for g in mixed.groups] == before
+
+
+def test_an_exact_cover_is_found_and_its_absence_proven() -> None:
+    """Knuth's example: the only cover of items 0-6 by these sets is {0, 3}, {2, 4, 5}, {1, 6};
+    without {1, 6} there is none, and the search says so before its steps run out."""
+    sets = [(2, 4, 5), (0, 3, 6), (1, 2, 5), (0, 3), (1, 6), (3, 4, 6)]
+    chosen, _ = exactcover.cover(7, sets, deadline=float("inf"), steps=10_000)
+    assert chosen is not None and sorted(sets[i] for i in chosen) == [(0, 3), (1, 6), (2, 4, 5)]
+    none, used = exactcover.cover(7, [s for s in sets if s != (1, 6)], deadline=float("inf"), steps=10_000)
+    assert none is None and used < 10_000
+
+
+def test_exact_fills_are_every_small_set_filling_a_node_exactly() -> None:
+    """Against brute force over every set of up to six pods: the listed sets are exactly those
+    whose requests add up to the room in the exact resources and fit it in the others."""
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        vecs = rng.integers(0, 9, size=(12, 3)).astype(np.int64)
+        room = np.array([12, 14, 30], dtype=np.int64)
+        exact = np.array([True, True, False])
+        listed = exactcover.exact_sets(vecs, room, exact, deadline=float("inf"))
+        brute = [
+            s
+            for k in range(1, exactcover.MOST_PER_NODE + 1)
+            for s in itertools.combinations(range(12), k)
+            if np.array_equal(vecs[list(s)].sum(axis=0)[:2], room[:2]) and vecs[list(s), 2].sum() <= room[2]
+        ]
+        assert listed == sorted(brute)
+
+
+def test_a_two_resource_perfect_packing_is_found() -> None:
+    """benchmarks.packing's uniform class in two resources (60 pods on 15 nodes): every pod
+    placed, and the validator accepts the answer (``support.solve``)."""
+    inst = packing_bench.instance("uniform", 60, 2, seed=0)
+    outcome = solve(inst.cluster(), solver={"workers": 1, "deterministic": True, "timeLimit": 2, "seed": 0})
+    assert outcome.result.metrics.placed == inst.pods

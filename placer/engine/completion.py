@@ -304,11 +304,11 @@ def complete(
     order = np.argsort(-(vecs * scale).sum(axis=1), kind="stable")
     vecs = vecs[order]
     limit, used = _FIRST_STEPS, 0
-    bins = _covered(vecs, room, slack, len(nodes), deadline, steps)
-    if bins is not None:
-        packed, used = bins
-        if packed is not None:
-            return _assignment(batch, nodes, owners, order, packed), used
+    covered = _covered(vecs, room, slack, len(nodes), deadline, steps)
+    if covered is not None:
+        fills, used = covered
+        if fills is not None:
+            return _assignment(batch, nodes, owners, order, fills), used
     for attempt in range(_MAX_ATTEMPTS):
         allowed = limit if steps is None else min(limit, steps - used)
         if allowed <= 0:

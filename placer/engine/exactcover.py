@@ -60,8 +60,8 @@ def exact_sets(
     add up to ``room`` exactly in the ``exact`` resources and fit it in the others, members
     increasing; None when the tables or the sets outgrow their caps or the deadline passes (the
     caller then searches otherwise)."""
-    mix = np.random.default_rng(7).integers(1, 2**62, vecs.shape[1], dtype=np.int64) | 1
-    mix[~exact] = 0  # the hash reads the exact resources only
+    drawn = np.random.default_rng(7).integers(1, 2**62, vecs.shape[1], dtype=np.int64) | 1
+    mix = np.where(exact, drawn, 0).astype(np.int64)  # the hash reads the exact resources only
     with np.errstate(over="ignore"):
         keys = np.asarray(vecs @ mix, dtype=np.int64)
         target = int(np.int64(room @ mix))
@@ -99,11 +99,11 @@ def exact_sets(
             found.add(tuple(row))
         if len(found) > _SETS or time.monotonic() > deadline:
             return None
-    out = []
-    for members in sorted(found):  # hashes may collide: check the amounts
-        total = vecs[list(members)].sum(axis=0)
+    out: list[tuple[int, ...]] = []
+    for subset in sorted(found):  # hashes may collide: check the amounts
+        total = vecs[list(subset)].sum(axis=0)
         if np.array_equal(total[exact], room[exact]) and np.all(total <= room):
-            out.append(members)
+            out.append(subset)
     return out
 
 
