@@ -110,21 +110,13 @@ class _Subsets:
         """The subsets one pod larger: each subset of the largest size extended by every pod after
         its last one."""
         sums, members, _, _ = self.tables[-1]
-        m = len(self.keys)
-        last = members[:, -1].astype(np.int64)
-        counts = m - 1 - last
-        total = int(counts.sum())
+        total = int((len(self.keys) - 1 - members[:, -1].astype(np.int64)).sum())
         if total == 0 or total > _TABLE_ROWS:
             self.full = True
             return
-        rows = np.repeat(np.arange(len(members)), counts)
-        offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-        added = np.repeat(last + 1, counts) + offset
-        grown = np.empty((total, members.shape[1] + 1), dtype=np.int16)
-        grown[:, :-1] = members[rows]
-        grown[:, -1] = added
+        rows, grown = exactcover.extended(members, len(self.keys))
         with np.errstate(over="ignore"):
-            self._add(sums[rows] + self.keys[added], grown)
+            self._add(sums[rows] + self.keys[grown[:, -1].astype(np.int64)], grown)
         self.built += total
 
     def find(self, key: int, need: int, pos: int) -> tuple[list[list[int]], int]:

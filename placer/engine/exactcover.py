@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from placer.engine.scoring import IntArray
 
-__all__ = ["MOST_PER_NODE", "cover", "exact_sets"]
+__all__ = ["MOST_PER_NODE", "cover", "exact_sets", "extended"]
 
 MOST_PER_NODE = 6  # largest exact set listed (two halves of at most three pods)
 _ROWS = 2_000_000  # most subsets of one size kept in a table
@@ -34,25 +34,29 @@ class _StopError(Exception):
     pass
 
 
+def extended(members: npt.NDArray[np.int16], m: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int16]]:
+    """The subsets of positions 0..m-1 one pod larger than ``members`` (rows, members increasing):
+    each extended by every position after its last; with each new row's parent row."""
+    last = members[:, -1].astype(np.int64)
+    counts = m - 1 - last
+    total = int(counts.sum())
+    rows = np.repeat(np.arange(len(members)), counts)
+    offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    grown = np.empty((total, members.shape[1] + 1), dtype=np.int16)
+    grown[:, :-1] = members[rows]
+    grown[:, -1] = np.repeat(last + 1, counts) + offset
+    return rows, grown
+
+
 def _table(keys: IntArray, size: int) -> tuple[IntArray, npt.NDArray[np.int16]]:
     """Every subset of ``size`` positions (members increasing) and its hash; empty when there
     are more than ``_ROWS``."""
     m = len(keys)
-    count = 1
-    for i in range(size):
-        count = count * (m - i) // (i + 1)
-    if count > _ROWS or size > m:
+    if size > m or math.comb(m, size) > _ROWS:
         return np.zeros(0, dtype=np.int64), np.zeros((0, size), dtype=np.int16)
     members = np.arange(m, dtype=np.int16).reshape(m, 1)
     for _ in range(size - 1):
-        last = members[:, -1].astype(np.int64)
-        counts = m - 1 - last
-        rows = np.repeat(np.arange(len(members)), counts)
-        offset = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-        grown = np.empty((len(rows), members.shape[1] + 1), dtype=np.int16)
-        grown[:, :-1] = members[rows]
-        grown[:, -1] = np.repeat(last + 1, counts) + offset
-        members = grown
+        members = extended(members, m)[1]
     with np.errstate(over="ignore"):
         sums = keys[members.astype(np.int64)].sum(axis=1)
     return np.asarray(sums, dtype=np.int64), members
