@@ -252,7 +252,7 @@ class Bench:
         released = 0.0
         for phase in phases:
             if phase.measured and not self.args.stream:
-                self._hold(who, proc, signal.SIGSTOP)
+                self._hold(proc, signal.SIGSTOP)
             made = self._create(ns, phase.pods, scheduler)
             if not phase.measured:
                 self._wait(watch, made)
@@ -260,12 +260,12 @@ class Bench:
                 continue
             created.update(made)
             create_end = max(made.values())
-            cpu0 = self._cpu(who, proc)
+            cpu0 = self._cpu(proc)
             if not self.args.stream:
                 released = time.time()
-                self._hold(who, proc, signal.SIGCONT)
+                self._hold(proc, signal.SIGCONT)
         self._wait(watch, created)
-        cpu = self._cpu(who, proc) - cpu0
+        cpu = self._cpu(proc) - cpu0
         elapsed = time.monotonic() - t0
         watch.stop()
         if proc is not None:
@@ -329,7 +329,7 @@ class Bench:
             return proc.pid
         return next(c for c in self.c.components if c.name == "kube-scheduler").pgid
 
-    def _cpu(self, who: str, proc: subprocess.Popen[bytes] | None) -> float:
+    def _cpu(self, proc: subprocess.Popen[bytes] | None) -> float:
         """CPU seconds (user + system) used so far by the scheduler's process group, from /proc."""
         group, tick, total = self._group(proc), os.sysconf("SC_CLK_TCK"), 0
         for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -341,14 +341,10 @@ class Bench:
                 total += int(fields[11]) + int(fields[12])
         return total / tick
 
-    def _hold(self, who: str, proc: subprocess.Popen[bytes] | None, sig: signal.Signals) -> None:
+    def _hold(self, proc: subprocess.Popen[bytes] | None, sig: signal.Signals) -> None:
         """Stop (SIGSTOP) or resume (SIGCONT) the scheduler under test: the backlog is created
         while it is stopped, so that its throughput, not the creators', is measured."""
-        if proc is not None:
-            os.killpg(proc.pid, sig)
-            return
-        comp = next(c for c in self.c.components if c.name == "kube-scheduler")
-        os.killpg(comp.pgid, sig)
+        os.killpg(self._group(proc), sig)
 
     def _quality(self) -> tuple[float, float]:
         raw_nodes = [self.api.sanitize_for_serialization(n) for n in self.core.list_node().items]
