@@ -328,8 +328,8 @@ def _covered(
 ) -> tuple[list[list[int]] | None, int] | None:
     """A perfect packing (a resource without slack: every node filled exactly in it) as an exact
     cover of the pods by exact sets (``placer.engine.exactcover``); None when it does not apply
-    (slack everywhere, or too many exact sets to list), else (the pods per node or None, steps). A cover that is proven
-    impossible lets the node-by-node search have its turn: it lists larger sets."""
+    (slack everywhere, or too many exact sets to list), else (the pods per node or None, steps).
+    Without a cover the node-by-node search still runs: it is not bounded to six pods a node."""
     exact = (slack == 0) & (room > 0)  # resources every node must fill exactly
     if not exact.any():
         return None

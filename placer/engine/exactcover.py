@@ -34,17 +34,22 @@ class _StopError(Exception):
     pass
 
 
+def _spans(starts: IntArray, counts: IntArray) -> tuple[npt.NDArray[np.intp], IntArray]:
+    """The ranges starts[i] .. starts[i] + counts[i] - 1, one after another: for each element,
+    the range it belongs to and its value."""
+    rows = np.repeat(np.arange(len(counts)), counts)
+    offset = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return rows, np.repeat(starts, counts) + offset
+
+
 def extended(members: npt.NDArray[np.int16], m: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int16]]:
     """The subsets of positions 0..m-1 one pod larger than ``members`` (rows, members increasing):
     each extended by every position after its last; with each new row's parent row."""
     last = members[:, -1].astype(np.int64)
-    counts = m - 1 - last
-    total = int(counts.sum())
-    rows = np.repeat(np.arange(len(members)), counts)
-    offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-    grown = np.empty((total, members.shape[1] + 1), dtype=np.int16)
+    rows, added = _spans(last + 1, m - 1 - last)
+    grown = np.empty((len(rows), members.shape[1] + 1), dtype=np.int16)
     grown[:, :-1] = members[rows]
-    grown[:, -1] = np.repeat(last + 1, counts) + offset
+    grown[:, -1] = added
     return rows, grown
 
 
@@ -102,8 +107,7 @@ def exact_sets(
         counts = np.searchsorted(ordered, wanted, "right") - lo
         if int(counts.sum()) > _ROWS:
             return None
-        rows = np.repeat(np.arange(len(first)), counts)  # every (first half, second half) match
-        at = np.repeat(lo, counts) + np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        rows, at = _spans(lo, counts)  # every (first half, second half) match
         tails = second[order[at]]
         keep = tails[:, 0] > first[rows, -1]  # the second half after the first: each set once
         for row in np.concatenate([first[rows[keep]], tails[keep]], axis=1).tolist():
