@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from support import cluster, node, pod, solve
 
 from placer.baseline import simulate
@@ -26,6 +27,7 @@ from placer.engine import (
     build_snapshot,
     completion,
     exactcover,
+    largefills,
     packing,
     select_candidates,
     solve_batch,
@@ -176,5 +178,53 @@ def test_a_two_resource_perfect_packing_is_found() -> None:
     """benchmarks.packing's uniform class in two resources (60 pods on 15 nodes): every pod
     placed, and the validator accepts the answer (``support.solve``)."""
     inst = packing_bench.instance("uniform", 60, 2, seed=0)
+    outcome = solve(inst.cluster(), solver={"workers": 1, "deterministic": True, "timeLimit": 2, "seed": 0})
+    assert outcome.result.metrics.placed == inst.pods
+
+
+def _planted(rng: np.random.Generator, n: int, size: int, d: int) -> tuple[Any, Any]:
+    """``n`` pods in ``d`` resources of a node of 100 each, the first ``size`` of them cut from
+    the node (they fill it exactly), the rest random sizes; in shuffled order."""
+    cuts = np.sort(rng.choice(np.arange(1, 100), (d, size - 1), replace=True), axis=1)
+    fill = np.diff(np.concatenate([np.zeros((d, 1)), cuts, np.full((d, 1), 100)], axis=1), axis=1).T
+    vecs = np.concatenate([fill, rng.integers(1, 30, size=(n - size, d))]).astype(np.int64)
+    return vecs[rng.permutation(n)], np.full(d, 100, dtype=np.int64)
+
+
+def test_sampled_fills_of_many_pods_are_exact_and_each_is_found() -> None:
+    """Against brute force over every set of the size: the sampled sets are exact fills of it
+    (never another set), and each exact fill turns up within a few trials (a trial keeps about
+    two of a fill's splits into halves)."""
+    rng = np.random.default_rng(11)
+    for size in (5, 7, 8):
+        vecs, room = _planted(rng, 18, size, 3)
+        exact = np.ones(3, dtype=bool)
+        pool = np.arange(18, dtype=np.intp)
+        brute = {s for s in itertools.combinations(range(18), size) if np.array_equal(vecs[list(s)].sum(axis=0), room)}
+        assert brute  # the planted fill at least
+        found: set[tuple[int, ...]] = set()
+        for seed in range(8):
+            sets = largefills.sampled_sets(vecs, room, exact, pool, size, seed=seed, deadline=float("inf"))
+            assert sets is not None
+            assert set(sets) <= brute
+            found.update(sets)
+        assert found == brute
+
+
+def test_fills_that_are_not_rare_are_not_sampled() -> None:
+    """Forty pods of 1-3 units on a node of 14: hundreds of thousands of sets of seven fill it;
+    sampling says so rather than listing them."""
+    vecs = np.random.default_rng(3).integers(1, 4, size=(40, 1)).astype(np.int64)
+    with pytest.raises(largefills.NotRareError):
+        largefills.sampled_sets(
+            vecs, np.array([14]), np.array([True]), np.arange(40, dtype=np.intp), 7, seed=0, deadline=float("inf")
+        )
+
+
+def test_a_perfect_packing_of_seven_to_ten_pods_a_node_is_found() -> None:
+    """benchmarks.packing's small class (7-10 pods a node, 100 pods on 12 nodes, 5 resources):
+    sets of up to six pods cannot cover it; sampled fills do. Every pod placed, and the validator
+    accepts the answer (``support.solve``)."""
+    inst = packing_bench.instance("small", 100, 5, seed=1)
     outcome = solve(inst.cluster(), solver={"workers": 1, "deterministic": True, "timeLimit": 2, "seed": 0})
     assert outcome.result.metrics.placed == inst.pods

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
-from placer.engine import exactcover
+from placer.engine import exactcover, largefills
 from placer.engine.batch import Batch
 from placer.engine.greedy import Assignment
 from placer.engine.scoring import IntArray
@@ -329,26 +329,69 @@ def _covered(
     """A perfect packing (a resource without slack: every node filled exactly in it) as an exact
     cover of the pods by exact sets (``placer.engine.exactcover``); None when it does not apply
     (slack everywhere, or too many exact sets to list), else (the pods per node or None, steps).
-    Without a cover the node-by-node search still runs: it is not bounded to six pods a node."""
+    Without a cover the node-by-node search still runs: it is not bounded to the sizes listed."""
     exact = (slack == 0) & (room > 0)  # resources every node must fill exactly
     if not exact.any():
         return None
-    # Nodes of few pods first: sets of at most 4, 5, then 6 pods, each try with a share of what
-    # is left (more sets mean more choices per pod, and the larger sizes are seldom needed).
+    # Nodes of few pods first: every set of at most 4 pods; then sets of 5 to LARGEST pods sampled
+    # among the pods no such set holds (``placer.engine.largefills``; fills of many pods are rare
+    # when a node must be filled exactly in several resources); then every set of at most 5 and 6
+    # pods. Each stage has a share of what is left (the sampled one half of it), and sets found
+    # earlier stay candidates.
     taken = 0
     allowed = steps if steps is not None else 10**9
-    for i, most in enumerate(range(4, exactcover.MOST_PER_NODE + 1)):
-        share = (deadline - time.monotonic()) / (exactcover.MOST_PER_NODE + 1 - most)
-        until = time.monotonic() + share if np.isfinite(share) else deadline
-        sets = exactcover.exact_sets(vecs, room, exact, until, most)
-        if sets is None:
-            return (None, taken) if i else None
-        left = (allowed - taken) // (exactcover.MOST_PER_NODE + 1 - most)
+    sampled: list[tuple[int, ...]] = []
+    listed: list[tuple[int, ...]] = []
+    stages = (4, 0, 5, exactcover.MOST_PER_NODE)  # 0: the sampled stage
+    for i, most in enumerate(stages):
+        share = (deadline - time.monotonic()) / (len(stages) - i)
+        until = time.monotonic() + (2 * share if most == 0 else share) if np.isfinite(share) else deadline
+        if most == 0:
+            sampled = _sampled(vecs, room, exact, listed, until)
+            sets = sorted(set(listed) | set(sampled))
+        else:
+            listing = exactcover.exact_sets(vecs, room, exact, until, most)
+            if listing is None:
+                if i == 0:
+                    return None
+                continue
+            listed = listing
+            sets = sorted(set(listed) | set(sampled))
+        left = (allowed - taken) // (len(stages) - i)
         chosen, used = exactcover.cover(len(vecs), sets, until, left)
         taken += used
         if chosen is not None and len(chosen) <= nodes:
             return [list(sets[c]) for c in chosen], taken
     return None, taken
+
+
+_SAMPLING_ROUNDS = 16  # at most; each round's pool is smaller, so larger sizes become affordable
+
+
+def _sampled(
+    vecs: IntArray, room: IntArray, exact: npt.NDArray[np.bool_], listed: list[tuple[int, ...]], deadline: float
+) -> list[tuple[int, ...]]:
+    """Exact sets of 5 to ``largefills.LARGEST`` pods among the pods no set of ``listed`` holds,
+    sampled in rounds until every pod is in some set, two rounds in a row add nothing, or the
+    deadline; empty when such sets are not rare (a sampled size yields too many candidates)."""
+    found: set[tuple[int, ...]] = set()
+    held = {pod for subset in listed for pod in subset}
+    fruitless = 0
+    for attempt in range(_SAMPLING_ROUNDS):
+        before = len(found)
+        for size in range(5, largefills.LARGEST + 1):
+            pool = np.array([p for p in range(len(vecs)) if p not in held], dtype=np.intp)
+            try:
+                sets = largefills.sampled_sets(vecs, room, exact, pool, size, seed=attempt, deadline=deadline)
+            except largefills.NotRareError:
+                return []
+            for subset in sets or ():
+                found.add(subset)
+                held.update(subset)
+        fruitless = fruitless + 1 if len(found) == before else 0
+        if fruitless == 2 or len(held) == len(vecs) or time.monotonic() > deadline:
+            break
+    return sorted(found)
 
 
 def _assignment(

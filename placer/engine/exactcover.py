@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from placer.engine.scoring import IntArray
 
-__all__ = ["MOST_PER_NODE", "cover", "exact_sets", "extended"]
+__all__ = ["MOST_PER_NODE", "cover", "exact_sets", "extended", "spans", "table"]
 
 MOST_PER_NODE = 6  # largest exact set listed (two halves of at most three pods)
 _ROWS = 2_000_000  # most subsets of one size kept in a table
@@ -34,7 +34,7 @@ class _StopError(Exception):
     pass
 
 
-def _spans(starts: IntArray, counts: IntArray) -> tuple[npt.NDArray[np.intp], IntArray]:
+def spans(starts: IntArray, counts: IntArray) -> tuple[npt.NDArray[np.intp], IntArray]:
     """The ranges starts[i] .. starts[i] + counts[i] - 1, one after another: for each element,
     the range it belongs to and its value."""
     rows = np.repeat(np.arange(len(counts)), counts)
@@ -46,14 +46,14 @@ def extended(members: npt.NDArray[np.int16], m: int) -> tuple[npt.NDArray[np.int
     """The subsets of positions 0..m-1 one pod larger than ``members`` (rows, members increasing):
     each extended by every position after its last; with each new row's parent row."""
     last = members[:, -1].astype(np.int64)
-    rows, added = _spans(last + 1, m - 1 - last)
+    rows, added = spans(last + 1, m - 1 - last)
     grown = np.empty((len(rows), members.shape[1] + 1), dtype=np.int16)
     grown[:, :-1] = members[rows]
     grown[:, -1] = added
     return rows, grown
 
 
-def _table(keys: IntArray, size: int) -> tuple[IntArray, npt.NDArray[np.int16]]:
+def table(keys: IntArray, size: int) -> tuple[IntArray, npt.NDArray[np.int16]]:
     """Every subset of ``size`` positions (members increasing) and its hash; empty when there
     are more than ``_ROWS``."""
     m = len(keys)
@@ -83,7 +83,7 @@ def exact_sets(
         return None
     tables = {1: (keys.copy(), np.arange(len(keys), dtype=np.int16).reshape(-1, 1))}
     for size in (2, 3) if most >= 5 else (2,):
-        tables[size] = _table(keys, size)
+        tables[size] = table(keys, size)
         if len(tables[size][0]) == 0 and len(keys) >= size:
             return None
         if time.monotonic() > deadline:
@@ -107,7 +107,7 @@ def exact_sets(
         counts = np.searchsorted(ordered, wanted, "right") - lo
         if int(counts.sum()) > _ROWS:
             return None
-        rows, at = _spans(lo, counts)  # every (first half, second half) match
+        rows, at = spans(lo, counts)  # every (first half, second half) match
         tails = second[order[at]]
         keep = tails[:, 0] > first[rows, -1]  # the second half after the first: each set once
         for row in np.concatenate([first[rows[keep]], tails[keep]], axis=1).tolist():
