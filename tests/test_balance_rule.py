@@ -30,7 +30,7 @@ from support import node, pod  # noqa: E402
 
 from benchmarks.generate import mixed  # noqa: E402
 from benchmarks.quality import outcome_quality, per_batch, verdict  # noqa: E402
-from placer.engine import dominance  # noqa: E402
+from placer.engine import build_batch, build_snapshot, dominance  # noqa: E402
 from placer.models import Config  # noqa: E402
 from placer.service import SolveOptions, solve_cluster  # noqa: E402
 from placer.validate import hard_violations  # noqa: E402
@@ -85,3 +85,17 @@ def test_a_batch_asking_for_devices_is_placed_for_them_not_held_to_defaults_bala
     calls.clear()
     solve_cluster(support_cluster(nodes, with_gpu), SolveOptions(policy="placer", config=CONFIG))
     assert calls == []
+
+
+def test_the_guard_never_leaves_out_a_pod_that_fits() -> None:
+    """The guard's descent moves pods to balance the nodes, which can open room where a pod the
+    answer left out fits; the answer it returns places such pods (an answer never leaves out a pod
+    that fits). Here the answer given to it leaves out one of three pods although a node has room."""
+    c = support_cluster([node("a", cpu="4"), node("b", cpu="4")], [pod(f"p{i}", cpu="1") for i in range(3)])
+    pending = [p for p in c.pods if p.pending]
+    batch = build_batch(build_snapshot(c.nodes, [], pending, c.namespaces), pending, CONFIG)
+    (gi,) = range(len(batch.groups))
+    short = {(gi, 0): 2}  # two pods on a, the third left out
+    other = {(gi, 0): 1, (gi, 1): 1}
+    found, changed = dominance.no_worse(batch, short, other, seconds=float("inf"), seed=0)
+    assert changed and sum(found.values()) == 3

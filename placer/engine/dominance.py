@@ -234,4 +234,33 @@ def no_worse(batch: Batch, counts: Counts, other: Counts, *, seconds: float, see
         if best is None or rank[:2] < best[:2]:
             best = rank
     assert best is not None  # at least one start: the other answer or the engine's
-    return best[2], best[2] != counts
+    found = _filled(batch, best[2])
+    return found, found != counts
+
+
+def _filled(batch: Batch, counts: Counts) -> Counts:
+    """``counts`` with the pods it leaves out placed where they now fit (plain groups only: no
+    rules involving other batch pods, no host ports, no gang), best key first, each on its
+    feasible node with the most room left: moving pods to balance the nodes can open room that a
+    pod left out fits in, and an answer never leaves out a pod that fits."""
+    used = _used(batch, counts)
+    alloc = batch.snapshot.alloc
+    fixed = fixed_groups(batch)
+    placed = _per_group(counts)
+    out = dict(counts)
+    order = sorted(range(len(batch.groups)), key=lambda gi: batch.groups[gi].key, reverse=True)
+    for gi in order:
+        group = batch.groups[gi]
+        if gi in fixed or group.gang is not None or len(group.feasible) == 0:
+            continue
+        nz = np.flatnonzero(group.vec)
+        for _ in range(group.size - placed.get(gi, 0)):
+            free = alloc[np.ix_(group.feasible, nz)] - used[np.ix_(group.feasible, nz)]
+            ok = np.all(free >= group.vec[nz], axis=1)
+            if not ok.any():
+                break
+            room = (free / np.maximum(alloc[np.ix_(group.feasible, nz)], 1)).min(axis=1)
+            n = int(group.feasible[np.flatnonzero(ok)[int(np.argmax(room[ok]))]])
+            out[gi, n] = out.get((gi, n), 0) + 1
+            used[n] += group.vec
+    return out
