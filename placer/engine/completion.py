@@ -12,13 +12,14 @@ completions early. The answer is a start for the CP-SAT levels and is validated 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
 
-from placer.engine import exactcover, largefills
+from placer.engine import exactcover, fillsampler, largefills
 from placer.engine.batch import Batch
 from placer.engine.greedy import Assignment
 from placer.engine.scoring import IntArray
@@ -301,6 +302,10 @@ def complete(
         fills, used = covered
         if fills is not None:
             return _assignment(batch, nodes, owners, order, fills), used
+    drawn, taken = _drawn(vecs, room, slack, len(nodes), deadline, None if steps is None else steps - used)
+    used += taken
+    if drawn is not None:
+        return _assignment(batch, nodes, owners, order, drawn), used
     for attempt in range(_MAX_ATTEMPTS):
         allowed = limit if steps is None else min(limit, steps - used)
         if allowed <= 0:
@@ -346,6 +351,9 @@ def _covered(
     for i, most in enumerate(stages):
         share = (deadline - time.monotonic()) / (len(stages) - i)
         until = time.monotonic() + (2 * share if most == 0 else share) if np.isfinite(share) else deadline
+        coverable = len(vecs) <= nodes * (most or largefills.LARGEST)  # else some node needs more pods
+        if not coverable and i > 0:
+            continue
         if most == 0:
             sampled = _sampled(vecs, room, exact, listed, until)
             sets = sorted(set(listed) | set(sampled))
@@ -357,6 +365,8 @@ def _covered(
                 continue
             listed = listing
             sets = sorted(set(listed) | set(sampled))
+        if not coverable:
+            continue
         left = (allowed - taken) // (len(stages) - i)
         chosen, used = exactcover.cover(len(vecs), sets, until, left)
         taken += used
@@ -392,6 +402,37 @@ def _sampled(
         if fruitless == 2 or len(held) == len(vecs) or time.monotonic() > deadline:
             break
     return sorted(found)
+
+
+_TAIL_STEPS = 20_000  # cover steps for the last pods of a drawn packing
+_TAIL_HALF = 6  # their exact sets are listed up to twice this many pods ...
+_TAIL_ROWS = 700_000  # ... as far as the tables of half a set stay this small
+
+
+def _drawn(
+    vecs: IntArray, room: IntArray, slack: IntArray, nodes: int, deadline: float, steps: int | None
+) -> tuple[list[list[int]] | None, int]:
+    """A perfect packing from random exact fills (``placer.engine.fillsampler``), with half of
+    the time or steps left, its last pods covered exactly; (None, 0) when it does not apply (no
+    exact resource a table can track)."""
+    exact = (slack == 0) & (room > 0)
+    if not exact.any() or not fillsampler.applies(vecs, room, exact):
+        return None, 0
+    until = time.monotonic() + (deadline - time.monotonic()) / 2 if np.isfinite(deadline) else deadline
+    allowed = (steps if steps is not None else 2 * 10**9) // 2
+
+    def tail(rows: npt.NDArray[np.intp], left: int) -> list[list[int]] | None:
+        """Every exact set of the last pods (as many pods a set as small tables allow), covered."""
+        most = max(k for k in range(2, 2 * _TAIL_HALF + 1) if math.comb(len(rows), (k + 1) // 2) <= _TAIL_ROWS)
+        sets = exactcover.exact_sets(vecs[rows], room, exact, until, most)
+        if sets is None:
+            return None
+        chosen, _ = exactcover.cover(len(rows), sets, until, _TAIL_STEPS)
+        if chosen is None or len(chosen) > left:
+            return None
+        return [[int(rows[k]) for k in sets[c]] for c in chosen]
+
+    return fillsampler.pack(vecs, room, slack, nodes, tail, deadline=until, steps=allowed)
 
 
 def _assignment(

@@ -70,19 +70,20 @@ def table(keys: IntArray, size: int) -> tuple[IntArray, npt.NDArray[np.int16]]:
 def exact_sets(
     vecs: IntArray, room: IntArray, exact: npt.NDArray[np.bool_], deadline: float, most: int = MOST_PER_NODE
 ) -> list[tuple[int, ...]] | None:
-    """Every set of at most ``most`` (<= ``MOST_PER_NODE``) pods (rows of ``vecs``) whose requests
-    add up to ``room`` exactly in the ``exact`` resources and fit it in the others, members
-    increasing; None when the tables or the sets outgrow their caps or the deadline passes (the
-    caller then searches otherwise)."""
+    """Every set of at most ``most`` pods (rows of ``vecs``) whose requests add up to ``room``
+    exactly in the ``exact`` resources and fit it in the others, members increasing; None when the
+    tables or the sets outgrow their caps or the deadline passes (the caller then searches
+    otherwise). ``MOST_PER_NODE`` is what 200 pods allow; fewer pods allow more."""
     drawn = np.random.default_rng(7).integers(1, 2**62, vecs.shape[1], dtype=np.int64) | 1
     mix = np.where(exact, drawn, 0).astype(np.int64)  # the hash reads the exact resources only
     with np.errstate(over="ignore"):
         keys = np.asarray(vecs @ mix, dtype=np.int64)
         target = int(np.int64(room @ mix))
-    if most >= 5 and math.comb(len(keys), 3) * _SECONDS_PER_ROW * (most - 4) > deadline - time.monotonic():
+    half = (most + 1) // 2
+    if most >= 5 and math.comb(len(keys), half) * _SECONDS_PER_ROW * (most - 4) > deadline - time.monotonic():
         return None
     tables = {1: (keys.copy(), np.arange(len(keys), dtype=np.int16).reshape(-1, 1))}
-    for size in (2, 3) if most >= 5 else (2,):
+    for size in range(2, half + 1):
         tables[size] = table(keys, size)
         if len(tables[size][0]) == 0 and len(keys) >= size:
             return None
@@ -90,13 +91,15 @@ def exact_sets(
             return None
     found: set[tuple[int, ...]] = set()
     for size in (1, 2):  # one table: the hash of the whole set
+        if size > most or size not in tables:
+            continue
         sums, members = tables[size]
         for row in members[sums == target].tolist():
             found.add(tuple(row))
     # Two halves: a subset of ``a`` pods, then one of ``b`` pods all after its last member.
-    for a, b in ((1, 2), (2, 2), (2, 3), (3, 3)):
-        if a + b > most:
-            continue
+    for a, b in ((k // 2, k - k // 2) for k in range(3, most + 1)):
+        if b > len(keys):
+            break
         first_sums, first = tables[a]
         second_sums, second = tables[b]
         order = np.argsort(second_sums, kind="stable")

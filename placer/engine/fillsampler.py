@@ -1,0 +1,227 @@
+"""Random exact fills from reachability tables: perfect packings where exact fills abound.
+
+When few resources must be filled exactly (one or two without slack) and a node holds many pods,
+the exact fills of a node number in the millions: too many to list (``placer.engine.exactcover``,
+``placer.engine.largefills``) and too many for a node-by-node enumeration to step over. Any one of
+them is easy to draw, though. For the pods left after a position of a fixed order, a table says
+which amounts they can make exactly: one bit per amount, as a big integer shifted by each pod's
+request (subset-sum reachability; two exact resources share one table over the pairs of amounts,
+the others have one each). Walking the order, a pod joins the node only where the rest can still
+make up what is missing, so a draw ends in an exact fill unless the per-resource tables disagree.
+Pods are walked large first with noise (small pods stay for later nodes, where they are needed to
+close the gaps, as in bin completion) and join with a low probability, so fills differ from draw
+to draw.
+
+``pack`` fills nodes one after the other (the largest pod left opens each), tries a few fills
+per node depth first within a budget of nodes, and hands the last few dozen pods to an exact
+cover (the caller's), where the search must be complete. Pure; deterministic for a given seed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from placer.engine.scoring import IntArray
+
+__all__ = ["Tail", "applies", "pack"]
+
+_GRID_BITS = 1 << 21  # most amounts one table tracks (bits per position): 1,000 x 2,000 for a pair
+_TAIL = 28  # pods left at which the rest goes to the exact cover (listing its sets stays cheap)
+_BRANCH = 3  # fills tried per node before the search backs up
+_DRAWS = 20  # draws per fill before giving up on the node
+_JOIN = 0.3  # probability that a pod joins the node where both choices can still end exactly
+_NODES_PER_ATTEMPT = 300  # nodes a depth-first attempt may open before a restart
+# What costs about one search step (0.1 ms on the 2-core benchmark machine; a deterministic budget
+# counts steps, never the clock): pods looked at in draws, table bits built, rows of the last pods'
+# tables.
+_ITEMS_PER_STEP = 25
+_BITS_PER_STEP = 1_000_000
+_ROWS_PER_STEP = 300
+
+# The exact cover of the last pods: (their rows of vecs, the nodes left) -> the pods per node
+# (rows of vecs) or None.
+Tail = Callable[[npt.NDArray[np.intp], int], list[list[int]] | None]
+
+
+class _OutOfTimeError(Exception):
+    pass
+
+
+def _unit(vecs: IntArray, room: IntArray) -> IntArray:
+    """Per resource, the greatest common divisor of every request and the room: the tables track
+    amounts in these units (1000Mi of memory is 1,000 of them, not 10^9 bytes)."""
+    g = np.gcd.reduce(np.concatenate([vecs, room.reshape(1, -1)]), axis=0)
+    return np.asarray(np.where(g > 0, g, 1), dtype=np.int64)
+
+
+def applies(vecs: IntArray, room: IntArray, exact: npt.NDArray[np.bool_]) -> bool:
+    """Whether some exact resource's amounts fit a table."""
+    return bool(np.any(exact & (room // _unit(vecs, room) + 1 <= _GRID_BITS)))
+
+
+class _Reach:
+    """Per position of ``sizes`` (rows: pods in walking order), the amounts of the exact resources
+    that the pods from there on can make exactly (at most ``target``); the first pair of
+    resources that fits ``_GRID_BITS`` shares one table."""
+
+    def __init__(self, sizes: IntArray, target: IntArray, exact: list[int]) -> None:
+        fits = [r for r in exact if target[r] + 1 <= _GRID_BITS]
+        pair = next(
+            (
+                (a, b)
+                for i, a in enumerate(fits)
+                for b in fits[i + 1 :]
+                if (target[a] + 1) * 2 * (target[b] + 1) <= _GRID_BITS
+            ),
+            None,
+        )
+        self.tables: list[tuple[int, int, int, list[int]]] = []  # (resource a, resource b or -1, row width, bits)
+        if pair is not None:
+            self.tables.append(self._table(sizes, target, *pair))
+        self.tables += [self._table(sizes, target, r, -1) for r in fits if pair is None or r not in pair]
+        self.bits = sum(bits[0].bit_length() for _, _, _, bits in self.tables)  # of one position's tables
+
+    @staticmethod
+    def _table(sizes: IntArray, target: IntArray, a: int, b: int) -> tuple[int, int, int, list[int]]:
+        if b < 0:
+            width, full = 1, (1 << (int(target[a]) + 1)) - 1
+            shifts = sizes[:, a].tolist()
+        else:
+            # Amounts (x, y) at bit x * width + y; a row twice as wide as y's range, so that a
+            # shift never carries into the next row before the mask clears what went past.
+            width = 2 * (int(target[b]) + 1)
+            row = (1 << (int(target[b]) + 1)) - 1
+            full = sum(row << (x * width) for x in range(int(target[a]) + 1))
+            shifts = (sizes[:, a] * width + sizes[:, b]).tolist()
+        bits = [0] * (len(shifts) + 1)
+        bits[-1] = 1
+        for j in range(len(shifts) - 1, -1, -1):
+            bits[j] = bits[j + 1] | ((bits[j + 1] << int(shifts[j])) & full)
+        return a, b, width, bits
+
+    def can(self, j: int, missing: list[int]) -> bool:
+        """Whether the pods from position ``j`` on can make ``missing`` exactly."""
+        for a, b, width, bits in self.tables:
+            at = missing[a] * width + (missing[b] if b >= 0 else 0)
+            if not (bits[j] >> at) & 1:
+                return False
+        return True
+
+
+class _Packer:
+    """One depth-first attempt: nodes filled one after the other, ``_BRANCH`` drawn fills each,
+    at most ``_NODES_PER_ATTEMPT`` nodes opened; the steps it used."""
+
+    def __init__(
+        self,
+        vecs: IntArray,
+        room: IntArray,
+        slack: IntArray,
+        exact: list[int],
+        deadline: float,
+        steps: int,
+        seed: int,
+    ) -> None:
+        self.vecs, self.room, self.exact = vecs, room, exact
+        self.slack = slack.copy()
+        self.deadline = deadline
+        self.steps = steps
+        self.used = 0
+        self.rng = np.random.default_rng(seed)
+        self.opened = 0
+
+    def _charge(self, steps: int) -> None:
+        self.used += max(1, steps)
+        if self.used > self.steps or time.monotonic() > self.deadline:
+            raise _OutOfTimeError
+
+    def fill(self, first: int, left: npt.NDArray[np.intp]) -> list[list[int]]:
+        """Up to ``_BRANCH`` distinct exact fills of a node holding ``first`` (from ``left``)."""
+        target = self.room - self.vecs[first]
+        rest = left[(left != first) & np.all(self.vecs[left] <= target, axis=1)]
+        scale = np.where(self.room > 0, 1.0 / np.maximum(self.room, 1), 0.0)
+        noisy = (self.vecs[rest] * scale).sum(axis=1) * self.rng.uniform(0.7, 1.3, len(rest))
+        rest = rest[np.argsort(-noisy, kind="stable")]
+        sizes = self.vecs[rest]
+        reach = _Reach(sizes, target, self.exact)
+        self._charge(len(rest) * reach.bits // _BITS_PER_STEP)
+        rows = sizes.tolist()
+        out: list[list[int]] = []
+        for _ in range(_DRAWS):
+            missing = target.tolist()
+            chosen = [first]
+            for j, size in enumerate(rows):
+                if all(missing[r] == 0 for r in self.exact):
+                    break
+                fits = all(s <= m for s, m in zip(size, missing, strict=True))
+                joined = [m - s for s, m in zip(size, missing, strict=True)] if fits else missing
+                join = fits and reach.can(j + 1, joined)
+                skip = reach.can(j + 1, missing)
+                if join and (not skip or self.rng.random() < _JOIN):
+                    missing = joined
+                    chosen.append(int(rest[j]))
+                elif not skip:
+                    break
+            self._charge(len(rows) // _ITEMS_PER_STEP)
+            kept = np.array(missing, dtype=np.int64)
+            if all(missing[r] == 0 for r in self.exact) and np.all(kept <= self.slack):
+                if sorted(chosen) not in out:
+                    out.append(sorted(chosen))
+                if len(out) == _BRANCH:
+                    break
+        return out
+
+    def search(self, left: npt.NDArray[np.intp], nodes: int, tail: Tail) -> list[list[int]] | None:
+        if len(left) == 0:
+            return []
+        if nodes == 0 or self.opened >= _NODES_PER_ATTEMPT:
+            return None
+        self.opened += 1
+        if len(left) <= _TAIL:
+            self._charge(math.comb(len(left), 5) // _ROWS_PER_STEP)
+            return tail(left, nodes)
+        first = int(left[0])  # the largest pod left (rows come largest first)
+        for pods in self.fill(first, left):
+            kept = self.room - self.vecs[pods].sum(axis=0)
+            self.slack -= kept
+            found = self.search(left[~np.isin(left, pods)], nodes - 1, tail)
+            self.slack += kept
+            if found is not None:
+                return [pods, *found]
+        return None
+
+
+def pack(
+    vecs: IntArray,
+    room: IntArray,
+    slack: IntArray,
+    nodes: int,
+    tail: Tail,
+    *,
+    deadline: float,
+    steps: int,
+) -> tuple[list[list[int]] | None, int]:
+    """Pods per node (rows of ``vecs``, largest first) filling ``nodes`` nodes of ``room``, each
+    keeping at most the ``slack`` left in total, exactly in the resources without slack; or None
+    when the ``deadline`` or ``steps`` run out first; with the steps taken. Depth-first attempts
+    of ``_NODES_PER_ATTEMPT`` nodes each, restarted with other draws."""
+    unit = _unit(vecs, room)
+    vecs, room, slack = vecs // unit, room // unit, slack // unit
+    exact = [int(r) for r in np.flatnonzero((slack == 0) & (room > 0))]
+    used, attempt = 0, 0
+    while used < steps:
+        packer = _Packer(vecs, room, slack, exact, deadline, steps - used, seed=attempt)
+        try:
+            found = packer.search(np.arange(len(vecs), dtype=np.intp), nodes, tail)
+        except _OutOfTimeError:
+            return None, used + packer.used
+        used += packer.used
+        attempt += 1
+        if found is not None:
+            return found, used
+    return None, used
