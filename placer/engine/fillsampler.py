@@ -33,7 +33,7 @@ __all__ = ["Tail", "applies", "pack"]
 _GRID_BITS = 1 << 21  # most amounts one table tracks (bits per position): 1,000 x 2,000 for a pair
 _TAIL = 28  # pods left at which the rest goes to the exact cover (listing its sets stays cheap)
 _BRANCH = 3  # fills tried per node before the search backs up
-_DRAWS = 20  # draws per fill before giving up on the node
+_DRAWS = 20  # draws per node at most (they stop once _BRANCH distinct fills are found)
 _JOIN = 0.3  # probability that a pod joins the node where both choices can still end exactly
 _NODES_PER_ATTEMPT = 300  # nodes a depth-first attempt may open before a restart
 # What costs about one search step (0.1 ms on the 2-core benchmark machine; a deterministic budget
@@ -66,28 +66,26 @@ def applies(vecs: IntArray, room: IntArray, exact: npt.NDArray[np.bool_]) -> boo
 
 class _Reach:
     """Per position of ``sizes`` (rows: pods in walking order), the amounts of the exact resources
-    that the pods from there on can make exactly (at most ``target``); the first pair of
-    resources that fits ``_GRID_BITS`` shares one table."""
+    that the pods from there on can make exactly (at most ``target``): the first pair of exact
+    resources that fits ``_GRID_BITS`` shares one table, the others have one each. Kept as bytes
+    per position, so that a lookup reads one byte (shifting a big integer copies it)."""
 
     def __init__(self, sizes: IntArray, target: IntArray, exact: list[int]) -> None:
         fits = [r for r in exact if target[r] + 1 <= _GRID_BITS]
-        pair = next(
-            (
-                (a, b)
-                for i, a in enumerate(fits)
-                for b in fits[i + 1 :]
-                if (target[a] + 1) * 2 * (target[b] + 1) <= _GRID_BITS
-            ),
-            None,
-        )
-        self.tables: list[tuple[int, int, int, list[int]]] = []  # (resource a, resource b or -1, row width, bits)
-        if pair is not None:
-            self.tables.append(self._table(sizes, target, *pair))
-        self.tables += [self._table(sizes, target, r, -1) for r in fits if pair is None or r not in pair]
-        self.bits = sum(bits[0].bit_length() for _, _, _, bits in self.tables)  # of one position's tables
+        pairs = [
+            (a, b)
+            for i, a in enumerate(fits)
+            for b in fits[i + 1 :]
+            if (target[a] + 1) * 2 * (target[b] + 1) <= _GRID_BITS
+        ][:1]
+        paired = {r for pair in pairs for r in pair}
+        # (resource a, resource b or -1, row width, per position the table as bytes)
+        self.tables = [self._table(sizes, target, a, b) for a, b in pairs]
+        self.tables += [self._table(sizes, target, r, -1) for r in fits if r not in paired]
+        self.bits = sum(8 * len(rows[0]) for _, _, _, rows in self.tables)  # of one position's tables
 
     @staticmethod
-    def _table(sizes: IntArray, target: IntArray, a: int, b: int) -> tuple[int, int, int, list[int]]:
+    def _table(sizes: IntArray, target: IntArray, a: int, b: int) -> tuple[int, int, int, list[bytes]]:
         if b < 0:
             width, full = 1, (1 << (int(target[a]) + 1)) - 1
             shifts = sizes[:, a].tolist()
@@ -98,17 +96,20 @@ class _Reach:
             row = (1 << (int(target[b]) + 1)) - 1
             full = sum(row << (x * width) for x in range(int(target[a]) + 1))
             shifts = (sizes[:, a] * width + sizes[:, b]).tolist()
-        bits = [0] * (len(shifts) + 1)
-        bits[-1] = 1
-        for j in range(len(shifts) - 1, -1, -1):
-            bits[j] = bits[j + 1] | ((bits[j + 1] << int(shifts[j])) & full)
-        return a, b, width, bits
+        size = (full.bit_length() + 7) // 8
+        bits = 1
+        rows = [bits.to_bytes(size, "little")]
+        for shift in reversed(shifts):
+            bits |= (bits << int(shift)) & full
+            rows.append(bits.to_bytes(size, "little"))
+        rows.reverse()  # rows[j]: the pods from position j on
+        return a, b, width, rows
 
     def can(self, j: int, missing: list[int]) -> bool:
         """Whether the pods from position ``j`` on can make ``missing`` exactly."""
-        for a, b, width, bits in self.tables:
+        for a, b, width, rows in self.tables:
             at = missing[a] * width + (missing[b] if b >= 0 else 0)
-            if not (bits[j] >> at) & 1:
+            if not (rows[j][at >> 3] >> (at & 7)) & 1:
                 return False
         return True
 
