@@ -46,7 +46,7 @@ from benchmarks.solving import timed_solve  # noqa: E402
 from placer.baseline import simulate  # noqa: E402
 from placer.engine import Quality, Snapshot, build_snapshot, pod_key, with_default_spread  # noqa: E402
 from placer.models import Cluster, Config, Pod, Result, SolveStatus, worst_status  # noqa: E402
-from placer.service import check_decision, decide, pending_batch, state_metrics  # noqa: E402
+from placer.service import DefaultRun, check_decision, decide, pending_batch, state_metrics  # noqa: E402
 from placer.validate import hard_violations  # noqa: E402
 
 __all__ = ["Row", "outcome_quality", "per_batch", "run_instance", "verdict"]
@@ -109,12 +109,14 @@ def per_batch(cluster: Cluster, config: Config, size: int) -> BatchRun:
     seconds, gap = 0.0, 0.0
     status: SolveStatus = "optimal"
     queue, carried = list(pending), []
+    beside = DefaultRun(state, cluster, evict=False)
     while queue or carried:
+        target = beside.advance(queue[:size])
         batch, queue = carried + queue[:size], queue[size:]
         other = state.copy()
         sim = simulate(other, batch, "default", preemption=False, namespaces=cluster.namespaces)
         started = time.perf_counter()
-        decision = decide(cluster, state, batch, config, evict=False)
+        decision = decide(cluster, state, batch, config, evict=False, target=target)
         seconds += time.perf_counter() - started
         status, gap = worst_status(status, decision.status), max(gap, decision.gap)
         problems += check_decision(cluster, state, batch, decision, config)

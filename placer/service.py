@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from placer.baseline import simulate
+from placer.baseline import SimResult, simulate
 from placer.engine import (
     Budget,
     Snapshot,
@@ -22,6 +22,7 @@ from placer.metrics import BALANCE_RESOURCES, balance_metrics
 from placer.models import (
     BIND,
     POD_COUNT,
+    Baseline,
     Cluster,
     Config,
     Effect,
@@ -48,6 +49,7 @@ from placer.validate import hard_violations, validate_plan
 
 __all__ = [
     "Decision",
+    "DefaultRun",
     "Outcome",
     "SolveOptions",
     "apply_plan",
@@ -200,8 +202,11 @@ def decide(
     max_evictions: int | None = None,
     max_per_node: int | None = None,
     frozen: frozenset[str] = frozenset(),
+    target: tuple[float, float] | None = None,
 ) -> Decision:
-    """Solve a batch on ``state`` (not modified); plan evictions when it leaves pods unplaced."""
+    """Solve a batch on ``state`` (not modified); plan evictions when it leaves pods unplaced.
+    ``target``: balance measures (imbalance, std_score) the guard aims for besides kube-scheduler's
+    answer for this batch (``solve_batch``)."""
     batch = with_default_spread(batch, cluster.replicasets, config.default_spread)
     frozen = frozen | {p.key for pods in state.running for p in pods if p.name.endswith(NOMINATED)}
     budget = Budget.of(config)  # one time limit for the whole decision: solve and plan
@@ -219,7 +224,9 @@ def decide(
     simulation = len(batch) * SIM_SECONDS_PER_POD + pairs * SIM_SECONDS_PER_PAIR
     no_worse = measured(config, batch) and simulation <= NO_WORSE_SHARE * config.solver.time_limit
     alternative = default_answer if pairs <= ALTERNATIVE_WORK or no_worse else None
-    res = solve_batch(state, batch, config, budget=budget, reserve=reserve, alternative=alternative, no_worse=no_worse)
+    res = solve_batch(
+        state, batch, config, budget=budget, reserve=reserve, alternative=alternative, no_worse=no_worse, target=target
+    )
     left = res.unplaced
     plan = None
     if may_plan and left:
@@ -319,13 +326,28 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     replacements = 0
     budget = options.max_evictions
     placed_here: set[str] = set()
+    # Batched runs of placer keep kube-scheduler's run beside them (the same batches from the
+    # same start): each batch's guard aims for its balance as well, so that the run does not drift
+    # above kube-scheduler's although every batch is no worse than its answer from placer's state.
+    beside = (
+        DefaultRun(before, cluster, evict=options.evict) if options.policy == "placer" and size < len(pending) else None
+    )
     while queue or carried:
-        batch, queue = carried + queue[:size], queue[size:]
+        fresh = queue[:size]
+        batch, queue = carried + fresh, queue[size:]
         if options.policy == "placer":
+            target = beside.advance(fresh) if beside is not None else None
             # Pods this run already placed (and the stand-ins of moved pods' replacements) are not
             # evicted by a later batch's plan: in the controller they are still being bound.
             decision = decide(
-                cluster, state, batch, config, evict=options.evict, max_evictions=budget, frozen=frozenset(placed_here)
+                cluster,
+                state,
+                batch,
+                config,
+                evict=options.evict,
+                max_evictions=budget,
+                frozen=frozenset(placed_here),
+                target=target,
             )
             status = worst_status(status, decision.status)
             gap = max(gap, decision.gap)
@@ -347,15 +369,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
         else:
             # The batch already carries the configured default spreading (with_default_spread):
             # both policies see the same constraints.
-            sim = simulate(
-                state,
-                batch,
-                options.policy,
-                pdbs=cluster.pdbs,
-                preemption=options.evict,
-                namespaces=cluster.namespaces,
-                replicasets=cluster.replicasets,
-            )
+            sim = _simulated(state, batch, options.policy, cluster, evict=options.evict)
             done = sim.placements
             left = [(pod, _unplaced(pod, code, reason)) for pod, code, reason in sim.unplaced]
             for victim, node, by in sim.preemptions:
@@ -387,6 +401,39 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
         ),
     )
     return Outcome(result=result, before=before, after=state, warnings=[*cluster.warnings, *warnings])
+
+
+def _simulated(state: Snapshot, batch: list[Pod], policy: Baseline, cluster: Cluster, *, evict: bool) -> SimResult:
+    """A baseline policy's decision for ``batch``, applied to ``state``."""
+    return simulate(
+        state,
+        batch,
+        policy,
+        pdbs=cluster.pdbs,
+        preemption=evict,
+        namespaces=cluster.namespaces,
+        replicasets=cluster.replicasets,
+    )
+
+
+class DefaultRun:
+    """kube-scheduler's batched run beside placer's (``--policy default`` with the same batches
+    from the same start), for the balance placer's batches aim for: each batch is no worse than
+    kube-scheduler's answer from placer's own state, and a run of such batches can still end
+    above kube-scheduler's own run, since the two states drift apart batch by batch."""
+
+    def __init__(self, start: Snapshot, cluster: Cluster, *, evict: bool) -> None:
+        self.state = start.copy()
+        self.cluster = cluster
+        self.evict = evict
+        self.carried: list[Pod] = []
+
+    def advance(self, fresh: list[Pod]) -> tuple[float, float]:
+        """The next batch (what it left out, then ``fresh``) decided; its state's (imbalance,
+        std_score)."""
+        sim = _simulated(self.state, [*self.carried, *fresh], "default", self.cluster, evict=self.evict)
+        self.carried = [pod for pod, _, _ in sim.unplaced]
+        return state_metrics(self.state)
 
 
 def _unplaced(pod: Pod, code: UnplacedCode, reason: Reason) -> Unplaced:

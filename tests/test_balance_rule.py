@@ -99,3 +99,16 @@ def test_the_guard_never_leaves_out_a_pod_that_fits() -> None:
     other = {(gi, 0): 1, (gi, 1): 1}
     found, changed = dominance.no_worse(batch, short, other, seconds=float("inf"), seed=0)
     assert changed and sum(found.values()) == 3
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_batched_run_ends_no_worse_than_kube_schedulers_batched_run(seed: int) -> None:
+    """``placer solve --batch-size 10`` against ``--policy default --batch-size 10``: at the end
+    of the run, at least as many pods per key, imbalance and std_score each no higher (each batch
+    aims for kube-scheduler's run beside it, not only for its answer from placer's state)."""
+    cluster, _ = mixed(seed, nodes=NODES)
+    mine = solve_cluster(cluster, SolveOptions(policy="placer", config=CONFIG, batch_size=10)).result
+    default = solve_cluster(cluster, SolveOptions(policy="default", config=CONFIG, batch_size=10)).result
+    placed = {p.pod: p.node for p in mine.placements if p.pod is not None}
+    assert hard_violations(cluster, placed) == []
+    assert verdict(outcome_quality(cluster, mine, CONFIG), outcome_quality(cluster, default, CONFIG)) != "violation"

@@ -253,7 +253,7 @@ def test_drawn_fills_pack_many_pods_a_node_in_two_exact_resources() -> None:
 
     slack = room * inst.nodes - vecs.sum(axis=0)
     assert not slack.any()
-    bins, _ = fillsampler.pack(vecs, room, slack, inst.nodes, tail, deadline=float("inf"), steps=200_000)
+    bins, _ = fillsampler.fill_nodes(vecs, room, slack, inst.nodes, tail, deadline=float("inf"), steps=200_000)
     assert bins is not None and len(bins) <= inst.nodes
     assert sorted(p for b in bins for p in b) == list(range(len(vecs)))
     for b in bins:

@@ -432,7 +432,7 @@ def _drawn(
             return None
         return [[int(rows[k]) for k in sets[c]] for c in chosen]
 
-    return fillsampler.pack(vecs, room, slack, nodes, tail, deadline=until, steps=allowed)
+    return fillsampler.fill_nodes(vecs, room, slack, nodes, tail, deadline=until, steps=allowed)
 
 
 def _assignment(

@@ -14,6 +14,11 @@ when it strictly lowers (excess over the other's measures, score), lexicographic
 other answer every state it reaches is within both measures; from the engine's answer it first
 walks into them, then widens the margin.
 
+In a batched run each batch may also be given a lower ``target`` (kube-scheduler's own batched
+run, ``service.DefaultRun``): the descents then aim for it too, which weighs the measure the run
+drifts on; an answer no worse than the other's still comes first. Pods the answer leaves out are
+placed where the moves opened room for them (``_filled``).
+
 Moves keep every pod on a feasible node with room, never lower a preference or take a
 relaxed-affinity pod off a matching node (``descent.move_targets``), and leave pods with host ports
 or inter-pod rules where they are. Both measures are kept per node (``metrics.node_balance``)
@@ -210,31 +215,48 @@ def _per_group(counts: Counts) -> dict[int, int]:
     return {gi: c for gi, c in out.items() if c}
 
 
-def no_worse(batch: Batch, counts: Counts, other: Counts, *, seconds: float, seed: int) -> tuple[Counts, bool]:
+def no_worse(
+    batch: Batch,
+    counts: Counts,
+    other: Counts,
+    *,
+    seconds: float,
+    seed: int,
+    target: tuple[float, float] | None = None,
+) -> tuple[Counts, bool]:
     """An answer no worse than ``other`` on every measure (see the module docstring), and whether
     it differs from ``counts``. When ``counts`` places other pods than ``other`` (more of a higher
     key, as the placed levels rank them), it is only improved, never traded for the other's pods,
-    so its measures may stay above the other's: they then compare different loads.
+    so its measures may stay above the other's: they then compare different loads. ``target``
+    (imbalance, std_score): lower measures to aim for as well (a batched run's: kube-scheduler's
+    state after the same batches, so that the run does not drift above it); the answer still
+    comes first for being no worse than ``other``, then for meeting the target.
     Deterministic when ``seconds`` is infinite."""
     ref = quality(batch, other)
     own = quality(batch, counts)
+    aim = ref
+    if target is not None and (target[0] < ref.imbalance or target[1] < ref.std_score):
+        aim = Quality(ref.per_key, min(ref.imbalance, target[0]), min(ref.std_score, target[1]))
     started = time.monotonic()
     starts = [counts]
     # The other answer is a start only when it places as many pods of every group: then every
     # placed level (per key, and per namespace and tier where restart tiers count) is the same.
     if _per_group(counts) == _per_group(other) and not own.better(ref):
         starts.append(other)
-    best: tuple[bool, float, Counts] | None = None
-    for i, start in enumerate(starts):
-        share = (seconds - (time.monotonic() - started)) / (len(starts) - i)
-        found = _descend(batch, start, ref, deadline=time.monotonic() + share, seed=seed)
+    # Descents towards the target first, then (when there is one) towards the other's measures
+    # alone: a walk towards the lower target may end above the other's on one measure.
+    runs = [(start, aim) for start in starts] + ([(start, ref) for start in starts] if aim is not ref else [])
+    best: tuple[bool, bool, float, Counts] | None = None
+    for i, (start, key) in enumerate(runs):
+        share = (seconds - (time.monotonic() - started)) / (len(runs) - i)
+        found = _descend(batch, start, key, deadline=time.monotonic() + share, seed=seed)
         q = quality(batch, found)
-        ri, rs = q.imbalance / max(ref.imbalance, 1e-12), q.std_score / max(ref.std_score, 1e-12)
-        rank = (not q.no_worse(ref), float(_score(np.array(ri), np.array(rs))), found)
-        if best is None or rank[:2] < best[:2]:
+        ri, rs = q.imbalance / max(aim.imbalance, 1e-12), q.std_score / max(aim.std_score, 1e-12)
+        rank = (not q.no_worse(ref), not q.no_worse(aim), float(_score(np.array(ri), np.array(rs))), found)
+        if best is None or rank[:3] < best[:3]:
             best = rank
     assert best is not None  # at least one start: the other answer or the engine's
-    found = _filled(batch, best[2])
+    found = _filled(batch, best[3])
     return found, found != counts
 
 

@@ -12,7 +12,7 @@ Pods are walked large first with noise (small pods stay for later nodes, where t
 close the gaps, as in bin completion) and join with a low probability, so fills differ from draw
 to draw.
 
-``pack`` fills nodes one after the other (the largest pod left opens each), tries a few fills
+``fill_nodes`` fills nodes one after the other (the largest pod left opens each), tries a few fills
 per node depth first within a budget of nodes, and hands the last few dozen pods to an exact
 cover (the caller's), where the search must be complete. Pure; deterministic for a given seed.
 """
@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from placer.engine.scoring import IntArray
 
-__all__ = ["Tail", "applies", "pack"]
+__all__ = ["Tail", "applies", "fill_nodes"]
 
 _GRID_BITS = 1 << 21  # most amounts one table tracks (bits per position): 1,000 x 2,000 for a pair
 _TAIL = 28  # pods left at which the rest goes to the exact cover (listing its sets stays cheap)
@@ -197,7 +197,7 @@ class _Packer:
         return None
 
 
-def pack(
+def fill_nodes(
     vecs: IntArray,
     room: IntArray,
     slack: IntArray,

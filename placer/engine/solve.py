@@ -119,13 +119,15 @@ def solve_batch(
     reserve: float = 0.0,
     alternative: packing.Alternative | None = None,
     no_worse: bool = False,
+    target: tuple[float, float] | None = None,
 ) -> BatchResult:
     """Place a batch on ``snapshot``. ``budget`` is the decision's time limit (a fresh one from the
     config by default); when pods stay unplaced after the greedy pass, ``reserve`` of it is kept
     for a global plan, and ``alternative`` (another answer, computed only then) becomes the start
     if it places more pods per key, so the answer never places fewer. With ``no_worse``, the
     alternative is computed for every batch and the answer is also no worse than it on imbalance
-    and std_score (``dominance``), in the last ``dominance.SHARE`` of the budget."""
+    and std_score (``dominance``), in the last ``dominance.SHARE`` of the budget, aiming as well
+    for ``target`` (imbalance, std_score) where it is lower."""
     started = time.monotonic()
     whole = budget = budget or Budget.of(config)
     guard = no_worse and alternative is not None
@@ -169,7 +171,7 @@ def solve_batch(
             left = max(whole.left() - whole.spare - sum(planned), dominance.FLOOR * whole.limit)
             seconds = float("inf") if config.solver.deterministic else left
             counts, changed = dominance.no_worse(
-                batch, counts, _counts(start), seconds=seconds, seed=config.solver.seed
+                batch, counts, _counts(start), seconds=seconds, seed=config.solver.seed, target=target
             )
             if changed:  # the levels' bound is not one of this answer: optimality and gap are unknown
                 status, gap = ("feasible" if status == "optimal" else status), 1.0
