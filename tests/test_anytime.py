@@ -13,6 +13,7 @@ import pytest
 from runner_support import feed, make_runner
 from test_scope import Recorder, _pod
 
+from placer.controller.batcher import Batcher
 from placer.kube import anytime
 from placer.kube.anytime import solve_budget
 from placer.kube.runner import Runner
@@ -40,6 +41,28 @@ def test_slow_arrivals_get_what_is_left_of_the_window_up_to_the_most() -> None:
     assert solve_budget(floor=0.5, most=60, window=30, size=99, waiting=5, waited=31.0) == 0.5
     # A most below the floor leaves the floor.
     assert solve_budget(floor=3, most=1, window=30, size=99, waiting=0, waited=None) == 3
+
+
+def test_fast_arrivals_end_the_solve_when_the_next_batch_is_full() -> None:
+    """A stream of pods fills the next batch before its window ends: the solve ends by then (at
+    the recent rate), never below the floor; an unknown rate leaves the window's rule."""
+    assert solve_budget(floor=0.1, most=10, window=30, size=99, waiting=9, waited=0.1, fills_in=0.45) == 0.45
+    assert solve_budget(floor=0.1, most=10, window=30, size=99, waiting=9, waited=0.1, fills_in=0.01) == 0.1
+    assert solve_budget(floor=0.1, most=10, window=30, size=99, waiting=9, waited=0.1, fills_in=None) == 10
+    assert solve_budget(floor=0.1, most=10, window=30, size=99, waiting=9, waited=29.5, fills_in=3.0) == 0.5
+
+
+def test_the_batcher_tells_when_the_next_batch_fills_at_the_recent_rate() -> None:
+    b = Batcher(window=30, size=10)
+    assert b.fills_in(0.0) is None  # nothing arrived: no rate
+    for i in range(10):  # ten pods over 0.9 s, one every 0.1 s
+        b.sync([f"p{k}" for k in range(i + 1)], now=i * 0.1)
+    assert b.fills_in(0.9) == 0.0  # full already
+    b.take()
+    assert b.fills_in(1.0) == pytest.approx(10 * 1.0 / 10)  # ten pods a second: ten more in 1 s
+    b.sync(["p10", "p11"], now=1.0)
+    assert b.fills_in(1.0) == pytest.approx(8 * 0.8 / 10)  # the last ten joined over 0.8 s
+    assert b.fills_in(40.0) is None  # nobody joined within the window: the rate is stale
 
 
 def _node(name: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ their back-off (doubling, capped); those a plan in flight kept from planning wai
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ class Batcher:
     max_backoff: float = 60.0
     _arrived: dict[str, float] = field(default_factory=dict)
     _deferred: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (until, current backoff)
+    _recent: deque[float] = field(default_factory=deque)  # when the last ``size`` pods joined
 
     def sync(self, pending: Iterable[str], now: float, held: Iterable[str] = ()) -> None:
         """Make the batch match the pods seen pending now (new ones join, gone ones drop). Pods
@@ -41,6 +43,9 @@ class Batcher:
             until = self._deferred.get(key, (0.0, 0.0))[0]
             if now >= until:
                 self._arrived[key] = now
+                self._recent.append(now)
+                if len(self._recent) > self.size:
+                    self._recent.popleft()
 
     def due(self, now: float) -> bool:
         if not self._arrived:
@@ -50,6 +55,19 @@ class Batcher:
     def waited(self, now: float) -> float | None:
         """How long the oldest pod of the next batch has waited (None: no pod waits)."""
         return now - min(self._arrived.values()) if self._arrived else None
+
+    def fills_in(self, now: float) -> float | None:
+        """When the next batch would be full at the rate the last ``size`` pods joined (seconds
+        from ``now``; 0 when it is full already), or None when no rate is known: fewer than two
+        arrivals, or none within the last window."""
+        if len(self._arrived) >= self.size:
+            return 0.0
+        if len(self._recent) < 2 or now - self._recent[-1] > self.window:
+            return None
+        span = now - self._recent[0]
+        if span <= 0:
+            return None
+        return (self.size - len(self._arrived)) * span / len(self._recent)
 
     def take(self, together: Mapping[str, str] | None = None) -> list[str]:
         """The batch: up to ``size`` pods, oldest first; the rest keep waiting. Pods that share a

@@ -29,20 +29,24 @@ def solve_budget(
     waiting: int,
     waited: float | None,
     overdue: float = 0.0,
+    fills_in: float | None = None,
 ) -> float:
     """The time limit of a batch's solve, taken when the batch is (``waiting``: pods already
     gathered for the next batch, the oldest for ``waited`` seconds; None: none; ``overdue``: how
-    long the batch's own oldest pod has waited).
+    long the batch's own oldest pod has waited; ``fills_in``: when the next batch would be full at
+    the recent arrival rate, None when unknown).
 
     With a full batch already waiting (a backlog), ``floor`` (engine.solver.timeLimit): the next
     batch is due now; so too when the batch's own pods have waited two windows already (the tail
     of a backlog: they are late, and quality would be paid for in their latency). Otherwise the
-    solve may run until the next batch falls due by its window: what is left of the window of the
-    oldest waiting pod (the whole window when none waits), at most ``most`` (maxSolveSeconds),
-    and never less than ``floor``."""
+    solve may run until the next batch falls due: by its window (what is left of the window of the
+    oldest waiting pod, the whole window when none waits) or, sooner, by filling up at the rate
+    pods arrive; at most ``most`` (maxSolveSeconds), and never less than ``floor``."""
     if waiting >= size or overdue >= 2 * window:
         return floor
     left = window if waited is None else window - waited
+    if fills_in is not None:
+        left = min(left, fills_in)
     return max(floor, min(left, most))
 
 

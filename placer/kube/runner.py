@@ -507,6 +507,7 @@ class Runner:
             waiting=len(self.batcher),
             waited=self.batcher.waited(now),
             overdue=overdue,
+            fills_in=self.batcher.fills_in(now),
         )
         if budget != engine.solver.time_limit:
             solver = engine.solver.model_copy(update={"time_limit": budget})
