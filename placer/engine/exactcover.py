@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from placer.engine.scoring import IntArray
 
-__all__ = ["MOST_PER_NODE", "cover", "exact_sets", "extended", "spans", "table"]
+__all__ = ["MOST_PER_NODE", "checked", "cover", "exact_sets", "extended", "hashed", "spans", "table"]
 
 MOST_PER_NODE = 6  # largest exact set listed (two halves of at most three pods)
 _ROWS = 2_000_000  # most subsets of one size kept in a table
@@ -67,6 +67,31 @@ def table(keys: IntArray, size: int) -> tuple[IntArray, npt.NDArray[np.int16]]:
     return np.asarray(sums, dtype=np.int64), members
 
 
+def hashed(
+    vecs: IntArray, room: IntArray, exact: npt.NDArray[np.bool_], rng: np.random.Generator
+) -> tuple[IntArray, int]:
+    """A random linear hash of the exact resources' amounts (the others read as 0): per pod (row
+    of ``vecs``) and of ``room``. A set's hash is the sum of its pods', so an exact fill's equals
+    the room's (another set's may too: ``checked``)."""
+    drawn = rng.integers(1, 2**62, vecs.shape[1], dtype=np.int64) | 1
+    mix = np.where(exact, drawn, 0).astype(np.int64)
+    with np.errstate(over="ignore"):
+        return np.asarray(vecs @ mix, dtype=np.int64), int(np.int64(room @ mix))
+
+
+def checked(
+    vecs: IntArray, room: IntArray, exact: npt.NDArray[np.bool_], found: set[tuple[int, ...]]
+) -> list[tuple[int, ...]]:
+    """The sets of ``found`` (whose hash matched) that really fill ``room`` exactly in the
+    ``exact`` resources and fit it in the others, in order."""
+    out: list[tuple[int, ...]] = []
+    for subset in sorted(found):
+        total = vecs[list(subset)].sum(axis=0)
+        if np.array_equal(total[exact], room[exact]) and np.all(total <= room):
+            out.append(subset)
+    return out
+
+
 def exact_sets(
     vecs: IntArray, room: IntArray, exact: npt.NDArray[np.bool_], deadline: float, most: int = MOST_PER_NODE
 ) -> list[tuple[int, ...]] | None:
@@ -74,11 +99,7 @@ def exact_sets(
     exactly in the ``exact`` resources and fit it in the others, members increasing; None when the
     tables or the sets outgrow their caps or the deadline passes (the caller then searches
     otherwise). ``MOST_PER_NODE`` is what 200 pods allow; fewer pods allow more."""
-    drawn = np.random.default_rng(7).integers(1, 2**62, vecs.shape[1], dtype=np.int64) | 1
-    mix = np.where(exact, drawn, 0).astype(np.int64)  # the hash reads the exact resources only
-    with np.errstate(over="ignore"):
-        keys = np.asarray(vecs @ mix, dtype=np.int64)
-        target = int(np.int64(room @ mix))
+    keys, target = hashed(vecs, room, exact, np.random.default_rng(7))
     half = (most + 1) // 2
     if most >= 5 and math.comb(len(keys), half) * _SECONDS_PER_ROW * (most - 4) > deadline - time.monotonic():
         return None
@@ -117,12 +138,7 @@ def exact_sets(
             found.add(tuple(row))
         if len(found) > _SETS or time.monotonic() > deadline:
             return None
-    out: list[tuple[int, ...]] = []
-    for subset in sorted(found):  # hashes may collide: check the amounts
-        total = vecs[list(subset)].sum(axis=0)
-        if np.array_equal(total[exact], room[exact]) and np.all(total <= room):
-            out.append(subset)
-    return out
+    return checked(vecs, room, exact, found)
 
 
 def cover(items: int, sets: list[tuple[int, ...]], deadline: float, steps: int) -> tuple[list[int] | None, int]:

@@ -22,7 +22,7 @@ import time
 import numpy as np
 import numpy.typing as npt
 
-from placer.engine.exactcover import spans, table
+from placer.engine.exactcover import checked, hashed, spans, table
 from placer.engine.scoring import IntArray
 
 __all__ = ["LARGEST", "NotRareError", "sampled_sets"]
@@ -112,11 +112,7 @@ def sampled_sets(
     if (halves + math.comb(n, 3)) * _SECONDS_PER_ROW > deadline - time.monotonic():
         return None
     rng = np.random.default_rng([seed, size, n])
-    drawn = rng.integers(1, 2**62, vecs.shape[1], dtype=np.int64) | 1
-    mix = np.where(exact, drawn, 0).astype(np.int64)
-    with np.errstate(over="ignore"):
-        keys = np.asarray(vecs[pool] @ mix, dtype=np.int64)
-        target = int(np.int64(room @ mix))
+    keys, target = hashed(vecs[pool], room, exact, rng)
     tables: dict[int, Half] = {1: (keys.copy(), np.arange(n, dtype=np.int16).reshape(n, 1))}
     for k in range(2, min(b, 3) + 1):
         tables[k] = table(keys, k)
@@ -141,9 +137,4 @@ def sampled_sets(
         members = set(x) | set(y)
         if len(members) == size:
             found.add(tuple(sorted(int(pool[m]) for m in members)))
-    out = []
-    for subset in sorted(found):  # hashes may collide: check the amounts
-        total = vecs[list(subset)].sum(axis=0)
-        if np.array_equal(total[exact], room[exact]) and np.all(total <= room):
-            out.append(subset)
-    return out
+    return checked(vecs, room, exact, found)
