@@ -69,6 +69,7 @@ from placer.metrics import balance_metrics  # noqa: E402
 from testenv import cluster as testenv  # noqa: E402
 
 WHO = ("kube-scheduler", "placer")
+BIND_ONLY = "bind-only"  # --ceiling: benchmarks/bindonly.py, binds without decisions
 SHIPPED_CONFIG = REPO / "k8s" / "config.yaml"  # placer runs with it, changing only window, QPS, port, election
 TIMEOUTS = Timeouts(connect=10, read=60)
 GANG_GATES = "GenericWorkload=true,GangScheduling=true"
@@ -223,7 +224,9 @@ class Bench:
         ]
         if profile is not None:
             spy = Path(sys.executable).parent / "py-spy"
-            cmd = [str(spy), "record", "--format", "raw", "--rate", "50", "-o", str(profile), "--", *cmd]
+            # --gil: only samples holding the GIL, so the profile shows where placer's Python CPU goes
+            # (threads waiting for the API server are left out; CP-SAT's native workers too).
+            cmd = [str(spy), "record", "--gil", "--format", "raw", "--rate", "100", "-o", str(profile), "--", *cmd]
         proc = subprocess.Popen(
             cmd, stdout=(tmp / f"placer-{tag}.log").open("ab"), stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -237,14 +240,28 @@ class Bench:
                 time.sleep(0.5)
         return proc
 
+    def _binder(self, tmp: Path, ns: str) -> subprocess.Popen[bytes]:
+        """The ceiling: benchmarks/bindonly.py on ``ns``, with placer's QPS and bind workers."""
+        shipped = yaml.safe_load(SHIPPED_CONFIG.read_text())
+        cmd = [sys.executable, "-m", "benchmarks.bindonly", "--kubeconfig", str(self.c.kubeconfig), "--namespace",
+               ns, "--scheduler-name", BIND_ONLY, "--workers", str(shipped["bindWorkers"]), "--qps",
+               str(self.args.qps), "--burst", str(self.args.burst)]  # fmt: skip
+        log_file = (tmp / f"bind-only-{ns}.log").open("ab")
+        return subprocess.Popen(cmd, cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+
     def run(self, shape: Shape, who: str, run: int, profile: Path | None = None) -> dict[str, Any]:
-        ns = kh.create_namespace(self.core, kh.unique(f"{shape.name}-{'ks' if who == 'kube-scheduler' else 'pl'}"))
+        tag = {"kube-scheduler": "ks", "placer": "pl"}.get(who, "bo")
+        ns = kh.create_namespace(self.core, kh.unique(f"{shape.name}-{tag}"))
         for group in shape.pod_groups(self.args.pods):
             self._post(f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups", group)
         tmp = Path(self.args.logs or self.c.workdir or "/tmp")
         tmp.mkdir(parents=True, exist_ok=True)
-        proc = self._placer(tmp, ns, profile) if who == "placer" else None
-        scheduler = "placer" if who == "placer" else None
+        proc = None  # kube-scheduler: the control plane's own
+        if who == "placer":
+            proc = self._placer(tmp, ns, profile)
+        elif who == BIND_ONLY:
+            proc = self._binder(tmp, ns)
+        scheduler = who if who in ("placer", BIND_ONLY) else None
         watch = BindWatch(self.http, ns)
         phases = shape.phases(self.args.pods)
         created: dict[str, float] = {}
@@ -415,7 +432,7 @@ def measure(args: argparse.Namespace, out_json: Path) -> list[dict[str, Any]]:
             bench = Bench(c, args.nodes, args)
             for shape in group:
                 for run in range(args.runs if shape.name == "basic" else 1):
-                    for who in WHO:
+                    for who in (*WHO, BIND_ONLY) if args.ceiling else WHO:
                         try:
                             row = bench.run(shape, who, run + 1)
                         except Exception as exc:  # one failed run is reported, the others still run
@@ -465,7 +482,7 @@ def top_frames(raw: Path, n: int = 25) -> str:
         for f in set(frames[1:]):
             incl[f] = incl.get(f, 0) + count
     out = [
-        f"samples: {total} after start-up (py-spy record --rate 50, idle threads excluded; {startup} more "
+        f"samples: {total} after start-up (py-spy record --gil --rate 100: samples holding the GIL; {startup} more "
         "samples importing modules at start-up left out)",
         "",
         "by thread:",
@@ -487,7 +504,7 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for shape in dict.fromkeys(r["shape"] for r in rows):
         per = {}
-        for who in WHO:
+        for who in (*WHO, BIND_ONLY):
             mine = [r for r in rows if r["shape"] == shape and r["who"] == who and not r.get("profiled")]
             if mine:
                 per[who] = {
@@ -507,35 +524,34 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 per[who]["runs"] = len(mine)
                 if "partial_gangs" in mine[0]:
                     per[who]["partial_gangs"] = _median(mine, "partial_gangs")
-        if len(per) == 2:
+        if "kube-scheduler" in per and "placer" in per:
             ks, pl = per["kube-scheduler"], per["placer"]
-            out.append(
-                {
-                    "shape": shape,
-                    **{f"{w}": v for w, v in per.items()},
-                    "ratio": pl["pods_per_s"] / max(ks["pods_per_s"], 1e-9),
-                }
-            )
+            item = {"shape": shape, **per, "ratio": pl["pods_per_s"] / max(ks["pods_per_s"], 1e-9)}
+            if BIND_ONLY in per:  # the most any scheduler on placer's client path could reach here
+                item["ceiling"] = per[BIND_ONLY]["pods_per_s"] / max(ks["pods_per_s"], 1e-9)
+            out.append(item)
     return out
 
 
 def plots(summ: list[dict[str, Any]], out_dir: Path) -> list[str]:
     names = [s["shape"] for s in summ]
     x = np.arange(len(names))
+    who_all = [w for w in (*WHO, BIND_ONLY) if all(w in s for s in summ)]
+    width = 0.8 / len(who_all)
     files = []
     for key, label, fname in (
         ("pods_per_s", "pods/s (higher is better)", "e2e-throughput.png"),
         ("p99", "p99 creation-to-bound, s (lower is better)", "e2e-p99.png"),
     ):
         fig, ax = plt.subplots(figsize=(10, 4))
-        for k, who in enumerate(WHO):
-            ax.bar(x + (k - 0.5) * 0.4, [s[who][key] for s in summ], 0.4, label=who)
+        for k, who in enumerate(who_all):
+            ax.bar(x + (k - (len(who_all) - 1) / 2) * width, [s[who][key] for s in summ], width, label=who)
         ax.set_xticks(x, names, rotation=20)
         ax.set_ylabel(label)
         ax.legend()
         if key == "pods_per_s":
             for i, s in enumerate(summ):
-                ax.annotate(f"x{s['ratio']:.2f}", (i, max(s[w][key] for w in WHO)), ha="center", va="bottom")
+                ax.annotate(f"x{s['ratio']:.2f}", (i, max(s[w][key] for w in who_all)), ha="center", va="bottom")
         fig.tight_layout()
         fig.savefig(out_dir / fname, dpi=90)
         plt.close(fig)
@@ -547,6 +563,7 @@ def _flags(args: argparse.Namespace) -> str:
     """The run's other flags that change what is measured, as given."""
     out = " --one-cluster" if args.one_cluster else ""
     out += " --stream" if args.stream else ""
+    out += " --ceiling" if args.ceiling else ""
     out += f" --time-limit {args.time_limit:g}" if args.time_limit is not None else ""
     out += f" --shapes {' '.join(args.shapes)}" if args.shapes else ""
     return out + (" --profile" if args.profile else "")
@@ -597,6 +614,17 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
         "Scheduler CPU ms / pod: user + system CPU of the scheduler's process group (/proc) over the measured "
         "phase, per bound pod (the API server, etcd and kwok share the same 2 cores).",
         "",
+        *(
+            [
+                f"--ceiling: a third run per shape, `{BIND_ONLY}` (benchmarks/bindonly.py): binds the same pods "
+                "round-robin over the nodes through placer's own write path (Actions.bind, the same bind workers, "
+                "QPS and call policy), deciding nothing, checking no constraint and sending no events: the "
+                "throughput a scheduler on placer's client path could reach on this control plane and machine.",
+                "",
+            ]
+            if args.ceiling
+            else []
+        ),
         "Shapes (benchmarks/e2e_shapes.py): "
         + "; ".join(f"**{s.name}**: {s.title}" for s in shapes_mod.shapes(args.nodes))
         + ".",
@@ -606,7 +634,7 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in summ:
-        for who in WHO:
+        for who in (w for w in (*WHO, BIND_ONLY) if w in s):
             r = s[who]
             gangs = f"{r['partial_gangs']:.0f}" if "partial_gangs" in r else ""
             lines.append(
@@ -619,14 +647,15 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
         "",
         "Throughput ratio placer / kube-scheduler against issue 12's targets:",
         "",
-        "| shape | ratio | target | met | placed >= kube-scheduler |",
-        "|---|---:|---:|---|---|",
+        "| shape | ratio | target | met | placed >= kube-scheduler | ceiling: bind-only / kube-scheduler |",
+        "|---|---:|---:|---|---|---:|",
     ]
     for s in summ:
         t = targets.get(s["shape"], 1.0)
         placed = s["placer"]["bound"] >= s["kube-scheduler"]["bound"]
         met = "yes" if s["ratio"] >= t else "no"
-        lines.append(f"| {s['shape']} | {s['ratio']:.2f} | {t:.1f} | {met} | {'yes' if placed else 'no'} |")
+        ceiling = f"{s['ceiling']:.2f}" if "ceiling" in s else ""
+        lines.append(f"| {s['shape']} | {s['ratio']:.2f} | {t:.1f} | {met} | {'yes' if placed else 'no'} | {ceiling} |")
     lines += [
         "",
         "All runs:",
@@ -666,6 +695,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--logs", help="keep placer's configuration and log per run here (default: the cluster's workdir)")
     ap.add_argument("--cap", type=float, default=600.0)
     ap.add_argument("--profile", action="store_true", help="one more basic run of placer under py-spy")
+    ap.add_argument("--ceiling", action="store_true", help="also run benchmarks/bindonly.py (binds, no decisions)")
     ap.add_argument("--from-json", help="rewrite the report from a results file, measuring nothing")
     ap.add_argument("--history", default="", help="a line kept under History")
     ap.add_argument("--out", default=str(REPO / "docs" / "bench" / "e2e.md"))

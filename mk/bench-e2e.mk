@@ -1,6 +1,6 @@
 # make bench-e2e: placer vs kube-scheduler on scheduler_perf-style shapes, one real control plane
 # per cluster (benchmarks/e2e.py; shapes in benchmarks/e2e_shapes.py). Not part of CI.
-BENCH_E2E_ARGS ?= --nodes 1000 --pods 2000 --runs 3 --qps 1000 --burst 2000 --profile
+BENCH_E2E_ARGS ?= --nodes 1000 --pods 2000 --runs 3 --qps 1000 --burst 2000 --ceiling --profile
 
 .PHONY: bench-e2e
 bench-e2e: $(STAMP) testenv

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `benchmarks/` is not an installed package
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import generate, gpu, guard, packing, run, topology  # noqa: E402
+from benchmarks import e2e, generate, gpu, guard, packing, run, topology  # noqa: E402
 from placer.inputs import load_cluster, parse_cluster  # noqa: E402
 from placer.models import Cluster  # noqa: E402
 from placer.service import SolveOptions, pending_batch, solve_cluster  # noqa: E402
@@ -291,3 +291,26 @@ def test_guard_benchmark_writes_the_report_and_the_guard_accepts_the_engines_ans
     assert [r[0].strip() for r in rows] == list(guard.CASES)
     assert all(r[-1].strip() == "0" for r in rows)  # the guard accepts every answer of the engine
     assert int(rows[-1][4]) > 0  # the plan case does evict
+
+
+def _e2e_row(shape: str, who: str, pods_per_s: float) -> dict[str, object]:
+    return {"shape": shape, "who": who, "run": 1, "created": 10, "bound": 10, "pending": 0, "pods_per_s": pods_per_s,
+            "create_per_s": 50.0, "first": 0.1, "p50": 1.0, "p99": 2.0, "imbalance": 0.05, "std_score": 0.007,
+            "seconds": 3.0, "cpu_ms_per_pod": 2.0}  # fmt: skip
+
+
+def test_e2e_report_gives_the_bind_only_ceiling_against_kube_scheduler(tmp_path: Path) -> None:
+    rows = [_e2e_row("basic", "kube-scheduler", 200.0), _e2e_row("basic", "placer", 250.0)]
+    rows.append(_e2e_row("basic", e2e.BIND_ONLY, 360.0))
+    rows += [_e2e_row("affinity", "kube-scheduler", 150.0), _e2e_row("affinity", "placer", 180.0)]
+    summ = {s["shape"]: s for s in e2e.summary(rows)}
+    assert summ["basic"]["ratio"] == pytest.approx(1.25)
+    assert summ["basic"]["ceiling"] == pytest.approx(1.8)
+    assert "ceiling" not in summ["affinity"]  # no bind-only run of that shape
+    argv = ["--from-json", str(tmp_path / "in.json"), "--ceiling", "--out", str(tmp_path / "e2e.md")]
+    (tmp_path / "in.json").write_text(json.dumps({"rows": rows}), encoding="utf-8")
+    assert e2e.main(argv) == 0
+    text = (tmp_path / "e2e.md").read_text(encoding="utf-8")
+    assert "| basic | 1.25 | 1.0 | yes | yes | 1.80 |" in text
+    assert "| affinity | 1.20 | 2.0 | no | yes |  |" in text
+    assert f"| basic | {e2e.BIND_ONLY} | 1 | 10/10 |" in text
