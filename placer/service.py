@@ -66,14 +66,16 @@ __all__ = [
 
 PLAN_SHARE = 0.5  # of a decision's time limit kept for the global plan when a batch is tight
 ALTERNATIVE_WORK = 5_000 * 99  # nodes x pods up to which a tight batch also gets kube-scheduler's answer
-# kube-scheduler's simulation costs about this per pod and per node x pod, with a quarter to spare
-# (99 pods measured on the 2-core benchmark machine with nothing else running: 0.010 s at 100
-# nodes, 0.023 s at 1,000, 0.075 s at 5,000). Every batch gets its answer, and placer's is made no
-# worse than it on imbalance and std_score (the balance strategy only), when that costs at most
-# NO_WORSE_SHARE of the limit: at 1,000 nodes a batch at the controller's floor (0.1 s) gets the
-# guard; without it a backlog ended 50 % above kube-scheduler's std_score there.
-SIM_SECONDS_PER_POD = 1.3e-4
-SIM_SECONDS_PER_PAIR = 1.8e-7
+# kube-scheduler's simulation costs about this per pod, per node x pod and per running pod (its
+# topology books and scoring rows), with a quarter to spare (99 pods measured on the 2-core
+# benchmark machine with nothing else running: 0.010 s at 100 nodes and 200 running pods, 0.023 s
+# at 1,000 and 2,000, 0.041 s at 1,000 and 10,000, 0.075 s at 5,000 and 10,000). Every batch gets
+# its answer, and placer's is made no worse than it on imbalance and std_score (the balance
+# strategy only), when that costs at most NO_WORSE_SHARE of the limit: at the controller's floor
+# (0.1 s) a 1,000-node cluster with up to ~4,000 running pods gets the guard.
+SIM_SECONDS_PER_POD = 1.05e-4
+SIM_SECONDS_PER_PAIR = 1.3e-7
+SIM_SECONDS_PER_RUNNING = 2.8e-6
 NO_WORSE_SHARE = 0.35
 
 
@@ -223,7 +225,8 @@ def decide(
     # The simulation costs ~0.15 s at 5,000 nodes x 99 pods and grows with both: beyond that it
     # would eat the budget of the very batch it is meant to help.
     pairs = len(state.nodes) * len(batch)
-    simulation = len(batch) * SIM_SECONDS_PER_POD + pairs * SIM_SECONDS_PER_PAIR
+    running = sum(len(pods) for pods in state.running)
+    simulation = len(batch) * SIM_SECONDS_PER_POD + pairs * SIM_SECONDS_PER_PAIR + running * SIM_SECONDS_PER_RUNNING
     no_worse = measured(config, batch) and simulation <= NO_WORSE_SHARE * config.solver.time_limit
     alternative = default_answer if pairs <= ALTERNATIVE_WORK or no_worse else None
     res = solve_batch(
