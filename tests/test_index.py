@@ -81,6 +81,9 @@ def _raw(s: State, version: int) -> Raw:
     }
     if node is not None:
         spec["nodeName"] = node
+        meta["labels"] = {"app": "x", "topology.kubernetes.io/zone": f"zone-{node}"}  # the API server's, at bind
+    else:
+        meta["labels"] = {"app": "x"}
     if gated:
         spec["schedulingGates"] = [{"name": "wait"}]
     status: Raw = {"phase": "Running" if started else "Pending", "podIP": ip}
@@ -166,6 +169,36 @@ def test_a_pod_bound_and_started_is_parsed_in_full_once(monkeypatch: pytest.Monk
     informer.watch_once()
     index.update(informer)  # its requests changed: parsed again, in full
     assert full == ["2", "9"] and index.values()[0].requests["cpu"] == 2000
+    assert index.values()[0].labels == {"app": "x", "topology.kubernetes.io/zone": "zone-n1"}
+
+
+def test_a_label_change_of_the_pods_own_is_parsed_in_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the topology labels the API server writes at bind count as placement: a change of any
+    other label (which gangs, Jobs' completion indexes and selectors read) is parsed in full."""
+    full: list[str] = []
+    parse = kubectl.parse_pod
+
+    def counting(raw: Any, source: str = "api") -> Pod:
+        full.append(raw["metadata"]["resourceVersion"])
+        return parse(raw, source)
+
+    monkeypatch.setattr(kubectl, "parse_pod", counting)
+    lw = ScriptedListWatch()
+    informer = Informer("Pod", lw)
+    informer.step()
+    index = PodIndex("placer", _in_scope)
+    bound: State = ("team-a", "a", "placer", "n1", False, False, 1, False, None, "10.0.0.1")
+    first = _raw(bound, 2)
+    relabelled = _raw(bound, 3)
+    relabelled["metadata"]["labels"]["placer.io/gang"] = "g"
+    zone = _raw(bound, 4)
+    zone["metadata"]["labels"] = {**relabelled["metadata"]["labels"], "topology.kubernetes.io/region": "r1"}
+    for raw in (first, relabelled, zone):
+        lw.events = [{"type": "MODIFIED", "object": raw}]
+        informer.watch_once()
+        index.update(informer)
+        assert index.values() == [parse(raw)]
+    assert full == ["2", "3"]  # the region label alone reused the parse
 
 
 def test_a_list_keeps_the_parse_of_every_unchanged_version_and_drops_what_is_gone() -> None:

@@ -498,6 +498,18 @@ def _nominated(status: Field) -> str | None:
 
 # Metadata that is either never read or read as the pod's placement (``reparse_pod``).
 _PLACEMENT_META = ("resourceVersion", "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds")
+# Label domains the API server writes onto a pod as it binds it (the PodTopologyLabels admission
+# plugin, on by default since Kubernetes 1.35, copies the node's zone and region): read with the
+# placement; nothing else placer derives from a pod's labels reads them.
+_BINDING_LABELS = ("topology.kubernetes.io/", "topology.k8s.io/")
+
+
+def _unplaced_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    view = {k: v for k, v in meta.items() if k not in _PLACEMENT_META}
+    labels = view.get("labels")
+    if isinstance(labels, dict):
+        view["labels"] = {k: v for k, v in labels.items() if not (isinstance(k, str) and k.startswith(_BINDING_LABELS))}
+    return view
 
 
 def _unplaced(raw: Any) -> tuple[Any, ...] | None:
@@ -515,7 +527,7 @@ def _unplaced(raw: Any) -> tuple[Any, ...] | None:
     return (
         raw.get("kind"),
         raw.get("apiVersion"),
-        {k: v for k, v in meta.items() if k not in _PLACEMENT_META},
+        _unplaced_meta(meta),
         {k: v for k, v in spec.items() if k != "nodeName"},
         [status.get(key) for key in ("resize", "resources", "allocatedResources")],
         [c for c in conditions if not isinstance(c, dict) or c.get("type") == "PodResizePending"],
@@ -530,8 +542,9 @@ def _unplaced(raw: Any) -> tuple[Any, ...] | None:
 
 def reparse_pod(raw: Any, before: tuple[Any, Pod] | None) -> Pod:
     """``parse_pod(raw)``, given the previous version of the same pod (its object and its parse):
-    when only its placement changed (bound, started, nominated, being deleted: the versions a pod
-    goes through on its way), the previous parse with the new placement; otherwise a full parse."""
+    when only its placement changed (bound, with the topology labels the API server adds then,
+    started, nominated, being deleted: the versions a pod goes through on its way), the previous
+    parse with the new placement; otherwise a full parse."""
     if before is not None and not before[1].problems:
         old_raw, old = before
         view = _unplaced(raw)
@@ -542,6 +555,7 @@ def reparse_pod(raw: Any, before: tuple[Any, Pod] | None) -> Pod:
                 update = {**_placement(item.get("spec"), status), "start_time": _start_time(status)}
                 update["nominated_node"] = _nominated(status)
                 update["terminating"] = _deleting(item.get("metadata").get("deletionTimestamp"))
+                update["labels"] = item.get("metadata").get("labels").str_map()
             except InputError:
                 return parse_pod(raw)
             return old.model_copy(update=update)
