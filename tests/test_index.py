@@ -138,7 +138,8 @@ def test_an_event_sequence_gives_the_index_and_queue_of_a_full_reparse(steps: li
         assert index.parses - before <= changed  # only changed objects are parsed, each once
 
 
-def test_a_pod_bound_and_started_is_parsed_in_full_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def _counted(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], ScriptedListWatch, Informer, PodIndex]:
+    """An empty informer and its index, with the resourceVersion of every full parse recorded."""
     full: list[str] = []
     parse = kubectl.parse_pod
 
@@ -150,7 +151,11 @@ def test_a_pod_bound_and_started_is_parsed_in_full_once(monkeypatch: pytest.Monk
     lw = ScriptedListWatch()
     informer = Informer("Pod", lw)
     informer.step()
-    index = PodIndex("placer", _in_scope)
+    return full, lw, informer, PodIndex("placer", _in_scope)
+
+
+def test_a_pod_bound_and_started_is_parsed_in_full_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    full, lw, informer, index = _counted(monkeypatch)
     pending: State = ("team-a", "a", "placer", None, False, False, 1, False, None, "10.0.0.1")
     versions = [
         pending,
@@ -163,7 +168,7 @@ def test_a_pod_bound_and_started_is_parsed_in_full_once(monkeypatch: pytest.Monk
         lw.events = [{"type": "MODIFIED", "object": _raw(s, version)}]
         informer.watch_once()
         index.update(informer)
-        assert index.values() == [parse(raw) for raw in informer.items()]
+        assert index.values() == [parse_pod(raw) for raw in informer.items()]
     assert full == ["2"] and index.parses == 5 and index.values()[0].terminating
     lw.events = [{"type": "MODIFIED", "object": _raw((*versions[-1][:6], 2, *versions[-1][7:]), 9)}]
     informer.watch_once()
@@ -175,18 +180,7 @@ def test_a_pod_bound_and_started_is_parsed_in_full_once(monkeypatch: pytest.Monk
 def test_a_label_change_of_the_pods_own_is_parsed_in_full(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the topology labels the API server writes at bind count as placement: a change of any
     other label (which gangs, Jobs' completion indexes and selectors read) is parsed in full."""
-    full: list[str] = []
-    parse = kubectl.parse_pod
-
-    def counting(raw: Any, source: str = "api") -> Pod:
-        full.append(raw["metadata"]["resourceVersion"])
-        return parse(raw, source)
-
-    monkeypatch.setattr(kubectl, "parse_pod", counting)
-    lw = ScriptedListWatch()
-    informer = Informer("Pod", lw)
-    informer.step()
-    index = PodIndex("placer", _in_scope)
+    full, lw, informer, index = _counted(monkeypatch)
     bound: State = ("team-a", "a", "placer", "n1", False, False, 1, False, None, "10.0.0.1")
     first = _raw(bound, 2)
     relabelled = _raw(bound, 3)
@@ -197,7 +191,7 @@ def test_a_label_change_of_the_pods_own_is_parsed_in_full(monkeypatch: pytest.Mo
         lw.events = [{"type": "MODIFIED", "object": raw}]
         informer.watch_once()
         index.update(informer)
-        assert index.values() == [parse(raw)]
+        assert index.values() == [parse_pod(raw)]
     assert full == ["2", "3"]  # the region label alone reused the parse
 
 
