@@ -79,6 +79,33 @@ def test_an_alternative_that_is_not_an_answer_is_refused() -> None:
     assert adopt(batch, fine) is not None
 
 
+def test_an_alternative_in_a_batch_with_inter_pod_rules_is_taken_only_where_the_rules_allow() -> None:
+    """kube-scheduler's answer is a start for batches with inter-pod rules too (its simulation
+    keeps them), checked pod by pod in its order against the hard rules: two replicas with
+    required hostname anti-affinity may not share a node; a zone-affinity group may seed any zone
+    but its later pods must join it."""
+    host, zone = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
+    nodes = [node(n, labels={host: n, zone: z}) for n, z in (("a0", "a"), ("a1", "a"), ("b0", "b"))]
+
+    def term(app: str, key: str) -> dict[str, Any]:
+        return {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}
+
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("web", host)]}}
+    near = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("db", zone)]}}
+    pods = [pod(f"web-{i}", labels={"app": "web"}, affinity=anti) for i in range(2)]
+    pods += [pod(f"db-{i}", labels={"app": "db"}, affinity=near) for i in range(2)]
+    state, pending = _state(cluster(nodes, pods))
+    by = {p.name: p for p in pending}
+    a0, a1, b0 = (next(i for i, n in enumerate(state.nodes) if n.name == name) for name in ("a0", "a1", "b0"))
+
+    def answer(web: tuple[int, int], db: tuple[int, int]) -> list[tuple[Any, int]]:
+        return [(by["web-0"], web[0]), (by["web-1"], web[1]), (by["db-0"], db[0]), (by["db-1"], db[1])]
+
+    assert adopt(build_batch(state, pending, CONFIG), answer((a0, b0), (a1, a0))) is not None
+    assert adopt(build_batch(state, pending, CONFIG), answer((a0, a0), (a1, a0))) is None  # two web on a0
+    assert adopt(build_batch(state, pending, CONFIG), answer((a0, b0), (a1, b0))) is None  # db split over zones
+
+
 def test_a_gang_placed_in_part_is_refused() -> None:
     gang = {"labels": {"placer.io/gang": "train", "placer.io/gang-size": "2"}}
     c = cluster([node("a", cpu="2")], [pod("t-0", cpu="2", **gang), pod("t-1", cpu="2", **gang)])

@@ -23,6 +23,7 @@ from placer.engine.greedy import Assignment
 from placer.engine.levels import Budget
 from placer.engine.model import Model
 from placer.engine.scoring import IntArray
+from placer.engine.topology import TopologyState
 from placer.models import Pod
 
 __all__ = [
@@ -171,17 +172,22 @@ def better_start(batch: Batch, first: Assignment, second: Assignment) -> Assignm
 def adopt(batch: Batch, placements: Sequence[tuple[Pod, int]]) -> Assignment | None:
     """Another answer as a start for this batch, if it is one: every pod on a node of its group's
     feasible set, no node over capacity, host-port groups at most one pod per node, no gang in
-    part. Batches with inter-pod rules are left to the engine's own start (None). The nodes it
-    uses join the groups' candidates, so it stays a solution of the pruned model."""
-    if not batch.topology.empty:
-        return None
+    part, and, in a batch with inter-pod rules, every pod allowed by the hard rules where it goes,
+    the pods taken in the answer's order (as the greedy pass places them, and as kube-scheduler
+    does). The nodes it uses join the groups' candidates, so it stays a solution of the pruned
+    model."""
     group_of = {pod.key: gi for gi, g in enumerate(batch.groups) for pod in g.pods}
     chosen: list[list[int]] = [[] for _ in batch.groups]
     used = batch.snapshot.used.copy()
+    topo = None if batch.topology.empty else TopologyState(batch.topology, [g.size for g in batch.groups])
     for pod, n in placements:
         gi = group_of.get(pod.key)
         if gi is None:
             return None
+        if topo is not None:
+            if not topo.allowed(gi, np.array([n], dtype=np.int64), soft=False)[0]:
+                return None
+            topo.add(gi, n)
         chosen[gi].append(n)
         used[n] += batch.groups[gi].vec
     if np.any(used > batch.snapshot.alloc):
