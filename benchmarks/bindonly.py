@@ -23,24 +23,25 @@ from typing import Any
 
 from placer.kube.actions import Actions
 from placer.kube.client import Http, api_client
-from placer.kube.policy import Policy, Timeouts
+from placer.kube.policy import Policy
 
-LIST = Timeouts(connect=10, read=60)
+
+def _items(http: Http, policy: Policy, path: str, query: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The items of one list (none when the list fails)."""
+    out = policy.call(f"list {path}", lambda t: http.request("GET", path, t, query=query))
+    return (out.json() or {}).get("items") or [] if out.ok else []
 
 
 def pending(http: Http, policy: Policy, namespace: str, scheduler: str) -> list[tuple[str, str]]:
     """(namespace/name, uid) of the namespace's unbound pods that name ``scheduler``."""
     query = {"fieldSelector": f"spec.nodeName=,spec.schedulerName={scheduler}"}
-    path = f"/api/v1/namespaces/{namespace}/pods"
-    out = policy.call("list pending pods", lambda t: http.request("GET", path, t, query=query))
-    items: list[dict[str, Any]] = (out.json() or {}).get("items") or [] if out.ok else []
+    items = _items(http, policy, f"/api/v1/namespaces/{namespace}/pods", query)
     return [(f"{namespace}/{p['metadata']['name']}", p["metadata"]["uid"]) for p in items]
 
 
 def nodes(http: Http, policy: Policy, prefix: str) -> list[str]:
-    out = policy.call("list nodes", lambda t: http.request("GET", "/api/v1/nodes", t))
-    items: list[dict[str, Any]] = (out.json() or {}).get("items") or [] if out.ok else []
-    return sorted(n["metadata"]["name"] for n in items if n["metadata"]["name"].startswith(prefix))
+    names = (n["metadata"]["name"] for n in _items(http, policy, "/api/v1/nodes"))
+    return sorted(name for name in names if name.startswith(prefix))
 
 
 def main(argv: list[str] | None = None) -> int:

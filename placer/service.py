@@ -222,8 +222,8 @@ def decide(
         return sim.placements
 
     reserve = PLAN_SHARE if may_plan else 0.0
-    # The simulation costs ~0.15 s at 5,000 nodes x 99 pods and grows with both: beyond that it
-    # would eat the budget of the very batch it is meant to help.
+    # The simulation grows with the batch, the nodes and the running pods (SIM_SECONDS_*): beyond
+    # NO_WORSE_SHARE of the limit it would eat the budget of the very batch it is meant to help.
     pairs = len(state.nodes) * len(batch)
     running = sum(len(pods) for pods in state.running)
     simulation = len(batch) * SIM_SECONDS_PER_POD + pairs * SIM_SECONDS_PER_PAIR + running * SIM_SECONDS_PER_RUNNING
