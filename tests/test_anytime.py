@@ -16,7 +16,7 @@ from test_scope import Recorder, _pod
 from placer.controller.batcher import Batcher
 from placer.kube import anytime
 from placer.kube.anytime import solve_budget
-from placer.kube.runner import Runner
+from placer.kube.runner import MIN_SLEEP, TICK, Runner
 from placer.models import Cluster, Config
 from placer.service import Decision, decide
 
@@ -63,6 +63,40 @@ def test_the_batcher_tells_when_the_next_batch_fills_at_the_recent_rate() -> Non
     b.sync(["p10", "p11"], now=1.0)
     assert b.fills_in(1.0) == pytest.approx(8 * 0.8 / 10)  # the last ten joined over 0.8 s
     assert b.fills_in(40.0) is None  # nobody joined within the window: the rate is stale
+
+
+
+def test_the_batcher_tells_when_the_next_batch_falls_due() -> None:
+    b = Batcher(window=2.0, size=10)
+    assert b.due_in(0.0) is None  # no pod waits
+    b.sync(["p0"], now=0.0)
+    assert b.due_in(0.5) == pytest.approx(1.5)  # one pod, no rate: when its window closes
+    for i in range(1, 5):  # then one pod every 0.1 s: the rest (5 pods) in 0.5 s, before the window
+        b.sync([f"p{k}" for k in range(i + 1)], now=i * 0.1)
+    assert b.due_in(0.4) == pytest.approx(5 * 0.4 / 5)
+    assert b.due_in(1.99) == pytest.approx(0.01)  # the window closes first
+    assert b.due_in(2.0) == 0.0  # due now
+    b.sync([f"p{k}" for k in range(10)], now=0.5)
+    assert b.due_in(0.5) == 0.0  # full
+
+
+def test_the_loop_sleeps_until_a_batch_falls_due_not_a_whole_tick(monkeypatch: pytest.MonkeyPatch) -> None:
+    r = make_runner(Recorder(), metricsPort=0, batchSize=10, batchWindowSeconds=30)
+    feed(r, "Node", _node("a"))
+    feed(r, "Pod", _pod("first", "ns"))
+    r._queue()
+    for inf in r.informers.values():
+        inf._synced.set()
+    assert r._sleep() == TICK  # not leading: a follower ticks at its pace, whatever waits
+    r.leadership.leading.set()
+    assert r._sleep() == TICK  # the window closes in 30 s: a whole tick
+    t0 = time.monotonic()
+    monkeypatch.setattr(time, "monotonic", lambda: t0 + 29.95)
+    assert r._sleep() == pytest.approx(0.05, abs=0.01)  # the window closes in 0.05 s: wake then
+    monkeypatch.setattr(time, "monotonic", lambda: t0 + 29.999)
+    assert r._sleep() == MIN_SLEEP  # never a busy loop
+    monkeypatch.setattr(time, "monotonic", lambda: t0 + 31.0)
+    assert r._sleep() == TICK  # due, but this tick did not take it (a stage failed): no spinning
 
 
 def _node(name: str) -> dict[str, Any]:

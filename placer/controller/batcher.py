@@ -69,6 +69,18 @@ class Batcher:
             return None
         return (self.size - len(self._arrived)) * span / len(self._recent)
 
+    def due_in(self, now: float) -> float | None:
+        """Seconds until the next batch falls due (0: due now; None: no pod waits): when its
+        window closes, or sooner when it fills up at the recent arrival rate (``fills_in``, an
+        estimate: the caller looks again then)."""
+        if not self._arrived:
+            return None
+        if self.due(now):
+            return 0.0
+        left = self.window - (now - min(self._arrived.values()))
+        fills = self.fills_in(now)
+        return max(0.0, left if fills is None else min(left, fills))
+
     def take(self, together: Mapping[str, str] | None = None) -> list[str]:
         """The batch: up to ``size`` pods, oldest first; the rest keep waiting. Pods that share a
         value in ``together`` (a gang) are never split: a gang joins the batch whole."""

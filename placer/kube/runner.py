@@ -1,6 +1,6 @@
 """The controller loop (`placer run`): watch, batch, solve, bind, execute plans.
 
-Every tick (0.2 s) it takes in what the informers changed (``placer.kube.index``: each object
+Every tick (0.2 s, sooner when a batch falls due) it takes in what the informers changed (``placer.kube.index``: each object
 parsed once per resourceVersion, the queue of pending pods kept as pods change) and feeds the
 batcher. When a batch is due it builds the cluster model, with the binds it issued but has not
 seen yet (``assumed``, as kube-scheduler assumes pods, so nothing is double-booked), and solves
@@ -97,6 +97,7 @@ __all__ = ["MOVED_AT", "Runner"]
 log = logging.getLogger("placer.controller")
 PLANNED = "~planned"  # name suffix of the stand-in holding a running plan's room for a bind
 TICK = 0.2
+MIN_SLEEP = 0.01  # the shortest sleep between two ticks (a fill estimate that keeps shrinking)
 PDB_ATTEMPTS = 3  # evictions refused by a PodDisruptionBudget are tried this many times ...
 PDB_RETRY_DELAY = 5.0  # ... this many seconds apart, before the plan step fails
 WRITERS = 4  # connections kept for writes besides the bind workers' (the loop's own, reports, read-backs)
@@ -276,6 +277,18 @@ class Runner:
     def ready(self) -> bool:
         return all(i.synced for i in self.informers.values())
 
+    def _sleep(self) -> float:
+        """How long the loop sleeps after a tick: a tick, or less when the next batch falls due
+        sooner (its window closes, or it fills up at the rate pods arrive), so that a due batch
+        does not wait for the next tick. A solve in flight wakes the loop itself; a follower, or
+        a batch due that this tick did not take (a stage failed), waits a whole tick."""
+        if self.solving is not None or not self.leadership.leading.is_set() or not self.ready():
+            return TICK
+        due_in = self.batcher.due_in(time.monotonic())
+        if due_in is None or due_in <= 0:
+            return TICK
+        return min(TICK, max(MIN_SLEEP, due_in))
+
     def _refresh_metrics(self) -> None:
         """Gauges that age: set when /metrics is scraped, so they keep moving if the loop is stuck."""
         now = time.monotonic()
@@ -303,7 +316,7 @@ class Runner:
                 self._last_tick = time.monotonic()
                 if self._stage("tick", self.tick):
                     self._last_cycle = time.monotonic()
-                self._wake.wait(TICK)  # a tick, or sooner when a solve is done
+                self._wake.wait(self._sleep())  # a tick, or sooner when a solve is done
                 self._wake.clear()
         finally:
             self.leadership.stop()
