@@ -65,7 +65,6 @@ def test_the_batcher_tells_when_the_next_batch_fills_at_the_recent_rate() -> Non
     assert b.fills_in(40.0) is None  # nobody joined within the window: the rate is stale
 
 
-
 def test_the_batcher_tells_when_the_next_batch_falls_due() -> None:
     b = Batcher(window=2.0, size=10)
     assert b.due_in(0.0) is None  # no pod waits

@@ -1,9 +1,10 @@
 """The controller loop (`placer run`): watch, batch, solve, bind, execute plans.
 
-Every tick (0.2 s, sooner when a batch falls due) it takes in what the informers changed (``placer.kube.index``: each object
-parsed once per resourceVersion, the queue of pending pods kept as pods change) and feeds the
-batcher. When a batch is due it builds the cluster model, with the binds it issued but has not
-seen yet (``assumed``, as kube-scheduler assumes pods, so nothing is double-booked), and solves
+Every tick (0.2 s, sooner when a batch falls due) it takes in what the informers changed
+(``placer.kube.index``: each object parsed once per resourceVersion, the queue of pending pods
+kept as pods change) and feeds the batcher. When a batch is due it builds the cluster model, with
+the binds it issued but has not seen yet (``assumed``, as kube-scheduler assumes pods, so nothing
+is double-booked), and solves
 the batch with the same ``decide`` as ``placer solve`` on a solver thread while the loop goes on
 gathering the next batch (``placer.kube.anytime``: one solve in flight; its time limit is the
 floor with a backlog and grows up to what is left of the batch window when arrivals are slow).
