@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -213,6 +214,8 @@ class Bench:
         )
         if self.args.time_limit is not None:
             shipped["engine"]["solver"]["timeLimit"] = self.args.time_limit
+        if self.args.max_solve is not None:
+            shipped["maxSolveSeconds"] = self.args.max_solve
         cfg.write_text(yaml.safe_dump(shipped))
         cmd = [
             str(Path(sys.executable).parent / "placer"),
@@ -267,6 +270,7 @@ class Bench:
         created: dict[str, float] = {}
         t0 = time.monotonic()
         released = 0.0
+        threads0: dict[int, float] = {}
         for phase in phases:
             if phase.measured and not self.args.stream:
                 self._hold(proc, signal.SIGSTOP)
@@ -278,11 +282,14 @@ class Bench:
             created.update(made)
             create_end = max(made.values())
             cpu0 = self._cpu(proc)
+            if profile is not None and proc is not None:
+                threads0 = thread_cpu(placer_pid(proc.pid))
             if not self.args.stream:
                 released = time.time()
                 self._hold(proc, signal.SIGCONT)
         self._wait(watch, created)
         cpu = self._cpu(proc) - cpu0
+        by_thread = cpu_by_thread(placer_pid(proc.pid), threads0) if profile is not None and proc is not None else None
         elapsed = time.monotonic() - t0
         watch.stop()
         if proc is not None:
@@ -294,6 +301,8 @@ class Bench:
         try:
             row = self._row(shape, who, run, ns, created, watch, released, create_end, elapsed)
             row["cpu_ms_per_pod"] = 1000 * cpu / max(row["bound"], 1)
+            if by_thread is not None:
+                row["cpu_by_thread"] = by_thread
             return row
         finally:  # the next run starts on empty nodes, whatever became of this one
             self._clean(ns, [p["metadata"]["name"] for phase in phases for p in phase.pods])
@@ -457,7 +466,87 @@ def _profile(bench: Bench, shape: Shape, rows: list[dict[str, Any]]) -> None:
     row["profiled"] = True
     rows.append(row)
     log(json.dumps(row))
-    (REPO / "docs" / "bench" / "e2e-profile.txt").write_text(top_frames(raw))
+    (REPO / "docs" / "bench" / "e2e-profile.txt").write_text(thread_table(row) + "\n" + top_frames(raw))
+
+
+def placer_pid(group: int) -> int:
+    """placer's process in ``group`` (under --profile the group's leader is py-spy)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        comm, fields = text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
+        if int(fields[2]) == group and comm != "py-spy":
+            return int(stat.parent.name)
+    return group
+
+
+def thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) per live thread of ``pid`` so far, from /proc; key 0: the
+    whole process (threads that ended included)."""
+    tick, out = os.sysconf("SC_CLK_TCK"), {}
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        out[0] = (int(fields[11]) + int(fields[12])) / tick
+    except OSError:
+        return out
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        out[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def _thread_names(pid: int) -> dict[int, str]:
+    """Python thread names by OS thread id (py-spy dump, without pausing the process)."""
+    spy = Path(sys.executable).parent / "py-spy"
+    try:
+        cmd = [str(spy), "dump", "--json", "--nonblocking", "-p", str(pid)]
+        out = subprocess.run(cmd, check=False, capture_output=True, timeout=30)
+        threads = json.loads(out.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {}
+    return {int(t["os_thread_id"]): str(t["thread_name"]) for t in threads if t.get("os_thread_id")}
+
+
+def cpu_by_thread(pid: int, before: dict[int, float]) -> dict[str, float]:
+    """CPU seconds each kind of thread used since ``before`` (a pool's workers together; threads
+    that are not Python's, CP-SAT's workers among them, as one)."""
+    names = _thread_names(pid)
+    now = thread_cpu(pid)
+    out: dict[str, float] = {}
+    for tid, seconds in now.items():
+        if tid == 0:
+            continue
+        name = names.get(tid)
+        kind = "live threads of native code" if name is None else re.sub(r"[_-]\d+$", "", name)
+        out[kind] = out.get(kind, 0.0) + seconds - before.get(tid, 0.0)
+    # CP-SAT starts its workers for each solve: they have ended by now, and only the process's
+    # total still holds their time.
+    ended = now.get(0, 0.0) - before.get(0, 0.0) - sum(out.values())
+    out["threads that ended (CP-SAT's workers)"] = max(ended, 0.0)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def thread_table(row: dict[str, Any]) -> str:
+    """Where placer's CPU went in the profiled run, per kind of thread (from /proc)."""
+    by_thread: dict[str, float] = row.get("cpu_by_thread") or {}
+    total = sum(by_thread.values()) or 1.0
+    lines = [
+        f"CPU by thread while the {row['bound']} measured pods were scheduled (/proc/<pid>/task user+system time, "
+        f"{total:.2f} s in all; thread names from py-spy dump):",
+    ]
+    lines += [f"{100 * s / total:5.1f}%  {s:6.2f} s  {kind}" for kind, s in by_thread.items()]
+    lines += [
+        "",
+        "The samples below are py-spy's --gil samples: which Python code holds the GIL, in wall time. On a",
+        "saturated machine a thread keeps the GIL while the kernel runs other processes, so a share there is",
+        "not a share of CPU; the table above is.",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def top_frames(raw: Path, n: int = 25) -> str:
@@ -565,6 +654,7 @@ def _flags(args: argparse.Namespace) -> str:
     out += " --stream" if args.stream else ""
     out += " --ceiling" if args.ceiling else ""
     out += f" --time-limit {args.time_limit:g}" if args.time_limit is not None else ""
+    out += f" --max-solve {args.max_solve:g}" if args.max_solve is not None else ""
     out += f" --shapes {' '.join(args.shapes)}" if args.shapes else ""
     return out + (" --profile" if args.profile else "")
 
@@ -596,7 +686,7 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
         f"{shipped['engine']['solver']['workers']} solver workers, evictions.perCycle "
         f"{shipped['evictions']['perCycle']}) with batchWindowSeconds {args.window:g} and solver timeLimit "
         f"{args.time_limit or shipped['engine']['solver']['timeLimit']:g} s (the floor; maxSolveSeconds "
-        f"{shipped['maxSolveSeconds']} when arrivals are slow). "
+        f"{args.max_solve if args.max_solve is not None else shipped['maxSolveSeconds']:g} when arrivals are slow). "
         f"basic: median of {args.runs} runs; the other shapes: "
         f"1 run each (2-core machine). A run ends when every measured pod is bound or none was bound for "
         f"{args.stall:g} s. "
@@ -689,6 +779,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--burst", type=int, default=2000)
     ap.add_argument("--window", type=float, default=1.0, help="placer's batchWindowSeconds")
     ap.add_argument("--time-limit", type=float, help="placer's solver.timeLimit (default: k8s/config.yaml's)")
+    ap.add_argument("--max-solve", type=float, help="placer's maxSolveSeconds (default: k8s/config.yaml's)")
     ap.add_argument("--stream", action="store_true", help="schedulers run while pods are created (default: a backlog)")
     ap.add_argument("--one-cluster", action="store_true", help="all shapes on the gang cluster (one set of nodes)")
     ap.add_argument("--stall", type=float, default=30.0)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -314,3 +317,22 @@ def test_e2e_report_gives_the_bind_only_ceiling_against_kube_scheduler(tmp_path:
     assert "| basic | 1.25 | 1.0 | yes | yes | 1.80 |" in text
     assert "| affinity | 1.20 | 2.0 | no | yes |  |" in text
     assert f"| basic | {e2e.BIND_ONLY} | 1 | 10/10 |" in text
+
+
+def test_e2e_profile_counts_the_cpu_of_threads_that_ended() -> None:
+    """CP-SAT's workers end with each solve: the profile's thread table still counts their time."""
+
+    def spin() -> None:
+        end = time.thread_time() + 0.3
+        while time.thread_time() < end:
+            pass
+
+    pid = os.getpid()
+    before = e2e.thread_cpu(pid)
+    worker = threading.Thread(target=spin, name="spinner")
+    worker.start()
+    worker.join()
+    out = e2e.cpu_by_thread(pid, before)
+    assert out["threads that ended (CP-SAT's workers)"] >= 0.2
+    table = e2e.thread_table({"bound": 10, "cpu_by_thread": out})
+    assert "threads that ended" in table.splitlines()[1]  # the largest share comes first
