@@ -4,14 +4,13 @@ Every tick (0.2 s, sooner when a batch falls due) it takes in what the informers
 (``placer.kube.index``: each object parsed once per resourceVersion, the queue of pending pods
 kept as pods change) and feeds the batcher. When a batch is due it builds the cluster model, with
 the binds it issued but has not seen yet (``assumed``, as kube-scheduler assumes pods, so nothing
-is double-booked), and solves
-the batch with the same ``decide`` as ``placer solve`` on a solver thread while the loop goes on
-gathering the next batch (``placer.kube.anytime``: one solve in flight; its time limit is the
-floor with a backlog and grows up to what is left of the batch window when arrivals are slow).
-When the answer is in, placed pods are bound concurrently, unplaced ones get
-PodScheduled=False/Unschedulable and a FailedScheduling event and are backed off, and a global
-plan (only when none is running) is handed to the executor, which evicts, waits until victims
-are gone, captures replacements and binds only into real room.
+is double-booked), and solves the batch with the same ``decide`` as ``placer solve`` on a solver
+thread while the loop goes on gathering the next batch (``placer.kube.anytime``: one solve in
+flight; its time limit is the floor with a backlog and grows up to what is left of the batch
+window when arrivals are slow). When the answer is in, placed pods are bound concurrently,
+unplaced ones get PodScheduled=False/Unschedulable and a FailedScheduling event and are backed
+off, and a global plan (only when none is running) is handed to the executor, which evicts, waits
+until victims are gone, captures replacements and binds only into real room.
 
 Crash safety: no plan state is kept outside the process. A restarted controller abandons the
 in-flight plan and re-plans from what the API shows: victims still terminating keep their room
