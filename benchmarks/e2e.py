@@ -45,7 +45,7 @@ import urllib.request
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import matplotlib
 import numpy as np
@@ -71,6 +71,7 @@ from testenv import cluster as testenv  # noqa: E402
 
 WHO = ("kube-scheduler", "placer")
 BIND_ONLY = "bind-only"  # --ceiling: benchmarks/bindonly.py, binds without decisions
+RUNNERS = (*WHO, BIND_ONLY)
 SHIPPED_CONFIG = REPO / "k8s" / "config.yaml"  # placer runs with it, changing only window, QPS, port, election
 TIMEOUTS = Timeouts(connect=10, read=60)
 GANG_GATES = "GenericWorkload=true,GangScheduling=true"
@@ -357,15 +358,12 @@ class Bench:
 
     def _cpu(self, proc: subprocess.Popen[bytes] | None) -> float:
         """CPU seconds (user + system) used so far by the scheduler's process group, from /proc."""
-        group, tick, total = self._group(proc), os.sysconf("SC_CLK_TCK"), 0
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue  # the process ended meanwhile
-            if int(fields[2]) == group:  # pgrp; utime and stime follow at 11 and 12
-                total += int(fields[11]) + int(fields[12])
-        return total / tick
+        group, total = self._group(proc), 0.0
+        for path in Path("/proc").glob("[0-9]*/stat"):
+            stat = proc_stat(path)
+            if stat is not None and stat.pgrp == group:
+                total += stat.cpu
+        return total
 
     def _hold(self, proc: subprocess.Popen[bytes] | None, sig: signal.Signals) -> None:
         """Stop (SIGSTOP) or resume (SIGCONT) the scheduler under test: the backlog is created
@@ -441,7 +439,7 @@ def measure(args: argparse.Namespace, out_json: Path) -> list[dict[str, Any]]:
             bench = Bench(c, args.nodes, args)
             for shape in group:
                 for run in range(args.runs if shape.name == "basic" else 1):
-                    for who in (*WHO, BIND_ONLY) if args.ceiling else WHO:
+                    for who in RUNNERS if args.ceiling else WHO:
                         try:
                             row = bench.run(shape, who, run + 1)
                         except Exception as exc:  # one failed run is reported, the others still run
@@ -469,34 +467,44 @@ def _profile(bench: Bench, shape: Shape, rows: list[dict[str, Any]]) -> None:
     (REPO / "docs" / "bench" / "e2e-profile.txt").write_text(thread_table(row) + "\n" + top_frames(raw))
 
 
+class ProcStat(NamedTuple):
+    comm: str
+    pgrp: int
+    cpu: float  # user + system seconds so far
+
+
+def proc_stat(path: Path) -> ProcStat | None:
+    """A /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat file; None when the process or thread
+    ended meanwhile."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[1].split()  # pgrp at 2; utime and stime at 11 and 12
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return ProcStat(text[text.index("(") + 1 : text.rindex(")")], int(fields[2]), cpu)
+
+
 def placer_pid(group: int) -> int:
     """placer's process in ``group`` (under --profile the group's leader is py-spy)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        comm, fields = text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
-        if int(fields[2]) == group and comm != "py-spy":
-            return int(stat.parent.name)
+    for path in Path("/proc").glob("[0-9]*/stat"):
+        stat = proc_stat(path)
+        if stat is not None and stat.pgrp == group and stat.comm != "py-spy":
+            return int(path.parent.name)
     return group
 
 
 def thread_cpu(pid: int) -> dict[int, float]:
     """CPU seconds (user + system) per live thread of ``pid`` so far, from /proc; key 0: the
     whole process (threads that ended included)."""
-    tick, out = os.sysconf("SC_CLK_TCK"), {}
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        out[0] = (int(fields[11]) + int(fields[12])) / tick
-    except OSError:
-        return out
-    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # the thread ended meanwhile
-        out[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / tick
+    whole = proc_stat(Path(f"/proc/{pid}/stat"))
+    if whole is None:
+        return {}
+    out = {0: whole.cpu}
+    for path in Path(f"/proc/{pid}/task").glob("*/stat"):
+        stat = proc_stat(path)
+        if stat is not None:
+            out[int(path.parent.name)] = stat.cpu
     return out
 
 
@@ -593,7 +601,7 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for shape in dict.fromkeys(r["shape"] for r in rows):
         per = {}
-        for who in (*WHO, BIND_ONLY):
+        for who in RUNNERS:
             mine = [r for r in rows if r["shape"] == shape and r["who"] == who and not r.get("profiled")]
             if mine:
                 per[who] = {
@@ -625,7 +633,7 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def plots(summ: list[dict[str, Any]], out_dir: Path) -> list[str]:
     names = [s["shape"] for s in summ]
     x = np.arange(len(names))
-    who_all = [w for w in (*WHO, BIND_ONLY) if all(w in s for s in summ)]
+    who_all = [w for w in RUNNERS if all(w in s for s in summ)]
     width = 0.8 / len(who_all)
     files = []
     for key, label, fname in (
@@ -724,7 +732,7 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in summ:
-        for who in (w for w in (*WHO, BIND_ONLY) if w in s):
+        for who in (w for w in RUNNERS if w in s):
             r = s[who]
             gangs = f"{r['partial_gangs']:.0f}" if "partial_gangs" in r else ""
             lines.append(
