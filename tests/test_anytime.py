@@ -88,10 +88,14 @@ def test_the_loop_sleeps_until_a_batch_falls_due_not_a_whole_tick(monkeypatch: p
         inf._synced.set()
     assert r._sleep() == TICK  # not leading: a follower ticks at its pace, whatever waits
     r.leadership.leading.set()
+    r.fence.renewed(time.monotonic(), 3600.0)  # as the elector does on each renewal
     assert r._sleep() == TICK  # the window closes in 30 s: a whole tick
     t0 = time.monotonic()
     monkeypatch.setattr(time, "monotonic", lambda: t0 + 29.95)
     assert r._sleep() == pytest.approx(0.05, abs=0.01)  # the window closes in 0.05 s: wake then
+    r.fence.close()
+    assert r._sleep() == TICK  # a fenced leader takes no batch: it ticks at its pace
+    r.fence.renewed(time.monotonic(), 3600.0)
     monkeypatch.setattr(time, "monotonic", lambda: t0 + 29.999)
     assert r._sleep() == MIN_SLEEP  # never a busy loop
     monkeypatch.setattr(time, "monotonic", lambda: t0 + 31.0)

@@ -73,11 +73,12 @@ class Batcher:
         """Seconds until the next batch falls due (0: due now; None: no pod waits): when its
         window closes, or sooner when it fills up at the recent arrival rate (``fills_in``, an
         estimate: the caller looks again then)."""
-        if not self._arrived:
+        waited = self.waited(now)
+        if waited is None:
             return None
         if self.due(now):
             return 0.0
-        left = self.window - (now - min(self._arrived.values()))
+        left = self.window - waited
         fills = self.fills_in(now)
         return max(0.0, left if fills is None else min(left, fills))
 

@@ -277,12 +277,17 @@ class Runner:
     def ready(self) -> bool:
         return all(i.synced for i in self.informers.values())
 
+    def _leading(self) -> bool:
+        """This replica holds the lease and its writes are not fenced: it may schedule."""
+        return self.leadership.leading.is_set() and self.fence.allows()
+
     def _sleep(self) -> float:
         """How long the loop sleeps after a tick: a tick, or less when the next batch falls due
         sooner (its window closes, or it fills up at the rate pods arrive), so that a due batch
-        does not wait for the next tick. A solve in flight wakes the loop itself; a follower, or
-        a batch due that this tick did not take (a stage failed), waits a whole tick."""
-        if self.solving is not None or not self.leadership.leading.is_set() or not self.ready():
+        does not wait for the next tick. A solve in flight wakes the loop itself; a follower (or a
+        fenced leader), or a batch due that this tick did not take (a stage failed), waits a whole
+        tick."""
+        if self.solving is not None or not self._leading() or not self.ready():
             return TICK
         due_in = self.batcher.due_in(time.monotonic())
         if due_in is None or due_in <= 0:
@@ -441,7 +446,7 @@ class Runner:
         if self.solving is not None and self.solving[1].done():
             ok = self._stage("solve", self._finish) and ok
         ok = self._stage("queue", self._queue) and ok
-        leading = self.leadership.leading.is_set() and self.fence.allows()
+        leading = self._leading()
         self.metrics.leader.set(1 if leading else 0)
         if not leading or not self.ready():
             return ok
