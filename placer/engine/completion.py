@@ -334,7 +334,9 @@ def _covered(
     """A perfect packing (a resource without slack: every node filled exactly in it) as an exact
     cover of the pods by exact sets (``placer.engine.exactcover``); None when it does not apply
     (slack everywhere, or too many exact sets to list), else (the pods per node or None, steps).
-    Without a cover the node-by-node search still runs: it is not bounded to the sizes listed."""
+    Every node filled exactly in a resource holds a set, so a packing takes one set a node: a cover
+    by exactly ``nodes`` sets. Without a cover the node-by-node search still runs: it is not
+    bounded to the sizes listed."""
     exact = (slack == 0) & (room > 0)  # resources every node must fill exactly
     if not exact.any():
         return None
@@ -368,9 +370,9 @@ def _covered(
         if not coverable:
             continue
         left = (allowed - taken) // (len(stages) - i)
-        chosen, used = exactcover.cover(len(vecs), sets, until, left)
+        chosen, used = exactcover.cover(len(vecs), sets, nodes, until, left)
         taken += used
-        if chosen is not None and len(chosen) <= nodes:
+        if chosen is not None:
             return [list(sets[c]) for c in chosen], taken
     return None, taken
 
@@ -422,13 +424,14 @@ def _drawn(
     allowed = (steps if steps is not None else 2 * 10**9) // 2
 
     def tail(rows: npt.NDArray[np.intp], left: int) -> list[list[int]] | None:
-        """Every exact set of the last pods (as many pods a set as small tables allow), covered."""
+        """Every exact set of the last pods (as many pods a set as small tables allow), covered
+        by one set a node left."""
         most = max(k for k in range(2, 2 * _TAIL_HALF + 1) if math.comb(len(rows), (k + 1) // 2) <= _TAIL_ROWS)
         sets = exactcover.exact_sets(vecs[rows], room, exact, until, most)
         if sets is None:
             return None
-        chosen, _ = exactcover.cover(len(rows), sets, until, _TAIL_STEPS)
-        if chosen is None or len(chosen) > left:
+        chosen, _ = exactcover.cover(len(rows), sets, left, until, _TAIL_STEPS)
+        if chosen is None:
             return None
         return [[int(rows[k]) for k in sets[c]] for c in chosen]
 

@@ -19,11 +19,12 @@ import numpy.typing as npt
 
 from placer.engine.scoring import IntArray
 
-__all__ = ["MOST_PER_NODE", "checked", "cover", "exact_sets", "extended", "hashed", "spans", "table"]
+__all__ = ["MOST_PER_NODE", "RARE_MOST", "checked", "cover", "exact_sets", "extended", "hashed", "spans", "table"]
 
 MOST_PER_NODE = 6  # largest exact set listed (two halves of at most three pods)
 _ROWS = 2_000_000  # most subsets of one size kept in a table
 _SETS = 200_000  # most exact sets listed
+RARE_MOST = 40  # most sets of the rarer sizes that a cover decides first, one by one
 # Listing fills of 5 and 6 pods costs about this much per row of the 3-pod table (1.3 M rows at
 # 200 pods: 0.9 s for 5, 2.1 s for 6, on the 2-core benchmark machine); a listing that cannot
 # finish before the deadline is not started, since building a table cannot be interrupted.
@@ -141,56 +142,160 @@ def exact_sets(
     return checked(vecs, room, exact, found)
 
 
-def cover(items: int, sets: list[tuple[int, ...]], deadline: float, steps: int) -> tuple[list[int] | None, int]:
-    """Indices into ``sets`` of disjoint sets covering items 0..items-1 (Algorithm X, the item
-    with the fewest sets left first), or None when there is none or the ``deadline`` (wall) or
-    ``steps`` run out; with the steps taken."""
-    holding: list[set[int]] = [set() for _ in range(items)]
-    for si, members in enumerate(sets):
-        for item in members:
-            holding[item].add(si)
-    if any(not h for h in holding):
-        return None, 0
-    left = {item: holding[item] for item in range(items)}
-    chosen: list[int] = []
-    taken = [0]
+def cover(
+    items: int, sets: list[tuple[int, ...]], count: int, deadline: float, steps: int
+) -> tuple[list[int] | None, int]:
+    """Indices into ``sets`` of exactly ``count`` disjoint sets covering items 0..items-1, or None
+    when there is none or the ``deadline`` (wall) or ``steps`` run out; with the steps taken."""
+    search = _Cover(items, sets, count, deadline, steps)
+    try:
+        return search.run(), search.taken
+    except _StopError:
+        return None, search.taken
 
-    def drop(si: int) -> list[tuple[int, set[int]]]:
-        """Take set ``si``: its items are covered, every set meeting them goes."""
-        removed = []
-        for item in sets[si]:
-            for other in left[item]:
-                for member in sets[other]:
-                    if member != item:
-                        left[member].discard(other)
-            removed.append((item, left.pop(item)))
-        return removed
 
-    def undo(si: int, removed: list[tuple[int, set[int]]]) -> None:
-        for item, held in reversed(removed):
-            left[item] = held
-            for other in held:
-                for member in sets[other]:
-                    if member != item:
-                        left[member].add(other)
+class _Cover:
+    """Algorithm X (the item with the fewest sets left first) that knows how many sets it must
+    choose. ``count`` sets covering every item fix how many sets of each size a cover takes once
+    only two sizes are left (``n_p + n_q = sets left``, ``p n_p + q n_q = items left``): sets of
+    a size the cover has no more room for are no choice, and an item that no set of one size can
+    hold must go into the others, which bounds how many such items there may be.
 
-    def search() -> bool:
-        if not left:
-            return True
-        taken[0] += 1
-        if taken[0] > steps or (taken[0] % 64 == 0 and time.monotonic() > deadline):
+    In a perfect packing the sizes are lopsided: fills of few pods are rare, fills of many are
+    not, and a packing needs a share of the rare ones that the item-by-item rule never sees (an
+    item is in a handful of small sets and hundreds of large ones). So the sets of the sizes
+    other than the two commonest (when they are few: ``RARE_MOST``) are decided first, each taken
+    or left out, taking as many as possible first: limited discrepancy search, one more set left
+    out per round. Once they are decided, two sizes remain and the counts are fixed."""
+
+    def __init__(self, items: int, sets: list[tuple[int, ...]], count: int, deadline: float, steps: int) -> None:
+        self.sets, self.count, self.deadline, self.steps = sets, count, deadline, steps
+        self.taken = 0
+        self.chosen: list[int] = []
+        # Per item not yet covered, per set size: the sets that may still cover it.
+        self.left: dict[int, dict[int, set[int]]] = {item: {} for item in range(items)}
+        sizes: dict[int, int] = {}
+        for si, members in enumerate(sets):
+            sizes[len(members)] = sizes.get(len(members), 0) + 1
+            for item in members:
+                self.left[item].setdefault(len(members), set()).add(si)
+        common = sorted(sizes, key=lambda size: (sizes[size], size))[-2:]
+        rare = sorted(
+            (si for si, members in enumerate(sets) if len(members) not in common), key=lambda si: (len(sets[si]), si)
+        )
+        self.rare = rare if len(rare) <= RARE_MOST else []
+
+    def run(self) -> list[int] | None:
+        if any(not held for held in self.left.values()):
+            return None
+        for budget in range(len(self.rare) + 1):
+            if self._decide(0, budget):
+                return list(self.chosen)
+        return None
+
+    def _tick(self) -> None:
+        self.taken += 1
+        if self.taken > self.steps or (self.taken % 64 == 0 and time.monotonic() > self.deadline):
             raise _StopError
-        item = min(left, key=lambda k: len(left[k]))
-        for si in sorted(left[item]):
-            removed = drop(si)
-            chosen.append(si)
-            if search():
-                return True
-            chosen.pop()
-            undo(si, removed)
+
+    def _open(self, si: int) -> bool:
+        """Whether set ``si`` may still be chosen (none of its items covered, not left out)."""
+        first = self.sets[si][0]
+        return first in self.left and si in self.left[first].get(len(self.sets[si]), ())
+
+    def _covered(self, items: tuple[int, ...]) -> bool:
+        """Whether every one of ``items`` still uncovered has a set left."""
+        return all(any(self.left[item].values()) for item in items if item in self.left)
+
+    def _decide(self, at: int, budget: int) -> bool:
+        """The rare sets from position ``at`` on, each taken if it can be, or left out while
+        ``budget`` allows; then the rest, once exactly ``budget`` of them were left out."""
+        self._tick()
+        while at < len(self.rare) and not self._open(self.rare[at]):
+            at += 1
+        if at == len(self.rare):
+            return budget == 0 and self._search()
+        si = self.rare[at]
+        removed = self._take(si)
+        if self._covered(tuple(self.left)) and self._decide(at + 1, budget):
+            return True
+        self._untake(si, removed)
+        if budget == 0:
+            return False
+        size = len(self.sets[si])
+        for item in self.sets[si]:
+            self.left[item][size].discard(si)
+        if self._covered(self.sets[si]) and self._decide(at + 1, budget - 1):
+            return True
+        for item in self.sets[si]:
+            self.left[item][size].add(si)
         return False
 
-    try:
-        return (list(chosen) if search() else None), taken[0]
-    except _StopError:
-        return None, taken[0]
+    def _need(self) -> dict[int, int] | None:
+        """Per size still held by some set, how many sets of it a cover takes from here (fixed
+        when at most two sizes are left; None otherwise), or None when no mix of the sizes left
+        makes up the items left with the sets left."""
+        sets_left, items_left = self.count - len(self.chosen), len(self.left)
+        sizes = sorted({size for held in self.left.values() for size, ids in held.items() if ids})
+        if not sizes or sets_left <= 0 or not sizes[0] * sets_left <= items_left <= sizes[-1] * sets_left:
+            return None
+        if len(sizes) == 1:
+            return {sizes[0]: sets_left}
+        if len(sizes) > 2:
+            return {size: sets_left for size in sizes}  # no size bounded but by the sets left
+        p, q = sizes
+        large, rest = divmod(items_left - p * sets_left, q - p)
+        return None if rest else {p: sets_left - large, q: large}
+
+    def _search(self) -> bool:
+        self._tick()
+        if not self.left:
+            return len(self.chosen) == self.count
+        need = self._need()
+        if need is None:
+            return False
+        best, options = -1, -1
+        without = dict.fromkeys(need, 0)  # items no set of the size can hold
+        for item, held in self.left.items():
+            n = 0
+            for size, wanted in need.items():
+                k = len(held.get(size, ()))
+                n += k if wanted else 0
+                without[size] += k == 0
+            if n == 0:
+                return False
+            if options < 0 or n < options:
+                best, options = item, n
+        if len(need) == 2:
+            (p, n_p), (q, n_q) = sorted(need.items())
+            if without[p] > q * n_q or without[q] > p * n_p:
+                return False
+        for si in sorted(si for size, wanted in need.items() if wanted for si in self.left[best].get(size, ())):
+            removed = self._take(si)
+            if self._search():
+                return True
+            self._untake(si, removed)
+        return False
+
+    def _take(self, si: int) -> list[tuple[int, dict[int, set[int]]]]:
+        """Choose set ``si``: its items are covered, every set meeting them goes."""
+        removed = []
+        for item in self.sets[si]:
+            for size, ids in self.left[item].items():
+                for other in ids:
+                    for member in self.sets[other]:
+                        if member != item:
+                            self.left[member][size].discard(other)
+            removed.append((item, self.left.pop(item)))
+        self.chosen.append(si)
+        return removed
+
+    def _untake(self, si: int, removed: list[tuple[int, dict[int, set[int]]]]) -> None:
+        self.chosen.pop()
+        for item, held in reversed(removed):
+            self.left[item] = held
+            for size, ids in held.items():
+                for other in ids:
+                    for member in self.sets[other]:
+                        if member != item:
+                            self.left[member][size].add(other)
