@@ -336,3 +336,19 @@ def test_e2e_profile_counts_the_cpu_of_threads_that_ended() -> None:
     assert out["threads that ended (CP-SAT's workers)"] >= 0.2
     table = e2e.thread_table({"bound": 10, "cpu_by_thread": out})
     assert "threads that ended" in table.splitlines()[1]  # the largest share comes first
+
+
+def _packing_row(pods: int, packed: bool) -> packing.Row:
+    return packing.Row("uniform", pods, 2, 0, 1, pods, pods, packed, False, 1.0, 0.1, 10.0, "OPTIMAL")
+
+
+def test_the_200_pod_target_is_judged_over_its_tier_and_at_200_alone() -> None:
+    """19 of 20 instances between 60 and 200 pods packed meets the 95 % target over the tier; the
+    200-pod instances alone (4 of 5) miss it, and the report says so on its own line."""
+    rows = [_packing_row(100, True) for _ in range(15)] + [_packing_row(200, k > 0) for k in range(5)]
+    lines = packing.targets(rows)
+    tier = next(line for line in lines if line.startswith("- up to 200 pods"))
+    alone = next(line for line in lines if line.startswith("- the same at 200 pods alone"))
+    assert "19/20 (95 %; 100 pods 15/15, 200 pods 4/5)" in tier and tier.endswith("— met")
+    assert "4/5 (80 %)" in alone and alone.endswith("— missed")
+    assert not any(line.startswith("- the same at") for line in packing.targets(rows[15:]))  # 200 alone: one line
