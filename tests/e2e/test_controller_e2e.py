@@ -166,7 +166,15 @@ def test_a_pdb_blocking_the_needed_eviction_leaves_the_pod_pending_with_a_reason
     cond = next(c for c in stuck.status.conditions if c.type == "PodScheduled")
     assert (cond.status, cond.reason) == ("False", "Unschedulable")
     assert "Insufficient cpu" in cond.message
-    assert len([p for p in _pods(core, namespace) if kh.is_running(p)]) == 4
+
+    def running() -> list[client.V1Pod] | None:
+        # kwok marks a bound pod Running shortly after the bind: the four bound pods get there
+        pods = _pods(core, namespace)
+        up = [p for p in pods if kh.is_running(p)]
+        return up if len(up) == 4 and len(pods) == 5 else None
+
+    kh.wait_for("the four bound pods running", running, 30)
+    assert [p.metadata.name for p in _pods(core, namespace) if not p.spec.node_name] == [stuck.metadata.name]
     _no_overcommit(core, nodes)
 
 
