@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
@@ -186,7 +187,7 @@ class _Cover:
         self.rare = rare if len(rare) <= RARE_MOST else []
 
     def run(self) -> list[int] | None:
-        if any(not held for held in self.left.values()):
+        if not self._covered(self.left):
             return None
         for budget in range(len(self.rare) + 1):
             if self._decide(0, budget):
@@ -203,7 +204,7 @@ class _Cover:
         first = self.sets[si][0]
         return first in self.left and si in self.left[first].get(len(self.sets[si]), ())
 
-    def _covered(self, items: tuple[int, ...]) -> bool:
+    def _covered(self, items: Iterable[int]) -> bool:
         """Whether every one of ``items`` still uncovered has a set left."""
         return all(any(self.left[item].values()) for item in items if item in self.left)
 
@@ -217,9 +218,9 @@ class _Cover:
             return budget == 0 and self._search()
         si = self.rare[at]
         removed = self._take(si)
-        if self._covered(tuple(self.left)) and self._decide(at + 1, budget):
+        if self._covered(self.left) and self._decide(at + 1, budget):
             return True
-        self._untake(si, removed)
+        self._untake(removed)
         if budget == 0:
             return False
         size = len(self.sets[si])
@@ -274,7 +275,7 @@ class _Cover:
             removed = self._take(si)
             if self._search():
                 return True
-            self._untake(si, removed)
+            self._untake(removed)
         return False
 
     def _take(self, si: int) -> list[tuple[int, dict[int, set[int]]]]:
@@ -290,7 +291,7 @@ class _Cover:
         self.chosen.append(si)
         return removed
 
-    def _untake(self, si: int, removed: list[tuple[int, dict[int, set[int]]]]) -> None:
+    def _untake(self, removed: list[tuple[int, dict[int, set[int]]]]) -> None:
         self.chosen.pop()
         for item, held in reversed(removed):
             self.left[item] = held
