@@ -352,3 +352,17 @@ def test_a_perfect_packing_of_many_pods_a_node_in_two_resources_is_found() -> No
     inst = packing_bench.instance("small", 100, 2, seed=1)
     outcome = solve(inst.cluster(), solver={"workers": 1, "deterministic": True, "timeLimit": 2, "seed": 0})
     assert outcome.result.metrics.placed == inst.pods
+
+
+def test_drawn_fills_apply_only_where_one_table_tracks_every_exact_resource() -> None:
+    """A draw ends exact in every exact resource only when one table tracks them all: one
+    resource, or a pair small enough to share a table; three (or a pair too large) are left to
+    the other searches."""
+    vecs = np.array([[100, 200, 300], [900, 800, 700]], dtype=np.int64)
+    room = np.array([1000, 1000, 1000], dtype=np.int64)
+    assert fillsampler.applies(vecs, room, np.array([True, False, False]))
+    assert fillsampler.applies(vecs, room, np.array([True, True, False]))
+    assert not fillsampler.applies(vecs, room, np.array([True, True, True]))
+    big = np.array([1_000_001, 1_000_003, 1000], dtype=np.int64)
+    assert not fillsampler.applies(np.array([[1, 1, 1]], dtype=np.int64), big, np.array([True, True, False]))
+
