@@ -165,6 +165,7 @@ class _Search:
         self.steps = steps  # left before this attempt gives up (a restart follows)
         self.unchecked = 0  # steps since the last look at the clock
         self.rng = np.random.default_rng(seed) if seed else None
+        self.attempt = seed  # 0: the unperturbed order
         self.left = np.ones(len(vecs), dtype=bool)  # pods not yet on a node
         self.bins: list[list[int]] = []  # pods per completed node
 
@@ -195,8 +196,7 @@ class _Search:
 
     def _completions(self, first: int) -> Iterator[list[int]]:
         """Sets of pods (``first`` among them) that fit one node and keep no more room than the
-        slack allows, fewest pods first (a completion of few pods rarely fills a node exactly by
-        chance, so it is the likeliest to be part of a packing), larger pods first among equals."""
+        slack allows, by size in the attempt's order (``_needs``), larger pods first among equals."""
         vecs, left = self.vecs, self.slack
         rest = np.flatnonzero(self.left)
         rest = rest[rest != first]
@@ -244,12 +244,30 @@ class _Search:
                 yield from extend(p + 1, free - sizes[p], [*chosen, p], need - 1)
 
         yield from done([], start)
-        # At most as many pods as the smallest ones that fit together, in every resource.
-        most = min(
-            int(np.searchsorted(np.cumsum(np.sort(vecs[rest][:, r])), start[r], "right")) for r in range(len(start))
-        )
-        for need in range(1, most + 1):
+        # At most as many pods as the smallest ones that fit together, in every resource; at
+        # least as many as the largest ones that leave no more room than the slack allows.
+        amounts = np.sort(vecs[rest], axis=0)
+        most = min(int(np.searchsorted(np.cumsum(amounts[:, r]), start[r], "right")) for r in range(len(start)))
+        largest = np.cumsum(amounts[::-1], axis=0)
+        least = max(int(np.searchsorted(largest[:, r], start[r] - left[r], "left")) + 1 for r in range(len(start)))
+        for need in self._needs(max(1, least), most):
             yield from extend(0, start, [], need)
+
+    def _needs(self, least: int, most: int) -> list[int]:
+        """The completions' sizes (pods besides the first), in the order this attempt tries them.
+        Fewest first: a node of few pods rarely fills exactly by chance, so it is the likeliest
+        part of a packing where packings are rare. Where they abound, that order leaves the last
+        nodes many small pods each, and an attempt stalls there enumerating the sizes far below
+        their average (no exact fill has so few pods, and they are the most to enumerate before
+        the sizes that have one). So every other attempt (the unperturbed first among them) starts
+        two pods below the average left per node (the node the largest pod opens holds a little
+        fewer) and tries the smaller sizes last: the two orders stall on different instances."""
+        sizes = list(range(least, most + 1))
+        if self.attempt % 2:
+            return sizes
+        average = int(self.left.sum()) / max(1, self.nodes - len(self.bins))
+        low = int(average) - 3  # pods besides the first: two below the average node
+        return [n for n in sizes if n >= low] + [n for n in sizes if n < low]
 
     def _shuffled(self, rest: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
         """A restart's order: the pods left, sorted by size with random noise (large pods stay
@@ -283,9 +301,8 @@ def complete(
 ) -> tuple[Assignment | None, int]:
     """Every pod with a feasible node placed on ``nodes`` (from ``applies``), or None when the
     volume bound rules it out, the search proves it impossible, or it runs out of ``seconds`` (wall)
-    or ``steps`` (deterministic); with the steps it took. Attempts with a growing step limit
-    restart with a perturbed order (search times of such instances are heavy-tailed: a bad early
-    node can cost more than a fresh start)."""
+    or ``steps`` (deterministic); with the steps it took. An exact cover first (``_covered``), then
+    random exact fills (``_drawn``), then the node-by-node search (``_searched``)."""
     deadline = time.monotonic() + seconds
     owners = [(gi, pod) for gi, g in enumerate(batch.groups) if len(g.feasible) for pod in range(g.size)]
     room = batch.snapshot.free[nodes[0]].astype(np.int64)
@@ -296,7 +313,7 @@ def complete(
     scale = np.where(room > 0, 1.0 / np.maximum(room, 1), 0.0)
     order = np.argsort(-(vecs * scale).sum(axis=1), kind="stable")
     vecs = vecs[order]
-    limit, used = _FIRST_STEPS, 0
+    used = 0
     covered = _covered(vecs, room, slack, len(nodes), deadline, steps)
     if covered is not None:
         fills, used = covered
@@ -306,11 +323,25 @@ def complete(
     used += taken
     if drawn is not None:
         return _assignment(batch, nodes, owners, order, drawn), used
+    searched, taken = _searched(vecs, room, slack, len(nodes), deadline, None if steps is None else steps - used)
+    used += taken
+    if searched is None:
+        return None, used
+    return _assignment(batch, nodes, owners, order, searched), used
+
+
+def _searched(
+    vecs: IntArray, room: IntArray, slack: IntArray, nodes: int, deadline: float, steps: int | None
+) -> tuple[list[list[int]] | None, int]:
+    """The node-by-node search (``_Search``) in attempts with a growing step limit, each
+    restarted with a perturbed order (search times of such instances are heavy-tailed: a bad early
+    node can cost more than a fresh start); the pods per node or None, with the steps taken."""
+    limit, used = _FIRST_STEPS, 0
     for attempt in range(_MAX_ATTEMPTS):
         allowed = limit if steps is None else min(limit, steps - used)
         if allowed <= 0:
             return None, used
-        search = _Search(vecs, room, slack, len(nodes), deadline, allowed, seed=attempt)
+        search = _Search(vecs, room, slack, nodes, deadline, allowed, seed=attempt)
         try:
             packed = search.run()
         except _GiveUpError:
@@ -325,7 +356,7 @@ def complete(
             return None, used  # the unperturbed search is complete: proven impossible
     else:
         return None, used
-    return _assignment(batch, nodes, owners, order, search.bins), used
+    return search.bins, used
 
 
 def _covered(
