@@ -24,17 +24,22 @@ from placer.engine.batch import Batch
 from placer.engine.greedy import Assignment
 from placer.engine.scoring import IntArray
 
-__all__ = ["MAX_PODS", "STEPS_PER_UNIT", "applies", "complete"]
+__all__ = ["MAX_PODS", "STEPS_PER_SECOND", "applies", "complete"]
 
 MAX_PODS = 400  # the search recurses once per pod and node: keep far below Python's stack limit
 _CHECK_EVERY = 16  # steps between two looks at the clock (a step can take a few ms on 200 pods)
-_FIRST_STEPS = 2000  # the first attempt's step limit; each restart doubles it
+_FIRST_STEPS = 2000  # the first attempt's limit of ticks; each restart doubles it
 _MAX_ATTEMPTS = 64
 _TABLE_ROWS = 500_000  # most subsets in one lookup table of a completion
 _ROWS_PER_STEP = 100  # table rows built or read that cost about as much as one search step
-# Search steps per unit of a deterministic budget (about a second's worth of steps): with
-# ``solver.deterministic`` the search is bounded by steps, never by the clock.
-STEPS_PER_UNIT = 10_000
+# Steps one core takes in about a second on the reference machine (2 cores): a step is about
+# 0.1 ms of drawing fills or covering, or ``_TICKS_PER_STEP`` ticks of the node-by-node search.
+# With ``solver.deterministic`` the search is bounded by steps, never by the clock: a budget of u
+# CP-SAT units is u / DETERMINISTIC_UNITS_PER_SECOND seconds' worth (``placer.engine.packing``).
+STEPS_PER_SECOND = 10_000
+# The node-by-node search ticks once per completion tried or table row batch (``_Search._tick``):
+# 73,000-158,000 ticks a second on the benchmark's small-pod instances of 60-200 pods.
+_TICKS_PER_STEP = 10
 
 
 class _TimeoutError(Exception):
@@ -333,14 +338,20 @@ def complete(
 def _searched(
     vecs: IntArray, room: IntArray, slack: IntArray, nodes: int, deadline: float, steps: int | None
 ) -> tuple[list[list[int]] | None, int]:
-    """The node-by-node search (``_Search``) in attempts with a growing step limit, each
+    """The node-by-node search (``_Search``) in attempts with a growing limit of ticks, each
     restarted with a perturbed order (search times of such instances are heavy-tailed: a bad early
-    node can cost more than a fresh start); the pods per node or None, with the steps taken."""
+    node can cost more than a fresh start); the pods per node or None, with the steps taken
+    (``_TICKS_PER_STEP`` ticks a step)."""
+    ticks = None if steps is None else steps * _TICKS_PER_STEP
     limit, used = _FIRST_STEPS, 0
+
+    def taken() -> int:
+        return -(-used // _TICKS_PER_STEP)
+
     for attempt in range(_MAX_ATTEMPTS):
-        allowed = limit if steps is None else min(limit, steps - used)
+        allowed = limit if ticks is None else min(limit, ticks - used)
         if allowed <= 0:
-            return None, used
+            return None, taken()
         search = _Search(vecs, room, slack, nodes, deadline, allowed, seed=attempt)
         try:
             packed = search.run()
@@ -348,15 +359,16 @@ def _searched(
             packed = None
             limit *= 2
         except _TimeoutError:
-            return None, used + allowed - search.steps
+            used += allowed - search.steps
+            return None, taken()
         used += allowed - search.steps
         if packed:
             break
         if packed is False and attempt == 0:
-            return None, used  # the unperturbed search is complete: proven impossible
+            return None, taken()  # the unperturbed search is complete: proven impossible
     else:
-        return None, used
-    return search.bins, used
+        return None, taken()
+    return search.bins, taken()
 
 
 def _covered(

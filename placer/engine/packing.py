@@ -20,7 +20,7 @@ from placer.engine import completion
 from placer.engine.batch import Batch
 from placer.engine.constraints.symmetry import Symmetry
 from placer.engine.greedy import Assignment
-from placer.engine.levels import Budget
+from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget
 from placer.engine.model import Model
 from placer.engine.scoring import IntArray
 from placer.engine.topology import TopologyState
@@ -142,8 +142,9 @@ def completed(batch: Batch, budget: Budget) -> Assignment | None:
         return None
     share = COMPLETION_SHARE * max(budget.left(), 0.0)
     if budget.deterministic:
-        found, used = completion.complete(batch, nodes, steps=int(share * completion.STEPS_PER_UNIT))
-        budget.charge(used / completion.STEPS_PER_UNIT)
+        per_unit = completion.STEPS_PER_SECOND / DETERMINISTIC_UNITS_PER_SECOND
+        found, used = completion.complete(batch, nodes, steps=int(share * per_unit))
+        budget.charge(used / per_unit)
     else:
         found, _ = completion.complete(batch, nodes, seconds=share)
     if found is None:
