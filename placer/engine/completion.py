@@ -27,11 +27,11 @@ from placer.engine.scoring import IntArray
 __all__ = ["MAX_PODS", "STEPS_PER_SECOND", "applies", "complete"]
 
 MAX_PODS = 400  # the search recurses once per pod and node: keep far below Python's stack limit
-_CHECK_EVERY = 16  # steps between two looks at the clock (a step can take a few ms on 200 pods)
+_CHECK_EVERY = 16  # search ticks between two looks at the clock (a tick can take a few ms on 200 pods)
 _FIRST_STEPS = 2000  # the first attempt's limit of ticks; each restart doubles it
 _MAX_ATTEMPTS = 64
 _TABLE_ROWS = 500_000  # most subsets in one lookup table of a completion
-_ROWS_PER_STEP = 100  # table rows built or read that cost about as much as one search step
+_ROWS_PER_STEP = 100  # table rows built or read that cost about as much as one search tick
 # Steps one core takes in about a second on the reference machine (2 cores): a step is about
 # 0.1 ms of drawing fills or covering, or ``_TICKS_PER_STEP`` ticks of the node-by-node search.
 # With ``solver.deterministic`` the search is bounded by steps, never by the clock: a budget of u
@@ -167,15 +167,15 @@ class _Search:
         self.exact = np.flatnonzero(slack == 0)
         self.mix = np.random.default_rng(12345).integers(1, 2**62, len(self.exact), dtype=np.int64) | 1
         self.deadline = deadline
-        self.steps = steps  # left before this attempt gives up (a restart follows)
-        self.unchecked = 0  # steps since the last look at the clock
+        self.steps = steps  # ticks left before this attempt gives up (a restart follows)
+        self.unchecked = 0  # ticks since the last look at the clock
         self.rng = np.random.default_rng(seed) if seed else None
         self.attempt = seed  # 0: the unperturbed order
         self.left = np.ones(len(vecs), dtype=bool)  # pods not yet on a node
         self.bins: list[list[int]] = []  # pods per completed node
 
     def _tick(self, steps: int = 1) -> None:
-        """Charge ``steps`` (a vectorised lookup or table counts its rows in thousands), look at
+        """Charge ``steps`` ticks (a vectorised lookup or table counts its rows in hundreds), look at
         the clock every ``_CHECK_EVERY`` of them."""
         if self.steps <= 0:
             raise _GiveUpError
