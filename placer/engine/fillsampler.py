@@ -64,10 +64,17 @@ def applies(vecs: IntArray, room: IntArray, exact: npt.NDArray[np.bool_]) -> boo
     With more, each table only says what the pods can make in its own resources, and a draw ends
     exact in all of them only by chance (three exact resources: 1 draw in 400 on the benchmark's
     small-pod instances), so the draws would only spend the budget."""
-    sizes: list[int] = [int(x) for x in (room // _unit(vecs, room) + 1)[exact]]
-    if len(sizes) == 1:
-        return sizes[0] <= _GRID_BITS
-    return len(sizes) == 2 and sizes[0] * 2 * sizes[1] <= _GRID_BITS
+    amounts = [int(x) for x in (room // _unit(vecs, room))[exact]]
+    return len(amounts) in (1, 2) and _fits(*amounts)
+
+
+def _fits(*most: int) -> bool:
+    """Whether one table of the amounts 0..most of one resource, or of a pair (rows twice as wide
+    as the second's range, ``_Reach._table``), stays within ``_GRID_BITS``."""
+    bits = most[0] + 1
+    if len(most) == 2:
+        bits *= 2 * (most[1] + 1)
+    return bits <= _GRID_BITS
 
 
 class _Reach:
@@ -77,13 +84,8 @@ class _Reach:
     per position, so that a lookup reads one byte (shifting a big integer copies it)."""
 
     def __init__(self, sizes: IntArray, target: IntArray, exact: list[int]) -> None:
-        fits = [r for r in exact if target[r] + 1 <= _GRID_BITS]
-        pairs = [
-            (a, b)
-            for i, a in enumerate(fits)
-            for b in fits[i + 1 :]
-            if (target[a] + 1) * 2 * (target[b] + 1) <= _GRID_BITS
-        ][:1]
+        fits = [r for r in exact if _fits(int(target[r]))]
+        pairs = [(a, b) for i, a in enumerate(fits) for b in fits[i + 1 :] if _fits(int(target[a]), int(target[b]))][:1]
         paired = {r for pair in pairs for r in pair}
         # (resource a, resource b or -1, row width, per position the table as bytes)
         self.tables = [self._table(sizes, target, a, b) for a, b in pairs]
