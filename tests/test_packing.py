@@ -9,11 +9,10 @@ time limit's budget; perfect packings are found as exact covers of exact node fi
 from __future__ import annotations
 
 import itertools
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+import packgen
 import pytest
 from support import cluster, node, pod, solve
 
@@ -25,10 +24,6 @@ from placer.engine import (
     batch_demand,
     build_batch,
     build_snapshot,
-    completion,
-    exactcover,
-    fillsampler,
-    largefills,
     packing,
     select_candidates,
     solve_batch,
@@ -36,11 +31,8 @@ from placer.engine import (
 from placer.models import Cluster, Config
 from placer.validate import validate_placements
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `benchmarks/` is not an installed package
-    sys.path.insert(0, str(ROOT))
-
-from benchmarks import packing as packing_bench  # noqa: E402
+completion, exactcover = packing.completion, packing.exactcover
+fillsampler, largefills = packing.fillsampler, packing.largefills
 
 CONFIG = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 0.01}})
 
@@ -57,16 +49,19 @@ def _state(c: Cluster) -> tuple[Any, list[Any]]:
 
 
 def test_a_better_alternative_becomes_the_start() -> None:
-    """A perfect-packing instance (benchmarks.packing: 200 small items in 5 resources) where both
-    greedy passes place fewer pods than kube-scheduler does: its answer becomes the start."""
-    c = packing_bench.instance("small", 200, 5, seed=2).cluster()
+    """A perfect packing of small pods (7-10 a node, 5 resources) that neither the greedy pass nor
+    the classic heuristics find: the caller's alternative (the packing itself) becomes the start,
+    so the answer places every pod even with no time to search."""
+    inst = packgen.perfect(7, 120, 5, (7, 10))
+    c = inst.cluster()
     state, pending = _state(c)
+    by_name = {p.name: p for p in pending}
+    planted = [(by_name[f"p{k:03d}"], state.index[f"n{n:03d}"]) for k, n in enumerate(inst.home)]
     no_time = Budget(0.0, deterministic=True)
     plain = solve_batch(state, pending, CONFIG, budget=no_time)
-    sim = simulate(state.copy(), pending, "default", preemption=False)
-    helped = solve_batch(state, pending, CONFIG, budget=no_time, alternative=lambda: sim.placements)
-    assert plain.greedy_placed < len(sim.placements)
-    assert helped.greedy_placed == len(sim.placements) <= len(helped.placements)
+    helped = solve_batch(state, pending, CONFIG, budget=no_time, alternative=lambda: planted)
+    assert plain.greedy_placed < inst.pods
+    assert helped.greedy_placed == inst.pods == len(helped.placements)
 
 
 def test_an_alternative_that_is_not_an_answer_is_refused() -> None:
@@ -116,10 +111,10 @@ def test_a_gang_placed_in_part_is_refused() -> None:
 
 
 def test_bin_completion_packs_what_greedy_does_not() -> None:
-    """A perfect packing (benchmarks.packing: 60 uniform items in 3 resources on 15 identical
+    """A perfect packing (``packgen``: 60 pods, 3-5 a node, in 3 resources, on identical
     nodes) that neither greedy pass nor kube-scheduler finds: bin completion places every pod, and
     the validator accepts the answer (``support.solve``)."""
-    inst = packing_bench.instance("uniform", 60, 3, seed=1)
+    inst = packgen.perfect(101, 60, 3, (3, 5))
     c = inst.cluster()
     state, pending = _state(c)
     sim = simulate(state.copy(), pending, "default", preemption=False)
@@ -166,12 +161,12 @@ def test_a_tight_batch_on_identical_nodes_may_use_every_node() -> None:
     state = alike.snapshot
     select_candidates(alike, Scorer(state, config, batch_demand(alike)), config.solver.candidates)
     assert all(len(g.candidates) == 2 for g in alike.groups)
-    packing.widen(alike)
+    packing.placeall.widen(alike)
     assert all(list(g.candidates) == list(range(6)) for g in alike.groups)
     mixed = build_batch(*_state(cluster([node(f"n{i}", cpu=str(1 + i)) for i in range(6)], pods)), config)
     select_candidates(mixed, Scorer(mixed.snapshot, config, batch_demand(mixed)), config.solver.candidates)
     before = [list(g.candidates) for g in mixed.groups]
-    packing.widen(mixed)
+    packing.placeall.widen(mixed)
     assert [list(g.candidates) for g in mixed.groups] == before
 
 
@@ -193,14 +188,14 @@ def _brute_cover(items: int, sets: list[tuple[int, ...]], count: int) -> bool:
     )
 
 
-@pytest.mark.parametrize("rare_most", [exactcover.RARE_MOST, 0])
+@pytest.mark.parametrize("rare_most", [packing.tuning.COVER_RARE_MOST, 0])
 def test_a_cover_of_exactly_the_sets_asked_for_exists_when_brute_force_finds_one(
     rare_most: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Against brute force over random families of sets of one to four items, for every count:
     a cover is returned exactly when one of that many disjoint sets exists, and it is one. With
     ``RARE_MOST`` 0 the sets of rare sizes are not decided first (the plain item-by-item search)."""
-    monkeypatch.setattr(exactcover, "RARE_MOST", rare_most)
+    monkeypatch.setattr(packing.tuning, "COVER_RARE_MOST", rare_most)
     rng = np.random.default_rng(17)
     found = 0
     for _ in range(60):
@@ -221,19 +216,11 @@ def test_a_cover_of_exactly_the_sets_asked_for_exists_when_brute_force_finds_one
 
 
 def test_a_packing_that_needs_rare_small_fills_is_covered() -> None:
-    """benchmarks.packing's correlated class in two resources at 150 pods, seed 3 (39 nodes): of
-    its 1,621 exact sets 20 hold three pods, 84 four and 1,517 five, and the only packing takes 17,
-    11 and 11 of them. Deciding the rare small sets first finds it within 100,000 steps (about
-    50,000; the item-by-item search did not in 900,000); every set is an exact fill, checked by
-    summing."""
-    inst = packing_bench.instance("correlated", 150, 2, seed=3)
-    vecs = np.array(
-        [
-            [int("".join(ch for ch in p["requests"][r] if ch.isdigit())) for r in ("cpu", "memory")]
-            for p in inst.doc["pods"]
-        ],
-        dtype=np.int64,
-    )
+    """Correlated requests in two resources at 150 pods (``packgen`` alike): a packing takes one
+    exact set a node, and the cover that decides the rare set sizes first finds it within 100,000
+    steps; every set is an exact fill, checked by summing."""
+    inst = packgen.perfect(103, 150, 2, (3, 5), spread="alike")
+    vecs = inst.vecs
     room = np.array([1000, 1000], dtype=np.int64)
     sets = exactcover.exact_sets(vecs, room, np.array([True, True]), float("inf"), 5)
     assert sets is not None
@@ -255,7 +242,7 @@ def test_exact_fills_are_every_small_set_filling_a_node_exactly() -> None:
         listed = exactcover.exact_sets(vecs, room, exact, deadline=float("inf"))
         brute = [
             s
-            for k in range(1, exactcover.MOST_PER_NODE + 1)
+            for k in range(1, packing.tuning.COVER_MOST_PER_NODE + 1)
             for s in itertools.combinations(range(12), k)
             if np.array_equal(vecs[list(s)].sum(axis=0)[:2], room[:2]) and vecs[list(s), 2].sum() <= room[2]
         ]
@@ -263,9 +250,9 @@ def test_exact_fills_are_every_small_set_filling_a_node_exactly() -> None:
 
 
 def test_a_two_resource_perfect_packing_is_found() -> None:
-    """benchmarks.packing's uniform class in two resources (60 pods on 15 nodes): every pod
+    """Independent requests in two resources (60 pods, 3-5 a node): every pod
     placed, and the validator accepts the answer (``support.solve``)."""
-    inst = packing_bench.instance("uniform", 60, 2, seed=0)
+    inst = packgen.perfect(100, 60, 2, (3, 5))
     outcome = solve(inst.cluster(), solver={"workers": 1, "deterministic": True, "timeLimit": 2, "seed": 0})
     assert outcome.result.metrics.placed == inst.pods
 
@@ -310,24 +297,20 @@ def test_fills_that_are_not_rare_are_not_sampled() -> None:
 
 
 def test_a_perfect_packing_of_seven_to_ten_pods_a_node_is_found() -> None:
-    """benchmarks.packing's small class (7-10 pods a node, 100 pods on 12 nodes, 5 resources):
+    """Small pods (7-10 a node, 100 pods, 5 resources):
     sets of up to six pods cannot cover it; sampled fills do. Every pod placed, and the validator
     accepts the answer (``support.solve``)."""
-    inst = packing_bench.instance("small", 100, 5, seed=1)
+    inst = packgen.perfect(101, 100, 5, (7, 10))
     outcome = solve(inst.cluster(), solver={"workers": 1, "deterministic": True, "timeLimit": 2, "seed": 0})
     assert outcome.result.metrics.placed == inst.pods
 
 
 def test_drawn_fills_pack_many_pods_a_node_in_two_exact_resources() -> None:
-    """benchmarks.packing's small class in two resources (7-10 pods a node, 100 pods): exact
+    """Small pods in two resources (7-10 a node, 100 pods): exact
     fills abound (too many to list) and a drawn packing finds one: every node's pods add up to
     its room exactly, checked here by summing, every pod on one node, no more nodes than given."""
-    inst = packing_bench.instance("small", 100, 2, seed=0)
-    amounts = [
-        [int("".join(ch for ch in p["requests"][r] if ch.isdigit())) for r in ("cpu", "memory")]
-        for p in inst.doc["pods"]
-    ]
-    vecs = np.array(amounts, dtype=np.int64)
+    inst = packgen.perfect(100, 100, 2, (7, 10))
+    vecs = inst.vecs.copy()
     room = np.array([1000, 1000], dtype=np.int64)
     exact = np.array([True, True])
     vecs = vecs[np.argsort(-vecs.sum(axis=1), kind="stable")]
@@ -350,7 +333,7 @@ def test_drawn_fills_pack_many_pods_a_node_in_two_exact_resources() -> None:
 def test_a_perfect_packing_of_many_pods_a_node_in_two_resources_is_found() -> None:
     """The same class through the engine (deterministic): every pod placed, and the validator
     accepts the answer (``support.solve``); the listed and sampled sets alone leave pods out."""
-    inst = packing_bench.instance("small", 100, 2, seed=1)
+    inst = packgen.perfect(101, 100, 2, (7, 10))
     outcome = solve(inst.cluster(), solver={"workers": 1, "deterministic": True, "timeLimit": 2, "seed": 0})
     assert outcome.result.metrics.placed == inst.pods
 
@@ -370,13 +353,11 @@ def test_drawn_fills_apply_only_where_one_table_tracks_every_exact_resource() ->
 
 @pytest.mark.parametrize("pods", [150, 200])
 def test_a_perfect_packing_in_three_resources_with_many_solutions_is_found_by_the_search(pods: int) -> None:
-    """benchmarks.packing's small class in three resources (7-10 pods a node): fills of nine or
-    ten pods are too many to list and a draw is exact in all three only by chance, so the
-    node-by-node search must find the packing. Fewest pods first leaves the last nodes many small
-    pods each and stalls enumerating sizes no fill has (670,000 and 818,000 search ticks here);
-    every other attempt starts near the average pods a node (about 240,000). Every pod placed
-    within 50,000 steps (500,000 ticks), and the validator accepts the placements."""
-    inst = packing_bench.instance("small", pods, 3, seed=2)
+    """Small pods in three resources (7-10 a node): fills of nine or ten pods are too many to
+    list and a draw is exact in all three only by chance, so the node-by-node search must find the
+    packing (every other attempt starts near the average pods a node). Every pod placed within
+    50,000 steps (500,000 ticks), and the validator accepts the placements."""
+    inst = packgen.perfect(102, pods, 3, (7, 10))
     c = inst.cluster()
     state, pending = _state(c)
     batch = build_batch(state, pending, CONFIG)

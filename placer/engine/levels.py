@@ -200,12 +200,20 @@ class LevelSolver:
         for var in self.variables:
             cp.add_hint(var, self.values.get(var.index, 0))
 
-    def feasible(self, name: str, restrict: Callable[[cp_model.CpModel], None], *, share: float) -> bool:
+    def feasible(
+        self,
+        name: str,
+        restrict: Callable[[cp_model.CpModel], None],
+        *,
+        share: float,
+        starting: Callable[[cp_model.CpSolver], bool] | None = None,
+    ) -> bool:
         """Look for a solution of the model under extra constraints (``restrict`` adds them to a
         copy), within ``share`` of the budget left, with no objective: a feasibility search is
         often far faster than the optimisation it settles (a tight packing). On success the
         solution becomes the current answer; the model itself is unchanged. Not started (False)
-        when the time left would not cover building it (``margin``)."""
+        when the time left would not cover building it (``margin``), or when ``starting`` (given
+        the solver just before the search, so that another thread may stop it) says no."""
         if self.budget.left() <= self.budget.spare + self.margin():
             return False
         cp = self.cp.clone()
@@ -213,6 +221,8 @@ class LevelSolver:
         cp.clear_objective()  # type: ignore[no-untyped-call]
         self._hint(cp)
         solver = self._solver(share)
+        if starting is not None and not starting(solver):
+            return False
         started = time.monotonic()
         status = self._solve(solver, cp)
         seconds = time.monotonic() - started

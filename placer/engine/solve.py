@@ -147,19 +147,17 @@ def solve_batch(
     if guard:
         other()  # before the levels: what they spend leaves the guard its share of the rest
         budget = whole.capped(1.0 - dominance.SHARE)
+    raced = False  # bin completion races the CP-SAT packing search (``packing.settle``)
     if not _all_placeable_placed(batch, hint):
-        # A tight batch: best-fit decreasing (the pack strategy's greedy) may place more, and so
-        # may the alternative (kube-scheduler's answer, when the caller gives it).
-        hint = packing.better_start(batch, hint, greedy(batch, scorer.with_strategy(StrategyName.PACK)))
-        start = other()
-        if start is not None:
-            hint = packing.better_start(batch, hint, start)
+        # A tight batch: the pack strategy's greedy, the classic heuristics and the alternative
+        # (kube-scheduler's answer, when the caller gives it) may place more (``packing.dispatch``).
+        hint = packing.start(batch, hint, [greedy(batch, scorer.with_strategy(StrategyName.PACK)), other()])
         if not _all_placeable_placed(batch, hint):
-            found = packing.completed(batch, budget)
+            found = packing.prepare(batch, budget)
             if found is not None:
                 hint = packing.better_start(batch, hint, found)
             else:
-                packing.widen(batch)  # the CP-SAT levels' packing may need every node
+                raced = True
     greedy_placed = int(sum(int((nodes >= 0).sum()) for nodes in hint))
     all_placed = _all_placeable_placed(batch, hint)
     counts = _widened(batch, scorer, hint, config, budget) if all_placed else _counts(hint)
@@ -209,7 +207,7 @@ def solve_batch(
 
     if model.y and not all_placed and packing.volume_allows_all(model):
         # A tight batch: a feasibility search for "all placed" settles the placed level fast.
-        all_placed = levels.feasible(packing.PLACE_ALL, packing.place_all(model, sym), share=packing.PLACE_ALL_SHARE)
+        all_placed = packing.settle(model, sym, levels, own, raced=raced)
         if all_placed:
             counts = current()
     if model.y:

@@ -20,28 +20,16 @@ cover (the caller's), where the search must be complete. Pure; deterministic for
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 
+from placer.engine.packing import clock, tuning
 from placer.engine.scoring import IntArray
 
 __all__ = ["Tail", "applies", "fill_nodes"]
 
-_GRID_BITS = 1 << 21  # most amounts one table tracks (bits per position): 1,000 x 2,000 for a pair
-_TAIL = 28  # pods left at which the rest goes to the exact cover (listing its sets stays cheap)
-_BRANCH = 3  # fills tried per node before the search backs up
-_DRAWS = 20  # draws per node at most (they stop once _BRANCH distinct fills are found)
-_JOIN = 0.3  # probability that a pod joins the node where both choices can still end exactly
-_NODES_PER_ATTEMPT = 300  # nodes a depth-first attempt may open before a restart
-# What costs about one search step (0.1 ms on the 2-core benchmark machine; a deterministic budget
-# counts steps, never the clock): pods looked at in draws, table bits built, rows of the last pods'
-# tables.
-_ITEMS_PER_STEP = 25
-_BITS_PER_STEP = 1_000_000
-_ROWS_PER_STEP = 300
 
 # The exact cover of the last pods: (their rows of vecs, the nodes left) -> the pods per node
 # (rows of vecs) or None.
@@ -60,7 +48,7 @@ def _unit(vecs: IntArray, room: IntArray) -> IntArray:
 
 
 def applies(vecs: IntArray, room: IntArray, exact: npt.NDArray[np.bool_]) -> bool:
-    """Whether one table tracks every exact resource (one, or a pair that fits ``_GRID_BITS``).
+    """Whether one table tracks every exact resource (one, or a pair that fits ``tuning.DRAW_GRID_BITS``).
     With more, each table only says what the pods can make in its own resources, and a draw ends
     exact in all of them only by chance (three exact resources: 1 draw in 400 on the benchmark's
     small-pod instances), so the draws would only spend the budget."""
@@ -70,17 +58,17 @@ def applies(vecs: IntArray, room: IntArray, exact: npt.NDArray[np.bool_]) -> boo
 
 def _fits(*most: int) -> bool:
     """Whether one table of the amounts 0..most of one resource, or of a pair (rows twice as wide
-    as the second's range, ``_Reach._table``), stays within ``_GRID_BITS``."""
+    as the second's range, ``_Reach._table``), stays within ``tuning.DRAW_GRID_BITS``."""
     bits = most[0] + 1
     if len(most) == 2:
         bits *= 2 * (most[1] + 1)
-    return bits <= _GRID_BITS
+    return bits <= tuning.DRAW_GRID_BITS
 
 
 class _Reach:
     """Per position of ``sizes`` (rows: pods in walking order), the amounts of the exact resources
     that the pods from there on can make exactly (at most ``target``): the first pair of exact
-    resources that fits ``_GRID_BITS`` shares one table, the others have one each. Kept as bytes
+    resources that fits ``tuning.DRAW_GRID_BITS`` shares one table, the others have one each. Kept as bytes
     per position, so that a lookup reads one byte (shifting a big integer copies it)."""
 
     def __init__(self, sizes: IntArray, target: IntArray, exact: list[int]) -> None:
@@ -123,8 +111,8 @@ class _Reach:
 
 
 class _Packer:
-    """One depth-first attempt: nodes filled one after the other, ``_BRANCH`` drawn fills each,
-    at most ``_NODES_PER_ATTEMPT`` nodes opened; the steps it used."""
+    """One depth-first attempt: nodes filled one after the other, ``tuning.DRAW_BRANCH`` drawn fills each,
+    at most ``tuning.DRAW_NODES_PER_ATTEMPT`` nodes opened; the steps it used."""
 
     def __init__(
         self,
@@ -146,11 +134,11 @@ class _Packer:
 
     def _charge(self, steps: int) -> None:
         self.used += max(1, steps)
-        if self.used > self.steps or time.monotonic() > self.deadline:
+        if self.used > self.steps or clock.now() > self.deadline:
             raise _OutOfTimeError
 
     def fill(self, first: int, left: npt.NDArray[np.intp]) -> list[list[int]]:
-        """Up to ``_BRANCH`` distinct exact fills of a node holding ``first`` (from ``left``)."""
+        """Up to ``tuning.DRAW_BRANCH`` distinct exact fills of a node holding ``first`` (from ``left``)."""
         target = self.room - self.vecs[first]
         rest = left[(left != first) & np.all(self.vecs[left] <= target, axis=1)]
         scale = np.where(self.room > 0, 1.0 / np.maximum(self.room, 1), 0.0)
@@ -158,10 +146,10 @@ class _Packer:
         rest = rest[np.argsort(-noisy, kind="stable")]
         sizes = self.vecs[rest]
         reach = _Reach(sizes, target, self.exact)
-        self._charge(len(rest) * reach.bits // _BITS_PER_STEP)
+        self._charge(len(rest) * reach.bits // tuning.DRAW_BITS_PER_STEP)
         rows = sizes.tolist()
         out: list[list[int]] = []
-        for _ in range(_DRAWS):
+        for _ in range(tuning.DRAW_DRAWS):
             missing = target.tolist()
             chosen = [first]
             for j, size in enumerate(rows):
@@ -171,28 +159,28 @@ class _Packer:
                 joined = [m - s for s, m in zip(size, missing, strict=True)] if fits else missing
                 join = fits and reach.can(j + 1, joined)
                 skip = reach.can(j + 1, missing)
-                if join and (not skip or self.rng.random() < _JOIN):
+                if join and (not skip or self.rng.random() < tuning.DRAW_JOIN):
                     missing = joined
                     chosen.append(int(rest[j]))
                 elif not skip:
                     break
-            self._charge(len(rows) // _ITEMS_PER_STEP)
+            self._charge(len(rows) // tuning.DRAW_ITEMS_PER_STEP)
             kept = np.array(missing, dtype=np.int64)
             if all(missing[r] == 0 for r in self.exact) and np.all(kept <= self.slack):
                 if sorted(chosen) not in out:
                     out.append(sorted(chosen))
-                if len(out) == _BRANCH:
+                if len(out) == tuning.DRAW_BRANCH:
                     break
         return out
 
     def search(self, left: npt.NDArray[np.intp], nodes: int, tail: Tail) -> list[list[int]] | None:
         if len(left) == 0:
             return []
-        if nodes == 0 or self.opened >= _NODES_PER_ATTEMPT:
+        if nodes == 0 or self.opened >= tuning.DRAW_NODES_PER_ATTEMPT:
             return None
         self.opened += 1
-        if len(left) <= _TAIL:
-            self._charge(math.comb(len(left), 5) // _ROWS_PER_STEP)
+        if len(left) <= tuning.DRAW_TAIL:
+            self._charge(math.comb(len(left), 5) // tuning.DRAW_ROWS_PER_STEP)
             return tail(left, nodes)
         first = int(left[0])  # the largest pod left (rows come largest first)
         for pods in self.fill(first, left):
@@ -218,7 +206,7 @@ def fill_nodes(
     """Pods per node (rows of ``vecs``, largest first) filling ``nodes`` nodes of ``room``, each
     keeping at most the ``slack`` left in total, exactly in the resources without slack; or None
     when the ``deadline`` or ``steps`` run out first; with the steps taken. Depth-first attempts
-    of ``_NODES_PER_ATTEMPT`` nodes each, restarted with other draws."""
+    of ``tuning.DRAW_NODES_PER_ATTEMPT`` nodes each, restarted with other draws."""
     unit = _unit(vecs, room)
     vecs, room, slack = vecs // unit, room // unit, slack // unit
     exact = [int(r) for r in np.flatnonzero((slack == 0) & (room > 0))]

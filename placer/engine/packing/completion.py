@@ -13,33 +13,17 @@ completions early. The answer is a start for the CP-SAT levels and is validated 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
 
-from placer.engine import exactcover, fillsampler, largefills
 from placer.engine.batch import Batch
 from placer.engine.greedy import Assignment
+from placer.engine.packing import clock, exactcover, fillsampler, largefills, tuning
 from placer.engine.scoring import IntArray
 
-__all__ = ["MAX_PODS", "STEPS_PER_SECOND", "applies", "complete"]
-
-MAX_PODS = 400  # the search recurses once per pod and node: keep far below Python's stack limit
-_CHECK_EVERY = 16  # search ticks between two looks at the clock (a tick can take a few ms on 200 pods)
-_FIRST_STEPS = 2000  # the first attempt's limit of ticks; each restart doubles it
-_MAX_ATTEMPTS = 64
-_TABLE_ROWS = 500_000  # most subsets in one lookup table of a completion
-_ROWS_PER_STEP = 100  # table rows built or read that cost about as much as one search tick
-# Steps one core takes in about a second on the reference machine (2 cores): a step is about
-# 0.1 ms of drawing fills or covering, or ``_TICKS_PER_STEP`` ticks of the node-by-node search.
-# With ``solver.deterministic`` the search is bounded by steps, never by the clock: a budget of u
-# CP-SAT units is u / DETERMINISTIC_UNITS_PER_SECOND seconds' worth (``placer.engine.packing``).
-STEPS_PER_SECOND = 10_000
-# The node-by-node search ticks once per completion tried or table row batch (``_Search._tick``):
-# 73,000-158,000 ticks a second on the benchmark's small-pod instances of 60-200 pods.
-_TICKS_PER_STEP = 10
+__all__ = ["applies", "complete"]
 
 
 class _TimeoutError(Exception):
@@ -57,7 +41,7 @@ def applies(batch: Batch) -> list[int] | None:
     if not batch.topology.empty:
         return None
     groups = [g for g in batch.groups if len(g.feasible)]
-    if not groups or sum(g.size for g in groups) > MAX_PODS:
+    if not groups or sum(g.size for g in groups) > tuning.COMPLETION_MAX_PODS:
         return None
     if any(g.has_ports or g.gang is not None for g in groups):
         return None
@@ -74,7 +58,7 @@ class _Subsets:
     """Lookup tables for the last pods of a completion where some resources must be filled
     exactly: the subsets of the candidate pods (positions 0..m-1) of each size, by the hash of
     their exact amounts, built on first use up to the largest size whose table stays within
-    ``_TABLE_ROWS``. The hash is linear, so a subset's is the sum of its pods'. A completion of
+    ``tuning.COMPLETION_TABLE_ROWS``. The hash is linear, so a subset's is the sum of its pods'. A completion of
     ``need`` pods is looked up at once when its size has a table, else it meets in the middle: each
     subset of the first ``need - top`` pods looks up the rest among the subsets of the largest
     size (``top``) that start after it. Tables grow only as far as a lookup needs: to half its
@@ -87,7 +71,7 @@ class _Subsets:
         # the order that sorts the hashes.
         self.tables: list[tuple[IntArray, npt.NDArray[np.int16], npt.NDArray[np.intp], IntArray]] = []
         self._add(keys.copy(), np.arange(m, dtype=np.int16).reshape(m, 1))
-        self.full = False  # no larger table fits ``_TABLE_ROWS``
+        self.full = False  # no larger table fits ``tuning.COMPLETION_TABLE_ROWS``
         self.built = m  # rows built so far
         self._by_hash: dict[int, tuple[IntArray, npt.NDArray[np.int16]]] = {}
 
@@ -117,7 +101,7 @@ class _Subsets:
         its last one."""
         sums, members, _, _ = self.tables[-1]
         total = int((len(self.keys) - 1 - members[:, -1].astype(np.int64)).sum())
-        if total == 0 or total > _TABLE_ROWS:
+        if total == 0 or total > tuning.COMPLETION_TABLE_ROWS:
             self.full = True
             return
         rows, grown = exactcover.extended(members, len(self.keys))
@@ -176,21 +160,21 @@ class _Search:
 
     def _tick(self, steps: int = 1) -> None:
         """Charge ``steps`` ticks (a vectorised lookup or table counts its rows in hundreds), look at
-        the clock every ``_CHECK_EVERY`` of them."""
+        the clock every ``tuning.COMPLETION_CHECK_EVERY`` of them."""
         if self.steps <= 0:
             raise _GiveUpError
         self.steps -= steps
         self.unchecked += steps
-        if self.unchecked >= _CHECK_EVERY:
+        if self.unchecked >= tuning.COMPLETION_CHECK_EVERY:
             self.unchecked = 0
-            if time.monotonic() > self.deadline:
+            if clock.now() > self.deadline:
                 raise _TimeoutError
 
     def _reach(self, subsets: _Subsets, need: int) -> bool:
         """``subsets.reach(need)``, the rows it builds charged as steps."""
         built = subsets.built
         ok = subsets.reach(need)
-        self._tick((subsets.built - built) // _ROWS_PER_STEP)
+        self._tick((subsets.built - built) // tuning.COMPLETION_ROWS_PER_TICK)
         return ok
 
     def _keys(self, v: IntArray) -> IntArray:
@@ -237,7 +221,7 @@ class _Search:
                 return
             if exact and self._reach(subsets, need):
                 found, rows = subsets.find(int(self._keys(free)), need, pos)
-                self._tick(rows // _ROWS_PER_STEP)
+                self._tick(rows // tuning.COMPLETION_ROWS_PER_TICK)
                 for extra in found:
                     yield from done([*chosen, *extra], free - sizes[extra].sum(axis=0))
                 return
@@ -308,7 +292,7 @@ def complete(
     volume bound rules it out, the search proves it impossible, or it runs out of ``seconds`` (wall)
     or ``steps`` (deterministic); with the steps it took. An exact cover first (``_covered``), then
     random exact fills (``_drawn``), then the node-by-node search (``_searched``)."""
-    deadline = time.monotonic() + seconds
+    deadline = clock.now() + seconds
     owners = [(gi, pod) for gi, g in enumerate(batch.groups) if len(g.feasible) for pod in range(g.size)]
     room = batch.snapshot.free[nodes[0]].astype(np.int64)
     vecs = np.array([batch.groups[gi].vec for gi, _ in owners], dtype=np.int64).reshape(len(owners), len(room))
@@ -341,14 +325,14 @@ def _searched(
     """The node-by-node search (``_Search``) in attempts with a growing limit of ticks, each
     restarted with a perturbed order (search times of such instances are heavy-tailed: a bad early
     node can cost more than a fresh start); the pods per node or None, with the steps taken
-    (``_TICKS_PER_STEP`` ticks a step)."""
-    ticks = None if steps is None else steps * _TICKS_PER_STEP
-    limit, used = _FIRST_STEPS, 0
+    (``tuning.TICKS_PER_STEP`` ticks a step)."""
+    ticks = None if steps is None else steps * tuning.TICKS_PER_STEP
+    limit, used = tuning.COMPLETION_FIRST_TICKS, 0
 
     def taken() -> int:
-        return -(-used // _TICKS_PER_STEP)
+        return -(-used // tuning.TICKS_PER_STEP)
 
-    for attempt in range(_MAX_ATTEMPTS):
+    for attempt in range(tuning.COMPLETION_MAX_ATTEMPTS):
         allowed = limit if ticks is None else min(limit, ticks - used)
         if allowed <= 0:
             return None, taken()
@@ -392,11 +376,11 @@ def _covered(
     allowed = steps if steps is not None else 10**9
     sampled: list[tuple[int, ...]] = []
     listed: list[tuple[int, ...]] = []
-    stages = (4, 0, 5, exactcover.MOST_PER_NODE)  # 0: the sampled stage
+    stages = (4, 0, 5, tuning.COVER_MOST_PER_NODE)  # 0: the sampled stage
     for i, most in enumerate(stages):
-        share = (deadline - time.monotonic()) / (len(stages) - i)
-        until = time.monotonic() + (2 * share if most == 0 else share) if np.isfinite(share) else deadline
-        coverable = len(vecs) <= nodes * (most or largefills.LARGEST)  # else some node needs more pods
+        share = (deadline - clock.now()) / (len(stages) - i)
+        until = clock.now() + (2 * share if most == 0 else share) if np.isfinite(share) else deadline
+        coverable = len(vecs) <= nodes * (most or tuning.LARGE_LARGEST)  # else some node needs more pods
         if not coverable and i > 0:
             continue
         if most == 0:
@@ -420,21 +404,18 @@ def _covered(
     return None, taken
 
 
-_SAMPLING_ROUNDS = 16  # at most; each round's pool is smaller, so larger sizes become affordable
-
-
 def _sampled(
     vecs: IntArray, room: IntArray, exact: npt.NDArray[np.bool_], listed: list[tuple[int, ...]], deadline: float
 ) -> list[tuple[int, ...]]:
-    """Exact sets of 5 to ``largefills.LARGEST`` pods among the pods no set of ``listed`` holds,
+    """Exact sets of 5 to ``tuning.LARGE_LARGEST`` pods among the pods no set of ``listed`` holds,
     sampled in rounds until every pod is in some set, two rounds in a row add nothing, or the
     deadline; empty when such sets are not rare (a sampled size yields too many candidates)."""
     found: set[tuple[int, ...]] = set()
     held = {pod for subset in listed for pod in subset}
     fruitless = 0
-    for attempt in range(_SAMPLING_ROUNDS):
+    for attempt in range(tuning.SAMPLING_ROUNDS):
         before = len(found)
-        for size in range(5, largefills.LARGEST + 1):
+        for size in range(5, tuning.LARGE_LARGEST + 1):
             pool = np.array([p for p in range(len(vecs)) if p not in held], dtype=np.intp)
             try:
                 sets = largefills.sampled_sets(vecs, room, exact, pool, size, seed=attempt, deadline=deadline)
@@ -444,14 +425,9 @@ def _sampled(
                 found.add(subset)
                 held.update(subset)
         fruitless = fruitless + 1 if len(found) == before else 0
-        if fruitless == 2 or len(held) == len(vecs) or time.monotonic() > deadline:
+        if fruitless == 2 or len(held) == len(vecs) or clock.now() > deadline:
             break
     return sorted(found)
-
-
-_TAIL_STEPS = 20_000  # cover steps for the last pods of a drawn packing
-_TAIL_HALF = 6  # their exact sets are listed up to twice this many pods ...
-_TAIL_ROWS = 700_000  # ... as far as the tables of half a set stay this small
 
 
 def _drawn(
@@ -463,17 +439,19 @@ def _drawn(
     exact = (slack == 0) & (room > 0)
     if not exact.any() or not fillsampler.applies(vecs, room, exact):
         return None, 0
-    until = time.monotonic() + (deadline - time.monotonic()) / 2 if np.isfinite(deadline) else deadline
+    until = clock.now() + (deadline - clock.now()) / 2 if np.isfinite(deadline) else deadline
     allowed = (steps if steps is not None else 2 * 10**9) // 2
 
     def tail(rows: npt.NDArray[np.intp], left: int) -> list[list[int]] | None:
         """Every exact set of the last pods (as many pods a set as small tables allow), covered
         by one set a node left."""
-        most = max(k for k in range(2, 2 * _TAIL_HALF + 1) if math.comb(len(rows), (k + 1) // 2) <= _TAIL_ROWS)
+        most = max(
+            k for k in range(2, 2 * tuning.TAIL_HALF + 1) if math.comb(len(rows), (k + 1) // 2) <= tuning.TAIL_ROWS
+        )
         sets = exactcover.exact_sets(vecs[rows], room, exact, until, most)
         if sets is None:
             return None
-        chosen, _ = exactcover.cover(len(rows), sets, left, until, _TAIL_STEPS)
+        chosen, _ = exactcover.cover(len(rows), sets, left, until, tuning.TAIL_STEPS)
         if chosen is None:
             return None
         return [[int(rows[k]) for k in sets[c]] for c in chosen]

@@ -17,27 +17,19 @@ Pure; deterministic for a given ``seed``.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import numpy.typing as npt
 
-from placer.engine.exactcover import checked, hashed, spans, table
+from placer.engine.packing import clock, tuning
+from placer.engine.packing.exactcover import checked, hashed, spans, table
 from placer.engine.scoring import IntArray
 
-__all__ = ["LARGEST", "NotRareError", "sampled_sets"]
-
-LARGEST = 12  # halves of up to six pods: three plus three
-_ROWS = 6_000_000  # most rows of the two half lists of a trial
-_FOUND = 20_000  # more candidate fills than this: fills are not rare here (the caller searches otherwise)
-# A trial cannot be interrupted: it is not started unless its rows (tables and half lists) can be
-# built before the deadline at about this cost each (0.5 s for 4 M rows on the 2-core benchmark
-# machine).
-_SECONDS_PER_ROW = 1.5e-7
+__all__ = ["NotRareError", "sampled_sets"]
 
 
 class NotRareError(Exception):
-    """A trial met more candidate fills than ``_FOUND``: fills of that size are not rare here."""
+    """A trial met more candidate fills than ``tuning.LARGE_FOUND``: fills of that size are not rare here."""
 
 
 Members = npt.NDArray[np.int16]
@@ -47,12 +39,12 @@ Half = tuple[IntArray, Members]  # hashes and members (positions, increasing)
 def _modulus(size: int, n: int) -> int | None:
     """A power of two M with C(size, size // 2) / M in [2, 4) (about two splits of a fill kept,
     so a trial finds it with probability about 1 - e^-2), or larger to keep the half lists of
-    ``n`` pods within ``_ROWS`` as long as a quarter of a split is kept on average (a trial then
+    ``n`` pods within ``tuning.LARGE_ROWS`` as long as a quarter of a split is kept on average (a trial then
     finds a fill with probability at least 1 - e^-1/4; rounds repeat); None beyond that."""
     splits = math.comb(size, size // 2)
     modulus = 1 << max(0, int(math.log2(splits / 2)))
     rows = math.comb(n, size // 2) + math.comb(n, size - size // 2)
-    while rows // modulus > _ROWS:
+    while rows // modulus > tuning.LARGE_ROWS:
         modulus *= 2
     return modulus if 4 * splits >= modulus else None
 
@@ -95,21 +87,21 @@ def sampled_sets(
     seed: int,
     deadline: float,
 ) -> list[tuple[int, ...]] | None:
-    """Sets of exactly ``size`` (5..``LARGEST``) pods among ``pool`` (rows of ``vecs``) whose
+    """Sets of exactly ``size`` (5..``tuning.LARGE_LARGEST``) pods among ``pool`` (rows of ``vecs``) whose
     requests add up to ``room`` exactly in the ``exact`` resources and fit it in the others
     (members increasing, indices into ``vecs``); one trial, so each such set is found with
     probability about 1 - e^-2. None when a half list would exceed its cap or the trial could not
     end before the deadline; raises ``NotRareError`` when the candidates are too many (fills are
     not rare: search otherwise)."""
     n = len(pool)
-    if size > n or not 5 <= size <= LARGEST or time.monotonic() > deadline:
+    if size > n or not 5 <= size <= tuning.LARGE_LARGEST or clock.now() > deadline:
         return None
     a, b = size // 2, size - size // 2
     modulus = _modulus(size, n)
     if modulus is None:
         return None
     halves = (math.comb(n, a) + math.comb(n, b)) // modulus
-    if (halves + math.comb(n, 3)) * _SECONDS_PER_ROW > deadline - time.monotonic():
+    if (halves + math.comb(n, 3)) * tuning.LARGE_SECONDS_PER_ROW > deadline - clock.now():
         return None
     rng = np.random.default_rng([seed, size, n])
     keys, target = hashed(vecs[pool], room, exact, rng)
@@ -129,7 +121,7 @@ def sampled_sets(
     by_need = np.argsort(need)  # sorted needles: a cache-friendly lookup
     lo = np.searchsorted(ordered, need[by_need], "left")
     counts = np.searchsorted(ordered, need[by_need], "right") - lo
-    if int(counts.sum()) > _FOUND:
+    if int(counts.sum()) > tuning.LARGE_FOUND:
         raise NotRareError
     rows, at = spans(lo, counts)
     found: set[tuple[int, ...]] = set()

@@ -12,24 +12,15 @@ at the depth where the search meets it. Pure; used by ``placer.engine.completion
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
 
+from placer.engine.packing import clock, tuning
 from placer.engine.scoring import IntArray
 
-__all__ = ["MOST_PER_NODE", "RARE_MOST", "checked", "cover", "exact_sets", "extended", "hashed", "spans", "table"]
-
-MOST_PER_NODE = 6  # largest exact set listed (two halves of at most three pods)
-_ROWS = 2_000_000  # most subsets of one size kept in a table
-_SETS = 200_000  # most exact sets listed
-RARE_MOST = 40  # most sets of the rarer sizes that a cover decides first, one by one
-# Listing fills of 5 and 6 pods costs about this much per row of the 3-pod table (1.3 M rows at
-# 200 pods: 0.9 s for 5, 2.1 s for 6, on the 2-core benchmark machine); a listing that cannot
-# finish before the deadline is not started, since building a table cannot be interrupted.
-_SECONDS_PER_ROW = 1e-6
+__all__ = ["checked", "cover", "exact_sets", "extended", "hashed", "spans", "table"]
 
 
 class _StopError(Exception):
@@ -57,9 +48,9 @@ def extended(members: npt.NDArray[np.int16], m: int) -> tuple[npt.NDArray[np.int
 
 def table(keys: IntArray, size: int) -> tuple[IntArray, npt.NDArray[np.int16]]:
     """Every subset of ``size`` positions (members increasing) and its hash; empty when there
-    are more than ``_ROWS``."""
+    are more than ``tuning.COVER_ROWS``."""
     m = len(keys)
-    if size > m or math.comb(m, size) > _ROWS:
+    if size > m or math.comb(m, size) > tuning.COVER_ROWS:
         return np.zeros(0, dtype=np.int64), np.zeros((0, size), dtype=np.int16)
     members = np.arange(m, dtype=np.int16).reshape(m, 1)
     for _ in range(size - 1):
@@ -95,22 +86,26 @@ def checked(
 
 
 def exact_sets(
-    vecs: IntArray, room: IntArray, exact: npt.NDArray[np.bool_], deadline: float, most: int = MOST_PER_NODE
+    vecs: IntArray,
+    room: IntArray,
+    exact: npt.NDArray[np.bool_],
+    deadline: float,
+    most: int = tuning.COVER_MOST_PER_NODE,
 ) -> list[tuple[int, ...]] | None:
     """Every set of at most ``most`` pods (rows of ``vecs``) whose requests add up to ``room``
     exactly in the ``exact`` resources and fit it in the others, members increasing; None when the
     tables or the sets outgrow their caps or the deadline passes (the caller then searches
-    otherwise). ``MOST_PER_NODE`` is what 200 pods allow; fewer pods allow more."""
+    otherwise). ``tuning.COVER_MOST_PER_NODE`` is what 200 pods allow; fewer pods allow more."""
     keys, target = hashed(vecs, room, exact, np.random.default_rng(7))
     half = (most + 1) // 2
-    if most >= 5 and math.comb(len(keys), half) * _SECONDS_PER_ROW * (most - 4) > deadline - time.monotonic():
+    if most >= 5 and math.comb(len(keys), half) * tuning.COVER_SECONDS_PER_ROW * (most - 4) > deadline - clock.now():
         return None
     tables = {1: (keys.copy(), np.arange(len(keys), dtype=np.int16).reshape(-1, 1))}
     for size in range(2, half + 1):
         tables[size] = table(keys, size)
         if len(tables[size][0]) == 0 and len(keys) >= size:
             return None
-        if time.monotonic() > deadline:
+        if clock.now() > deadline:
             return None
     found: set[tuple[int, ...]] = set()
     for size in (1, 2):  # one table: the hash of the whole set
@@ -131,14 +126,14 @@ def exact_sets(
             wanted = target - first_sums
         lo = np.searchsorted(ordered, wanted, "left")
         counts = np.searchsorted(ordered, wanted, "right") - lo
-        if int(counts.sum()) > _ROWS:
+        if int(counts.sum()) > tuning.COVER_ROWS:
             return None
         rows, at = spans(lo, counts)  # every (first half, second half) match
         tails = second[order[at]]
         keep = tails[:, 0] > first[rows, -1]  # the second half after the first: each set once
         for row in np.concatenate([first[rows[keep]], tails[keep]], axis=1).tolist():
             found.add(tuple(row))
-        if len(found) > _SETS or time.monotonic() > deadline:
+        if len(found) > tuning.COVER_SETS or clock.now() > deadline:
             return None
     return checked(vecs, room, exact, found)
 
@@ -165,7 +160,7 @@ class _Cover:
     In a perfect packing the sizes are lopsided: fills of few pods are rare, fills of many are
     not, and a packing needs a share of the rare ones that the item-by-item rule never sees (an
     item is in a handful of small sets and hundreds of large ones). So the sets of the sizes
-    other than the two commonest (when they are few: ``RARE_MOST``) are decided first, each taken
+    other than the two commonest (when they are few: ``tuning.COVER_RARE_MOST``) are decided first, each taken
     or left out, taking as many as possible first: limited discrepancy search, one more set left
     out per round. Once they are decided, two sizes remain and the counts are fixed."""
 
@@ -184,7 +179,7 @@ class _Cover:
         rare = sorted(
             (si for si, members in enumerate(sets) if len(members) not in common), key=lambda si: (len(sets[si]), si)
         )
-        self.rare = rare if len(rare) <= RARE_MOST else []
+        self.rare = rare if len(rare) <= tuning.COVER_RARE_MOST else []
 
     def run(self) -> list[int] | None:
         if not self._covered(self.left):
@@ -196,7 +191,7 @@ class _Cover:
 
     def _tick(self) -> None:
         self.taken += 1
-        if self.taken > self.steps or (self.taken % 64 == 0 and time.monotonic() > self.deadline):
+        if self.taken > self.steps or (self.taken % 64 == 0 and clock.now() > self.deadline):
             raise _StopError
 
     def _open(self, si: int) -> bool:

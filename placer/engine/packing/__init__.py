@@ -1,0 +1,44 @@
+"""Tight batches are packing problems: the techniques that place every pod, and their dispatcher.
+
+``dispatch`` lists the techniques (``TECHNIQUES``: each with its precondition and budget) and
+runs them; ``starts`` holds the heuristics and the check every other answer goes through
+(``adopt``); ``placeall`` the CP-SAT formulation; ``completion`` with ``exactcover``,
+``fillsampler`` and ``largefills`` the bin-completion search; ``tuning`` every constant; ``clock``
+the deadline a race can stop.
+"""
+
+from placer.engine.packing import (
+    clock,
+    completion,
+    dispatch,
+    exactcover,
+    fillsampler,
+    largefills,
+    placeall,
+    starts,
+    tuning,
+)
+from placer.engine.packing.dispatch import TECHNIQUES, Technique, prepare, settle, start
+from placer.engine.packing.placeall import volume_allows_all
+from placer.engine.packing.starts import Alternative, adopt, better_start
+
+__all__ = [
+    "TECHNIQUES",
+    "Alternative",
+    "Technique",
+    "adopt",
+    "better_start",
+    "clock",
+    "completion",
+    "dispatch",
+    "exactcover",
+    "fillsampler",
+    "largefills",
+    "placeall",
+    "prepare",
+    "settle",
+    "start",
+    "starts",
+    "tuning",
+    "volume_allows_all",
+]

@@ -1,0 +1,41 @@
+"""The packing techniques' clock: wall time that a race can stop.
+
+Every deadline check of the searches (``completion``, ``exactcover``, ``fillsampler``,
+``largefills``) reads ``now()``. Inside ``stoppable()`` another thread may set the event it yields
+(the race in ``placer.engine.packing.dispatch`` does when CP-SAT wins): from then on ``now()`` is
+infinitely late, so the search in this thread gives up at its next check as if its deadline had
+passed. A context variable keeps the event to the thread (and context) that opened it, so
+decisions running in other threads are never stopped by it.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+__all__ = ["now", "stoppable"]
+
+_STOP: ContextVar[threading.Event | None] = ContextVar("placer_packing_stop", default=None)
+
+
+def now() -> float:
+    """``time.monotonic()``, or infinity once the enclosing ``stoppable()`` was stopped."""
+    event = _STOP.get()
+    if event is not None and event.is_set():
+        return math.inf
+    return time.monotonic()
+
+
+@contextmanager
+def stoppable() -> Iterator[threading.Event]:
+    """Searches in this context give up once the yielded event is set (from any thread)."""
+    event = threading.Event()
+    token = _STOP.set(event)
+    try:
+        yield event
+    finally:
+        _STOP.reset(token)

@@ -1,0 +1,181 @@
+"""The packing dispatcher: which technique runs on a tight batch, when, and on what budget.
+
+A batch is tight when the greedy pass leaves pods out that have feasible nodes. Then, in order:
+
+1. ``starts``: the classic heuristics (``placer.engine.packing.starts``), the pack strategy's
+   greedy and the caller's alternative (kube-scheduler's answer) are each checked and the best per
+   key becomes the hint. Milliseconds; the answer never places fewer pods per key than any of them.
+2. ``prepare`` (before the model is built): a batch that bin completion applies to gets every
+   feasible node as a candidate, so that any packing is a solution of the model. Where that would
+   make the model too large, or under ``--deterministic`` (a race is not reproducible), completion
+   runs now, alone, on its share of the budget.
+3. ``settle`` (on the built model): the CP-SAT search "every placeable pod placed" (``place_all``)
+   runs on its share of the budget left; where bin completion applies and was not run in
+   ``prepare``, it races the CP-SAT search from a Python thread beside CP-SAT's workers, and the
+   first to place every pod stops the other. Completion stops racing after its share, leaving
+   CP-SAT every core. Techniques are chosen by what they achieve, not by fixed turns: on a
+   packing without an exact fill completion rarely succeeds and costs CP-SAT a fraction of one
+   core for a while; on exact fills it usually wins in seconds where CP-SAT finds nothing.
+
+``TECHNIQUES`` lists each technique with its precondition and budget (docs/bench/packing.md
+reports what each achieves on the public corpus); the budgets are in ``tuning``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from placer.engine.batch import Batch
+from placer.engine.constraints.symmetry import Symmetry
+from placer.engine.greedy import Assignment
+from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
+from placer.engine.model import Model
+from placer.engine.packing import clock, completion, placeall, starts, tuning
+
+__all__ = ["COMPLETION", "TECHNIQUES", "Technique", "prepare", "settle", "start"]
+
+COMPLETION = "bin-completion"
+_STOP_EVERY = 0.01  # seconds between two requests to stop the CP-SAT search once completion won
+
+
+@dataclass(frozen=True)
+class Technique:
+    name: str
+    applies: str  # its precondition, in words
+    budget: str  # what it may spend, in words
+
+
+TECHNIQUES = (
+    Technique(
+        "heuristics",
+        "a tight batch without inter-pod rules",
+        "first-fit decreasing, best-fit decreasing, dot-product: milliseconds; best start per key wins",
+    ),
+    Technique(
+        placeall.PLACE_ALL,
+        "the volume bound allows every placeable pod (per resource, demand <= free room of their nodes)",
+        f"{tuning.PLACE_ALL_SHARE:.0%} of the budget left, every core (all but the racing thread)",
+    ),
+    Technique(
+        COMPLETION,
+        f"identical free nodes, no inter-pod rules, host ports or gangs, at most {tuning.COMPLETION_MAX_PODS} pods",
+        f"races place-all for at most {tuning.COMPLETION_RACE_SHARE:.0%} of the budget left "
+        "(under --deterministic: runs first, alone, on that share as search steps)",
+    ),
+)
+
+
+def start(batch: Batch, hint: Assignment, others: list[Assignment | None]) -> Assignment:
+    """The best start of a tight batch per key: ``hint`` (the greedy pass), ``others`` (other
+    greedy answers, the caller's alternative) and every heuristic of ``starts``."""
+    return starts.best(batch, hint, [*others, *starts.heuristic_starts(batch)])
+
+
+def _raced(batch: Batch) -> bool:
+    """Completion applies and the model will hold any packing it finds (every feasible node is a
+    candidate of every group)."""
+    if completion.applies(batch) is None:
+        return False
+    return all(np.isin(g.feasible, g.candidates).all() for g in batch.groups)
+
+
+def prepare(batch: Batch, budget: Budget) -> Assignment | None:
+    """Before the model is built: widen a completion batch's candidates (``placeall.widen``); if
+    completion cannot race (the model would not hold its answer, or the budget is deterministic),
+    run it now on its share and return its answer (checked by ``starts.adopt``)."""
+    nodes = completion.applies(batch)
+    if nodes is None:
+        return None
+    placeall.widen(batch)
+    if _raced(batch) and not budget.deterministic:
+        return None
+    share = tuning.COMPLETION_RACE_SHARE * max(budget.left(), 0.0)
+    if budget.deterministic:
+        per_unit = tuning.STEPS_PER_SECOND / DETERMINISTIC_UNITS_PER_SECOND
+        found, used = completion.complete(batch, nodes, steps=int(share * per_unit))
+        budget.charge(used / per_unit)
+    else:
+        found, _ = completion.complete(batch, nodes, seconds=share)
+    return None if found is None else _adopted(batch, found)
+
+
+def _adopted(batch: Batch, found: Assignment) -> Assignment | None:
+    placements = [
+        (pod, int(n))
+        for group, picked in zip(batch.groups, found, strict=True)
+        for pod, n in zip(group.pods, picked.tolist(), strict=True)
+        if n >= 0
+    ]
+    return starts.adopt(batch, placements)
+
+
+def settle(model: Model, symmetry: Symmetry, levels: LevelSolver, budget: Budget, *, raced: bool) -> bool:
+    """Every placeable pod placed, on the built model: the CP-SAT search alone, or raced by bin
+    completion (``raced``: ``prepare`` left it to this race). On success the answer is in
+    ``levels.values`` (a solution of the model) and True is returned."""
+    restrict = placeall.place_all(model, symmetry)
+    batch = model.batch
+    nodes = completion.applies(batch) if raced and not budget.deterministic else None
+    if nodes is None or not _raced(batch):
+        return levels.feasible(placeall.PLACE_ALL, restrict, share=tuning.PLACE_ALL_SHARE)
+    solvers: list[object] = []
+    won = threading.Event()  # completion placed every pod: the CP-SAT search must not start or go on
+    outcome: list[bool] = []
+
+    def starting(solver: object) -> bool:
+        solvers.append(solver)
+        return not won.is_set()
+
+    with clock.stoppable() as stop:
+
+        def search() -> None:
+            try:
+                outcome.append(
+                    levels.feasible(placeall.PLACE_ALL, restrict, share=tuning.PLACE_ALL_SHARE, starting=starting)
+                )
+            finally:
+                stop.set()  # completion gives up at its next look at the clock
+
+        thread = threading.Thread(target=search, name="placer-place-all", daemon=True)
+        thread.start()
+        began = time.monotonic()
+        found, _ = completion.complete(batch, nodes, seconds=tuning.COMPLETION_RACE_SHARE * max(budget.left(), 0.0))
+        seconds = time.monotonic() - began
+        counts = _counts(model, symmetry, found) if found is not None and not stop.is_set() else None
+        if counts is not None:
+            won.set()
+            while thread.is_alive():
+                for solver in solvers:
+                    solver.stop_search()  # type: ignore[attr-defined]
+                thread.join(_STOP_EVERY)
+        thread.join()
+    status = "optimal" if counts is not None else ("stopped" if found is None and stop.is_set() else "unknown")
+    levels.reports.append(LevelReport(COMPLETION, status, float("nan"), float("nan"), seconds))
+    if outcome and outcome[0]:
+        return True  # the CP-SAT search placed every pod (its answer is in levels.values)
+    if counts is None:
+        return False
+    for key, var in model.y.items():
+        levels.values[var.index] = counts.get(key, 0)
+    return True
+
+
+def _counts(model: Model, symmetry: Symmetry, found: Assignment) -> dict[tuple[int, int], int] | None:
+    """Completion's answer as the model's counts (identical nodes permuted as the symmetry breaking
+    orders them), or None when the model cannot hold it or it is not a valid start."""
+    adopted = _adopted(model.batch, found)
+    if adopted is None:
+        return None
+    counts: dict[tuple[int, int], int] = {}
+    for gi, picked in enumerate(adopted):
+        for n in picked.tolist():
+            if n >= 0:
+                counts[gi, n] = counts.get((gi, n), 0) + 1
+    counts = symmetry.order(counts)
+    if any(key not in model.y for key in counts):
+        return None
+    return counts

@@ -1,0 +1,83 @@
+"""A generic generator of perfect packings for the packing tests (not the benchmark's).
+
+Each node's room (1000 of every resource) is cut into a few pods whose requests add up to it
+exactly, so the instance packs into exactly its node count and no fewer; the pods are shuffled.
+``spread`` says how far a pod's requests in different resources may differ: ``independent`` cuts
+every resource on its own, ``alike`` cuts once and shifts a little between pods (correlated
+requests). Seeds belong to the tests that use them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+from support import cluster
+
+from placer.models import Cluster
+
+ROOM = 1000
+RESOURCES = ("cpu", "memory", "ephemeral-storage", "placer.io/bandwidth", "example.com/r5")
+UNITS = {"cpu": "m", "memory": "Mi", "ephemeral-storage": "Mi"}
+
+
+@dataclass(frozen=True)
+class Packing:
+    vecs: npt.NDArray[np.int64]  # pods x resources, in the pods' order
+    home: list[int]  # the node each pod fills exactly
+    nodes: int
+    d: int
+
+    @property
+    def pods(self) -> int:
+        return len(self.vecs)
+
+    def cluster(self) -> Cluster:
+        resources = RESOURCES[: self.d]
+
+        def amounts(row: npt.NDArray[np.int64]) -> dict[str, str]:
+            return {r: f"{int(v)}{UNITS.get(r, '')}" for r, v in zip(resources, row, strict=True)}
+
+        room = amounts(np.full(self.d, ROOM, dtype=np.int64))
+        nodes = [{"name": f"n{i:03d}", "allocatable": {**room, "pods": 110}} for i in range(self.nodes)]
+        pods = [{"name": f"p{k:03d}", "requests": amounts(row)} for k, row in enumerate(self.vecs)]
+        return cluster(nodes, pods)
+
+
+def _cut(rng: np.random.Generator, parts: int) -> npt.NDArray[np.int64]:
+    cuts = np.sort(rng.choice(np.arange(1, ROOM), parts - 1, replace=False))
+    return np.diff(np.concatenate([[0], cuts, [ROOM]])).astype(np.int64)
+
+
+def perfect(
+    seed: int,
+    pods: int,
+    d: int,
+    per_node: tuple[int, int] = (3, 5),
+    spread: Literal["independent", "alike"] = "independent",
+) -> Packing:
+    rng = np.random.default_rng(seed)
+    rows: list[npt.NDArray[np.int64]] = []
+    home: list[int] = []
+    while len(home) < pods:
+        parts = min(int(rng.integers(per_node[0], per_node[1] + 1)), pods - len(home))
+        if pods - len(home) - parts == 1:
+            parts += 1
+        base = _cut(rng, parts)
+        cols = []
+        for j in range(d):
+            col = base.copy() if (spread == "alike" or j == 0) else _cut(rng, parts)
+            if spread == "alike" and j > 0:
+                for _ in range(parts):
+                    a, b = rng.choice(parts, 2, replace=False)
+                    delta = int(rng.integers(0, max(1, min(int(col[a]), 60))))
+                    if col[a] - delta >= 1:
+                        col[a] -= delta
+                        col[b] += delta
+            cols.append(col)
+        rows += list(np.stack(cols, axis=1))
+        home += [home[-1] + 1 if home else 0] * parts
+    order = rng.permutation(len(rows))
+    return Packing(np.stack([rows[i] for i in order]).astype(np.int64), [home[i] for i in order], home[-1] + 1, d)
