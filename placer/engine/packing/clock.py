@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["now", "stoppable"]
+__all__ = ["now", "real", "stoppable"]
 
 _STOP: ContextVar[threading.Event | None] = ContextVar("placer_packing_stop", default=None)
 
@@ -27,6 +27,12 @@ def now() -> float:
     event = _STOP.get()
     if event is not None and event.is_set():
         return math.inf
+    return time.monotonic()
+
+
+def real() -> float:
+    """``time.monotonic()`` even in a stopped race: deadlines are computed from it (a deadline
+    computed from ``now()`` in a stopped race would be infinite and never pass)."""
     return time.monotonic()
 
 

@@ -292,7 +292,9 @@ def complete(
     volume bound rules it out, the search proves it impossible, or it runs out of ``seconds`` (wall)
     or ``steps`` (deterministic); with the steps it took. An exact cover first (``_covered``), then
     random exact fills (``_drawn``), then the node-by-node search (``_searched``)."""
-    deadline = clock.now() + seconds
+    deadline = clock.real() + seconds
+    if clock.now() > deadline:  # a race already lost (or no time at all): nothing is started
+        return None, 0
     owners = [(gi, pod) for gi, g in enumerate(batch.groups) if len(g.feasible) for pod in range(g.size)]
     room = batch.snapshot.free[nodes[0]].astype(np.int64)
     vecs = np.array([batch.groups[gi].vec for gi, _ in owners], dtype=np.int64).reshape(len(owners), len(room))
@@ -379,7 +381,7 @@ def _covered(
     stages = (4, 0, 5, tuning.COVER_MOST_PER_NODE)  # 0: the sampled stage
     for i, most in enumerate(stages):
         share = (deadline - clock.now()) / (len(stages) - i)
-        until = clock.now() + (2 * share if most == 0 else share) if np.isfinite(share) else deadline
+        until = clock.real() + (2 * share if most == 0 else share) if np.isfinite(share) else deadline
         coverable = len(vecs) <= nodes * (most or tuning.LARGE_LARGEST)  # else some node needs more pods
         if not coverable and i > 0:
             continue
@@ -439,7 +441,7 @@ def _drawn(
     exact = (slack == 0) & (room > 0)
     if not exact.any() or not fillsampler.applies(vecs, room, exact):
         return None, 0
-    until = clock.now() + (deadline - clock.now()) / 2 if np.isfinite(deadline) else deadline
+    until = clock.real() + (deadline - clock.real()) / 2 if np.isfinite(deadline) else deadline
     allowed = (steps if steps is not None else 2 * 10**9) // 2
 
     def tail(rows: npt.NDArray[np.intp], left: int) -> list[list[int]] | None:

@@ -1,0 +1,106 @@
+"""The packing dispatcher: the classic heuristics as starts, and bin completion racing CP-SAT.
+
+Aspects: each heuristic answers with a valid placement that leaves out only pods that fit nowhere
+(first-fit, best-fit and dot-product are maximal); the start of a tight batch places at least as
+many pods as every heuristic; a stopped race stops bin completion; a raced tight batch places every
+pod of a perfect packing, through the validator; every technique is listed with its precondition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import packgen
+import pytest
+from support import cluster
+
+from placer.engine import Budget, build_batch, build_snapshot, packing, solve_batch
+from placer.models import Cluster, Config
+from placer.validate import validate_placements
+
+CONFIG = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 0.01}})
+
+
+def _overfull(seed: int, d: int) -> Cluster:
+    """A perfect packing with a fifth of its nodes taken away: the pods cannot all fit."""
+    inst = packgen.perfect(seed, 40, d, (3, 5))
+    c = inst.cluster()
+    keep = max(1, inst.nodes - max(1, inst.nodes // 5))
+    doc_nodes = [{"name": n.name, "allocatable": {r: str(v) for r, v in n.allocatable.items()}} for n in c.nodes]
+    doc_pods = [{"name": p.name, "requests": {r: str(v) for r, v in p.requests.items()}} for p in c.pods]
+    return cluster(doc_nodes[:keep], doc_pods)
+
+
+def _state(c: Cluster) -> tuple[Any, list[Any]]:
+    pending = [p for p in c.pods if p.pending]
+    return build_snapshot(c.nodes, [], pending, c.namespaces), pending
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("name", sorted(packing.starts.HEURISTICS))
+def test_each_heuristic_answers_validly_and_leaves_out_only_pods_that_fit_nowhere(name: str, seed: int) -> None:
+    c = _overfull(seed, 2 + seed % 2)
+    state, pending = _state(c)
+    batch = build_batch(state, pending, CONFIG)
+    placements = packing.starts.HEURISTICS[name](batch)
+    names = {pod.key: state.nodes[n].name for pod, n in placements}
+    assert len(names) == len(placements)  # no pod twice
+    assert validate_placements(c, names) == []
+    free = state.free.copy()
+    for pod, n in placements:
+        free[n] -= batch.groups[next(gi for gi, g in enumerate(batch.groups) if pod in g.pods)].vec
+    for group in batch.groups:
+        left = [p for p in group.pods if p.key not in names]
+        if left:
+            assert not np.all(free >= group.vec, axis=1).any(), f"{name}: {left[0].name} fits a node"
+    assert packing.adopt(batch, placements) is not None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_start_of_a_tight_batch_places_at_least_what_every_heuristic_places(seed: int) -> None:
+    c = _overfull(seed, 3)
+    state, pending = _state(c)
+    best = max(len(run(build_batch(state, pending, CONFIG))) for run in packing.starts.HEURISTICS.values())
+    result = solve_batch(state, pending, CONFIG, budget=Budget(0.0, deterministic=True))
+    assert result.greedy_placed >= best
+    assert len(result.placements) >= best
+    names = {pod.key: state.nodes[n].name for pod, n in result.placements}
+    assert validate_placements(c, names) == []
+
+
+def test_a_stopped_race_stops_bin_completion() -> None:
+    """The same search finds the packing when left alone and gives up at once when the race it
+    runs in was stopped (the CP-SAT search won)."""
+    inst = packgen.perfect(3, 60, 3, (3, 5))
+    state, pending = _state(inst.cluster())
+    batch = build_batch(state, pending, CONFIG)
+    nodes = packing.completion.applies(batch)
+    assert nodes is not None
+    found, _ = packing.completion.complete(batch, nodes, seconds=600.0)
+    assert found is not None
+    with packing.clock.stoppable() as stop:
+        stop.set()
+        stopped, _ = packing.completion.complete(batch, nodes, seconds=600.0)
+    assert stopped is None
+
+
+def test_a_raced_tight_batch_places_every_pod_of_a_perfect_packing() -> None:
+    """Wall-clock mode: no start places every pod, bin completion races the CP-SAT search, and
+    whichever wins, every pod is placed and the validator accepts the answer."""
+    inst = packgen.perfect(5, 60, 3, (3, 5))
+    c = inst.cluster()
+    state, pending = _state(c)
+    config = Config.model_validate({"solver": {"workers": 2, "deterministic": False, "timeLimit": 30}})
+    result = solve_batch(state, pending, config)
+    assert result.greedy_placed < inst.pods  # the race ran: the starts left pods out
+    assert packing.dispatch.COMPLETION in [level.name for level in result.levels]
+    assert len(result.placements) == inst.pods
+    names = {pod.key: state.nodes[n].name for pod, n in result.placements}
+    assert validate_placements(c, names) == []
+
+
+def test_every_technique_states_its_precondition_and_budget() -> None:
+    names = [t.name for t in packing.TECHNIQUES]
+    assert names == ["heuristics", "place-all", packing.dispatch.COMPLETION]
+    assert all(t.applies and t.budget for t in packing.TECHNIQUES)
