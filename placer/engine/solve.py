@@ -188,7 +188,7 @@ def solve_batch(
 
     if large and all_placed:
         # Level 1 is optimal already; improve the strategy by neighbourhood re-solves.
-        counts, report = lns.improve(batch, scorer, counts, config, budget.left())
+        counts, report = lns.improve(batch, scorer, counts, config, max(budget.left() - budget.spare, 0.0))
         return result(counts, "feasible", 1.0, [_lns_report(report)])  # no bound: the gap is unknown
     encoding = time.monotonic()
     model, sym = encode(batch, scorer, packing=not all_placed)
@@ -223,7 +223,7 @@ def solve_batch(
             terms = level.build(model)
             if level.name == STRATEGY_LEVEL:
                 if large:
-                    improved, report = lns.improve(batch, scorer, current(), config, own.left())
+                    improved, report = lns.improve(batch, scorer, current(), config, max(own.left() - own.spare, 0.0))
                     _set(values, model, improved)
                     levels.proven = False
                     levels.reports.append(_lns_report(report))
