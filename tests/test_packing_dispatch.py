@@ -104,3 +104,20 @@ def test_every_technique_states_its_precondition_and_budget() -> None:
     names = [t.name for t in packing.TECHNIQUES]
     assert names == ["heuristics", "place-all", packing.dispatch.COMPLETION]
     assert all(t.applies and t.budget for t in packing.TECHNIQUES)
+
+
+def test_a_technique_switched_off_does_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmark of what each technique contributes switches one off at a time: with the
+    heuristics off the start is the greedy passes' alone; with completion off no race is run."""
+    c = _overfull(0, 3)
+    state, pending = _state(c)
+    with_all = solve_batch(state, pending, CONFIG, budget=Budget(0.0, deterministic=True)).greedy_placed
+    monkeypatch.setattr(packing.tuning, "OFF", frozenset({packing.dispatch.HEURISTICS}))
+    without = solve_batch(state, pending, CONFIG, budget=Budget(0.0, deterministic=True)).greedy_placed
+    assert without < with_all
+    inst = packgen.perfect(5, 60, 3, (3, 5))
+    state, pending = _state(inst.cluster())
+    monkeypatch.setattr(packing.tuning, "OFF", frozenset({packing.dispatch.COMPLETION}))
+    config = Config.model_validate({"solver": {"workers": 2, "deterministic": False, "timeLimit": 1}})
+    result = solve_batch(state, pending, config)
+    assert packing.dispatch.COMPLETION not in [level.name for level in result.levels]

@@ -36,8 +36,9 @@ from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelRe
 from placer.engine.model import Model
 from placer.engine.packing import clock, completion, placeall, starts, tuning
 
-__all__ = ["COMPLETION", "TECHNIQUES", "Technique", "prepare", "settle", "start"]
+__all__ = ["COMPLETION", "HEURISTICS", "TECHNIQUES", "Technique", "enabled", "prepare", "settle", "start"]
 
+HEURISTICS = "heuristics"
 COMPLETION = "bin-completion"
 _STOP_EVERY = 0.01  # seconds between two requests to stop the CP-SAT search once completion won
 
@@ -51,7 +52,7 @@ class Technique:
 
 TECHNIQUES = (
     Technique(
-        "heuristics",
+        HEURISTICS,
         "a tight batch without inter-pod rules",
         "first-fit decreasing, best-fit decreasing, dot-product: milliseconds; best start per key wins",
     ),
@@ -69,10 +70,16 @@ TECHNIQUES = (
 )
 
 
+def enabled(name: str) -> bool:
+    """Whether technique ``name`` runs (all do, unless ``tuning.OFF`` names it)."""
+    return name not in tuning.OFF
+
+
 def start(batch: Batch, hint: Assignment, others: list[Assignment | None]) -> Assignment:
     """The best start of a tight batch per key: ``hint`` (the greedy pass), ``others`` (other
     greedy answers, the caller's alternative) and every heuristic of ``starts``."""
-    return starts.best(batch, hint, [*others, *starts.heuristic_starts(batch)])
+    heuristics = starts.heuristic_starts(batch) if enabled(HEURISTICS) else []
+    return starts.best(batch, hint, [*others, *heuristics])
 
 
 def _raced(batch: Batch) -> bool:
@@ -87,7 +94,7 @@ def prepare(batch: Batch, budget: Budget) -> Assignment | None:
     """Before the model is built: widen a completion batch's candidates (``placeall.widen``); if
     completion cannot race (the model would not hold its answer, or the budget is deterministic),
     run it now on its share and return its answer (checked by ``starts.adopt``)."""
-    nodes = completion.applies(batch)
+    nodes = completion.applies(batch) if enabled(COMPLETION) else None
     if nodes is None:
         return None
     placeall.widen(batch)
@@ -119,9 +126,10 @@ def settle(model: Model, symmetry: Symmetry, levels: LevelSolver, budget: Budget
     ``levels.values`` (a solution of the model) and True is returned."""
     restrict = placeall.place_all(model, symmetry)
     batch = model.batch
-    nodes = completion.applies(batch) if raced and not budget.deterministic else None
+    nodes = completion.applies(batch) if raced and enabled(COMPLETION) and not budget.deterministic else None
+    searching = enabled(placeall.PLACE_ALL)  # else the placed level's maximisation is the CP-SAT part
     if nodes is None or not _raced(batch):
-        return levels.feasible(placeall.PLACE_ALL, restrict, share=tuning.PLACE_ALL_SHARE)
+        return searching and levels.feasible(placeall.PLACE_ALL, restrict, share=tuning.PLACE_ALL_SHARE)
     solvers: list[object] = []
     won = threading.Event()  # completion placed every pod: the CP-SAT search must not start or go on
     outcome: list[bool] = []
@@ -133,6 +141,8 @@ def settle(model: Model, symmetry: Symmetry, levels: LevelSolver, budget: Budget
     with clock.stoppable() as stop:
 
         def search() -> None:
+            if not searching:
+                return
             try:
                 outcome.append(
                     levels.feasible(placeall.PLACE_ALL, restrict, share=tuning.PLACE_ALL_SHARE, starting=starting)

@@ -70,3 +70,6 @@ PLACE_ALL_SHARE = 0.85
 # after the other, completion first with this share as search steps.
 COMPLETION_RACE_SHARE = 0.5
 WIDE_PAIRS = 60_000  # most (pod group, node) pairs a tight batch on identical nodes is widened to
+# Techniques switched off (names from ``dispatch.TECHNIQUES``). Empty in placer; the benchmark that
+# measures what each technique contributes (benchmarks/techniques.py) switches one off at a time.
+OFF: frozenset[str] = frozenset()
