@@ -13,6 +13,7 @@ unit dominates; pods of a higher key go first in every heuristic.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -53,21 +54,41 @@ def best(batch: Batch, first: Assignment, others: Sequence[Assignment | None]) -
 
 
 class _Packer:
-    """What the heuristics share: the pods in decreasing order, the room left, scaled sizes."""
+    """What the heuristics share: the pods in decreasing order of scaled size, the room left.
+
+    Scaled amounts are ``amount / top`` per resource, ``top`` the largest free room of any node,
+    over the resources some pod of the batch requests (the pod count included). Sums of them use
+    ``math.fsum`` of the correctly rounded quotients, so they are exact to one rounding and do not
+    depend on the order of the resources or on placer's integer units: any implementation that
+    computes them so ranks pods and nodes the same way (ties keep the arrival order)."""
 
     def __init__(self, batch: Batch) -> None:
         self.batch = batch
         self.free: IntArray = batch.snapshot.free.astype(np.int64).copy()
-        top = self.free.max(axis=0) if len(self.free) else np.zeros(0, dtype=np.int64)
-        self.scale = np.where(top > 0, 1.0 / np.maximum(top, 1), 0.0)
+        asked = np.zeros(self.free.shape[1], dtype=bool)
+        for g in batch.groups:
+            asked |= g.vec > 0
+        self.columns = np.flatnonzero(asked)
+        top = self.free[:, self.columns].max(axis=0) if len(self.free) else np.zeros(0, dtype=np.int64)
+        self.top = np.where(top > 0, top, 1).astype(np.float64)
         # Gangs are left to the CP-SAT levels: a heuristic that placed part of one would be refused.
-        pods = [
-            (gi, k) for gi, g in enumerate(batch.groups) if len(g.feasible) and g.gang is None for k in range(g.size)
-        ]
-        size = {gi: float((g.vec * self.scale).sum()) for gi, g in enumerate(batch.groups)}
-        pods.sort(key=lambda p: (-batch.rank(batch.groups[p[0]]), -size[p[0]], p[0], p[1]))
-        self.order = pods
+        live = [gi for gi, g in enumerate(batch.groups) if len(g.feasible) and g.gang is None]
+        self.size = {gi: self.scaled_sum(batch.groups[gi].vec) for gi in live}
+        first = {gi: min(self.arrival(gi, k) for k in range(batch.groups[gi].size)) for gi in live}
+        # Largest first, higher keys before; equal sizes keep the arrival order of their groups.
+        self.groups = sorted(live, key=lambda gi: (-batch.rank(batch.groups[gi]), -self.size[gi], first[gi]))
+        self.order = [(gi, k) for gi in self.groups for k in range(batch.groups[gi].size)]
         self.ported: dict[int, set[int]] = {}  # host-port groups: nodes they already use
+
+    def scaled(self, amounts: IntArray) -> list[float]:
+        return [float(v) / top for v, top in zip(amounts[self.columns].tolist(), self.top.tolist(), strict=True)]
+
+    def scaled_sum(self, amounts: IntArray) -> float:
+        return math.fsum(self.scaled(amounts))
+
+    def arrival(self, gi: int, k: int) -> tuple[str, str, str]:
+        pod = self.batch.groups[gi].pods[k]
+        return (pod.creation, pod.namespace, pod.name)
 
     def fits(self, gi: int, nodes: IntArray) -> IntArray:
         """The nodes of ``nodes`` where one more pod of group ``gi`` fits now."""
@@ -95,45 +116,38 @@ def best_fit_decreasing(batch: Batch) -> Placements:
     for gi, k in packer.order:
         nodes = packer.fits(gi, np.sort(batch.groups[gi].feasible))
         if len(nodes):
-            left = ((packer.free[nodes] - batch.groups[gi].vec) * packer.scale).sum(axis=1)
+            left = [packer.scaled_sum(packer.free[n] - batch.groups[gi].vec) for n in nodes.tolist()]
             _place(packer, gi, int(nodes[int(np.argmin(left))]), batch.groups[gi].pods[k], out)
     return out
 
 
 def dot_product(batch: Batch) -> Placements:
-    """Panigrahy et al.'s bin-centric DotProduct: nodes are filled one at a time (those with most
-    scaled room first); each takes, while any fits, a pod of the highest key whose scaled request
-    has the largest dot product with the node's scaled room left."""
+    """Panigrahy et al.'s bin-centric DotProduct: nodes are filled one at a time, in order; each
+    takes, while any fits, a pod of the highest key whose scaled request has the largest dot
+    product with the node's scaled room left (the first arrived group among equals)."""
     packer, out = _Packer(batch), Placements()
-    groups = sorted({gi for gi, _ in packer.order})
-    if not groups:
+    by_arrival = sorted(packer.groups, key=lambda gi: min(packer.arrival(gi, k) for k in range(batch.groups[gi].size)))
+    if not by_arrival:
         return out
-    waiting = {gi: [k for g, k in packer.order if g == gi] for gi in groups}
-    index = np.array(groups, dtype=np.int64)
-    vecs = np.stack([batch.groups[gi].vec for gi in groups]).astype(np.int64)
-    scaled = vecs * packer.scale
-    ranks = np.array([batch.rank(batch.groups[gi]) for gi in groups], dtype=np.int64)
-    allowed = np.zeros((len(groups), len(packer.free)), dtype=bool)
-    for row, gi in enumerate(groups):
-        allowed[row, batch.groups[gi].feasible] = True
-    remaining = np.array([len(waiting[gi]) for gi in groups], dtype=np.int64)
-    ports = np.array([batch.groups[gi].has_ports for gi in groups], dtype=bool)
-    for n in np.argsort(-(packer.free * packer.scale).sum(axis=1), kind="stable").tolist():
-        open_ = allowed[:, n] & (remaining > 0)
-        while True:
-            ok = open_ & np.all(vecs <= packer.free[n], axis=1)
-            if not ok.any():
+    waiting = {gi: list(range(batch.groups[gi].size)) for gi in by_arrival}
+    allowed = {gi: set(batch.groups[gi].feasible.tolist()) for gi in by_arrival}
+    scaled = {gi: packer.scaled(batch.groups[gi].vec) for gi in by_arrival}
+    for n in range(len(packer.free)):
+        open_ = [gi for gi in by_arrival if n in allowed[gi] and waiting[gi]]
+        while open_:
+            room = packer.scaled(packer.free[n])
+            fits = [gi for gi in open_ if np.all(batch.groups[gi].vec <= packer.free[n])]
+            if not fits:
                 break
-            rows = np.flatnonzero(ok)
-            top = rows[ranks[rows] == ranks[rows].max()]
-            row = int(top[int(np.argmax(scaled[top] @ (packer.free[n] * packer.scale)))])
-            gi = int(index[row])
+            rank = max(batch.rank(batch.groups[gi]) for gi in fits)
+            top = [g for g in fits if batch.rank(batch.groups[g]) == rank]
+            scores = [math.fsum(a * b for a, b in zip(scaled[g], room, strict=True)) for g in top]
+            gi = top[int(np.argmax(scores))]  # the first on a tie
             k = waiting[gi].pop(0)
-            remaining[row] -= 1
-            if ports[row] or not remaining[row]:
-                open_[row] = False
+            if batch.groups[gi].has_ports or not waiting[gi]:
+                open_.remove(gi)
             _place(packer, gi, n, batch.groups[gi].pods[k], out)
-        if not remaining.any():
+        if not any(waiting.values()):
             break
     return out
 
