@@ -121,3 +121,20 @@ def test_a_technique_switched_off_does_not_run(monkeypatch: pytest.MonkeyPatch) 
     config = Config.model_validate({"solver": {"workers": 2, "deterministic": False, "timeLimit": 1}})
     result = solve_batch(state, pending, config)
     assert packing.dispatch.COMPLETION not in [level.name for level in result.levels]
+
+
+def test_an_answer_with_one_host_port_twice_on_a_node_is_refused() -> None:
+    """Two different pods asking for host port 80 (so two groups) never share a node, whichever
+    heuristic or alternative proposes it; the heuristics themselves never propose it."""
+    web = {"hostPorts": [{"port": 80}]}
+    c = cluster(
+        [{"name": "a", "allocatable": {"cpu": "4", "memory": "8Gi", "pods": 110}}],
+        [{"name": "x", "requests": {"cpu": "1"}, **web}, {"name": "y", "requests": {"cpu": "2"}, **web}],
+    )
+    state, pending = _state(c)
+    batch = build_batch(state, pending, CONFIG)
+    assert packing.adopt(batch, [(pending[0], 0), (pending[1], 0)]) is None
+    assert packing.adopt(batch, [(pending[0], 0)]) is not None
+    for run in packing.starts.HEURISTICS.values():
+        placed = run(build_batch(state, pending, CONFIG))
+        assert len(placed) == 1 and packing.adopt(build_batch(state, pending, CONFIG), placed) is not None

@@ -94,11 +94,9 @@ def prepare(batch: Batch, budget: Budget) -> Assignment | None:
     """Before the model is built: widen a completion batch's candidates (``placeall.widen``); if
     completion cannot race (the model would not hold its answer, or the budget is deterministic),
     run it now on its share and return its answer (checked by ``starts.adopt``)."""
+    placeall.widen(batch)  # a packing may need every node, whichever technique finds it
     nodes = completion.applies(batch) if enabled(COMPLETION) else None
-    if nodes is None:
-        return None
-    placeall.widen(batch)
-    if _raced(batch) and not budget.deterministic:
+    if nodes is None or (_raced(batch) and not budget.deterministic):
         return None
     share = tuning.COMPLETION_RACE_SHARE * max(budget.left(), 0.0)
     if budget.deterministic:

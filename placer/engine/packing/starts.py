@@ -20,9 +20,10 @@ import numpy as np
 
 from placer.engine.batch import Batch
 from placer.engine.greedy import Assignment
+from placer.engine.prefilter import ports_conflict
 from placer.engine.scoring import IntArray
 from placer.engine.topology import TopologyState
-from placer.models import Pod
+from placer.models import HostPort, Pod
 
 __all__ = ["HEURISTICS", "Alternative", "adopt", "best", "better_start", "heuristic_starts"]
 
@@ -78,7 +79,7 @@ class _Packer:
         # Largest first, higher keys before; equal sizes keep the arrival order of their groups.
         self.groups = sorted(live, key=lambda gi: (-batch.rank(batch.groups[gi]), -self.size[gi], first[gi]))
         self.order = [(gi, k) for gi in self.groups for k in range(batch.groups[gi].size)]
-        self.ported: dict[int, set[int]] = {}  # host-port groups: nodes they already use
+        self.ports: dict[int, list[HostPort]] = {}  # host ports the heuristic's pods hold, per node
 
     def scaled(self, amounts: IntArray) -> list[float]:
         return [float(v) / top for v, top in zip(amounts[self.columns].tolist(), self.top.tolist(), strict=True)]
@@ -94,8 +95,10 @@ class _Packer:
         """The nodes of ``nodes`` where one more pod of group ``gi`` fits now."""
         group = self.batch.groups[gi]
         ok = np.all(self.free[nodes] >= group.vec, axis=1)
-        if group.has_ports and gi in self.ported:
-            ok &= ~np.isin(nodes, np.fromiter(self.ported[gi], dtype=np.int64))
+        if group.has_ports:
+            mine = group.pods[0].host_ports
+            clash = [any(ports_conflict(a, b) for a in mine for b in self.ports.get(n, ())) for n in nodes.tolist()]
+            ok &= ~np.array(clash, dtype=bool)
         return nodes[ok]
 
 
@@ -136,7 +139,8 @@ def dot_product(batch: Batch) -> Placements:
         open_ = [gi for gi in by_arrival if n in allowed[gi] and waiting[gi]]
         while open_:
             room = packer.scaled(packer.free[n])
-            fits = [gi for gi in open_ if np.all(batch.groups[gi].vec <= packer.free[n])]
+            here = np.array([n], dtype=np.int64)
+            fits = [gi for gi in open_ if len(packer.fits(gi, here))]
             if not fits:
                 break
             rank = max(batch.rank(batch.groups[gi]) for gi in fits)
@@ -144,7 +148,7 @@ def dot_product(batch: Batch) -> Placements:
             scores = [math.fsum(a * b for a, b in zip(scaled[g], room, strict=True)) for g in top]
             gi = top[int(np.argmax(scores))]  # the first on a tie
             k = waiting[gi].pop(0)
-            if batch.groups[gi].has_ports or not waiting[gi]:
+            if not waiting[gi]:
                 open_.remove(gi)
             _place(packer, gi, n, batch.groups[gi].pods[k], out)
         if not any(waiting.values()):
@@ -155,8 +159,8 @@ def dot_product(batch: Batch) -> Placements:
 def _place(packer: _Packer, gi: int, n: int, pod: Pod, out: Placements) -> None:
     group = packer.batch.groups[gi]
     packer.free[n] -= group.vec
-    if group.has_ports:
-        packer.ported.setdefault(gi, set()).add(n)
+    if pod.host_ports:
+        packer.ports.setdefault(n, []).extend(pod.host_ports)
     out.append((pod, n))
 
 
@@ -175,9 +179,22 @@ def heuristic_starts(batch: Batch) -> list[Assignment | None]:
     return [adopt(batch, run(batch)) for run in HEURISTICS.values()]
 
 
+def _ports_clash(batch: Batch, placements: Sequence[tuple[Pod, int]]) -> bool:
+    """Two pods of the answer, or one and a pod running there, use the same host port on a node."""
+    held: dict[int, list[HostPort]] = {}
+    for pod, n in placements:
+        if not pod.host_ports:
+            continue
+        mine = held.setdefault(n, list(batch.snapshot.ports.get(n, [])))
+        if any(ports_conflict(a, b) for a in pod.host_ports for b in mine):
+            return True
+        mine.extend(pod.host_ports)
+    return False
+
+
 def adopt(batch: Batch, placements: Sequence[tuple[Pod, int]]) -> Assignment | None:
     """Another answer as a start for this batch, if it is one: every pod on a node of its group's
-    feasible set, no node over capacity, host-port groups at most one pod per node, no gang in
+    feasible set, no node over capacity, no host port used twice on a node, no gang in
     part, and, in a batch with inter-pod rules, every pod allowed by the hard rules where it goes,
     the pods taken in the answer's order (as the greedy pass places them, and as kube-scheduler
     does). The nodes it uses join the groups' candidates, so it stays a solution of the pruned
@@ -197,6 +214,8 @@ def adopt(batch: Batch, placements: Sequence[tuple[Pod, int]]) -> Assignment | N
         chosen[gi].append(n)
         used[n] += batch.groups[gi].vec
     if np.any(used > batch.snapshot.alloc):
+        return None
+    if _ports_clash(batch, placements):
         return None
     gangs: dict[str, tuple[int, int]] = {}
     for gi, group in enumerate(batch.groups):
