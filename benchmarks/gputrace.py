@@ -21,9 +21,10 @@ simulator); ``solve_cluster`` as ``placer solve --batch-size 99 --time-limit T``
 for ``--policy default`` (the kube-scheduler simulation) in the same run: batches of 99 in
 creation order, a batch's unplaced pods carried into the next. Each batch's decision is observed
 (placer's ``service.decide``, the simulation's ``service._simulated``) to find the saturation
-point, the first batch that leaves a pod unplaced. Reported per variant and policy: pods placed
+point. Reported per variant and policy: pods placed
 and GPUs allocated (the placed pods' GPU requests, fractions included) at the end and at
-saturation (after that batch), and placer's wall time against batches x limit, per batch too.
+saturation (after the first batch that leaves more than 1 % of the pods arrived so far
+unplaced), and placer's wall time against batches x limit, per batch too.
 ``--before FILE`` adds a previous run's placer figures (e.g. of main) to the tables.
 
   python -m benchmarks.gputrace [--quick] [--time-limit 5] [--pods N] [--variants default,gpuspec33]
@@ -73,6 +74,9 @@ VARIANTS = ("default", "gpuspec33")
 MAX_PODS = 110
 TARGET_GAIN = 1.05  # the issue: >= 5 % more GPUs allocated than kube-scheduler's at saturation
 LIMIT_SLACK = 1.05
+# Saturation: pods left out above this share of the pods arrived. Not the first pod left out: one
+# pod of 120 cores, 720 GiB and 8 GPUs, which few nodes hold, is left out early by both policies.
+SATURATED = 0.01
 EPOCH = datetime(2023, 1, 1, tzinfo=UTC)
 
 
@@ -158,13 +162,14 @@ class Replay:
     def gpus(self) -> float:
         return self.milli / MILLI
 
-    def saturation(self) -> tuple[int, int, float]:
-        """(batch, pods placed, GPUs allocated) after the first batch that leaves a pod unplaced
-        (the end state when none does); batches count from 1."""
+    def saturation(self, arrived: list[int]) -> tuple[int, int, float]:
+        """(batch, pods placed, GPUs allocated) after the first batch that leaves more than
+        ``SATURATED`` of the pods arrived so far (``arrived``, per batch) unplaced (the end state
+        when none does); batches count from 1."""
         pods = milli = 0
-        for i, b in enumerate(self.batches, 1):
+        for i, (b, n) in enumerate(zip(self.batches, arrived, strict=False), 1):
             pods, milli = pods + b.placed, milli + b.milli
-            if b.left:
+            if b.left > SATURATED * n:
                 return i, pods, milli / MILLI
         return len(self.batches), pods, milli / MILLI
 
@@ -219,8 +224,9 @@ class Row:
         return self.placer["saturation_gpus"] / d if d else math.inf
 
 
-def summary(r: Replay, limit: float) -> dict[str, Any]:
-    batch, pods, gpus = r.saturation()
+def summary(r: Replay, limit: float, total: int) -> dict[str, Any]:
+    arrived = [min((i + 1) * BATCH_SIZE, total) for i in range(len(r.batches))]
+    batch, pods, gpus = r.saturation(arrived)
     decisions = [b.seconds for b in r.batches]
     return {
         "pods": r.pods,
@@ -244,7 +250,7 @@ def run_variant(variant: str, pods: int | None, limit: float) -> Row:
     policies: tuple[Policy, ...] = ("placer", "default")
     for policy in policies:
         r = replay(cluster, policy, limit)
-        results[policy] = summary(r, limit)
+        results[policy] = summary(r, limit, len(doc["pods"]))
         print(
             f"[gputrace] {variant} {policy}: {r.pods} pods, {r.gpus:.1f} GPUs, {r.seconds:.1f} s, "
             f"saturation {results[policy]['saturation_gpus']:.1f} GPUs at batch {results[policy]['saturation_batch']}",
@@ -276,7 +282,7 @@ def targets(rows: list[Row]) -> list[str]:
     ]
     worst = min(rows, key=lambda r: r.saturation_ratio)
     lines.append(
-        f"- >= 5 % more GPUs allocated at saturation (after the first batch that leaves a pod out), every "
+        f"- >= 5 % more GPUs allocated at saturation (more than {SATURATED:.0%} of the pods arrived left out), every "
         f"variant: worst {worst.saturation_ratio:.3f} x ({worst.variant}: {worst.placer['saturation_gpus']:.1f} "
         f"vs {worst.default['saturation_gpus']:.1f}) — {_verdict(worst.saturation_ratio >= TARGET_GAIN)}"
     )
@@ -297,7 +303,7 @@ def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_st
         "requested; source, paper and licence in `benchmarks/data/gpu/README.md`, mapping in the docstring of "
         f"`benchmarks/gputrace.py`. Both policies run `--batch-size {BATCH_SIZE} --time-limit {r0.limit:g}` in the "
         "same run (placer = `solve_cluster`, default = the kube-scheduler simulation). Saturation: the state after "
-        "the first batch that leaves a pod unplaced.",
+        f"the first batch that leaves more than {SATURATED:.0%} of the pods arrived so far unplaced.",
         "",
         "| variant | pods tied to models | policy | pods placed | GPUs allocated | saturation batch "
         "| pods at saturation | GPUs at saturation | wall s | batches | median / max s per batch |",
@@ -337,7 +343,7 @@ def plot(rows: list[Row], path: Path) -> None:
             ax.plot(x, s["curve"], label=name)
             ax.axvline(min(s["saturation_batch"] * BATCH_SIZE, r.pods), linestyle=":", linewidth=1)
         ax.axhline(r.gpus, color="grey", linewidth=1, label="cluster GPUs")
-        ax.set_xlabel("pods arrived (batches of 99; dotted: first pod left out)")
+        ax.set_xlabel(f"pods arrived (batches of 99; dotted: saturation, > {SATURATED:.0%} left out)")
         ax.set_ylabel("GPUs allocated")
         ax.set_title(f"{r.variant}, --time-limit {r.limit:g}")
         ax.legend(fontsize=7)

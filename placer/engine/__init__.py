@@ -11,6 +11,7 @@ from placer.engine.descent import descend
 from placer.engine.dominance import Quality
 from placer.engine.encoder import encode
 from placer.engine.exprs import evaluate
+from placer.engine.extended import asks_extended
 from placer.engine.greedy import greedy
 from placer.engine.heap import no_cycle_collection
 from placer.engine.keys import outranks, pod_key, tier
@@ -67,6 +68,7 @@ __all__ = [
     "Unplaced",
     "adopt",
     "after_plan",
+    "asks_extended",
     "batch_demand",
     "build_batch",
     "build_snapshot",
