@@ -239,6 +239,8 @@ def summary(r: Replay, limit: float, total: int) -> dict[str, Any]:
         "batch_seconds_median": round(statistics.median(decisions), 3) if decisions else 0.0,
         "batch_seconds_max": round(max(decisions), 3) if decisions else 0.0,
         "curve": [round(sum(b.milli for b in r.batches[: i + 1]) / MILLI, 3) for i in range(len(r.batches))],
+        "left": [b.left for b in r.batches],
+        "batch_seconds": [round(b.seconds, 3) for b in r.batches],
         "limit": limit,
     }
 
