@@ -294,6 +294,14 @@ def targets(rows: list[Row]) -> list[str]:
         f"for {slow.limit:g} s ({slow.variant}; median {slow.placer['batch_seconds_median']:.2f} s) — "
         f"{_verdict(slow.placer['batch_seconds_max'] <= LIMIT_SLACK * slow.limit)}"
     )
+    whole = max(rows, key=lambda r: r.placer["seconds"] / (r.placer["batches"] * r.limit))
+    budget = whole.placer["batches"] * whole.limit
+    lines.append(
+        f"- placer's whole replay within 5 % of batches x --time-limit: worst {whole.placer['seconds']:.1f} s for "
+        f"{whole.placer['batches']} x {whole.limit:g} s = {whole.placer['seconds'] / budget:.3f} x ({whole.variant}; "
+        f"the kube-scheduler run simulated beside placer's is included) — "
+        f"{_verdict(whole.placer['seconds'] <= LIMIT_SLACK * budget)}"
+    )
     return lines
 
 

@@ -87,7 +87,22 @@ def shape(milli: int, share: float = 1.0, models: set[str] | None = None, cpu: i
     ],
 )
 def test_fragment_per_shape(free: Any, model: str | None, shapes: list[Shape], expected: float) -> None:
-    assert fragment(free, [model], Workload(tuple(shapes)))[0] == pytest.approx(expected)
+    workload = Workload(tuple(shapes))
+    assert fragment(free, workload.allowed([model]), workload)[0] == pytest.approx(expected)
+
+
+def test_scarce_models_weigh_more() -> None:
+    """A shape bound to a model with a quarter of the GPUs weighs four times its share."""
+    workload = Workload((shape(1000, 0.5, models={"T4"}), shape(1000, 0.5)))
+    free = _free(2000)
+    free = {k: np.repeat(v, 2) for k, v in free.items()}
+    allowed = workload.allowed(["A100", "T4"])
+    assert fragment(free, allowed, workload).tolist() == pytest.approx([1000, 0])
+    assert fragment(free, allowed, workload, np.array([4.0, 1.0])).tolist() == pytest.approx([4000, 0])
+    nodes = [gpu_node("a1"), gpu_node("a2"), gpu_node("a3"), gpu_node("t1", model="T4")]
+    scorer = _scorer(nodes, [gpu_pod("bound", 1000, node="t1", nodeSelector={PRODUCT: "T4"}), gpu_pod("p", 500)])
+    assert isinstance(scorer.strategy, Fragmentation)
+    assert scorer.strategy.scarcity.tolist() == pytest.approx([4.0])
 
 
 def test_workload_reads_running_gpu_pods() -> None:

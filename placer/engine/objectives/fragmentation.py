@@ -13,9 +13,13 @@ memory), or one whole GPU on any model when nothing runs yet. For a node with ``
 left and a shape t, the fragment F_t is all of ``free`` when t cannot use the node (another model,
 or no room on any resource) and otherwise what pods of t alone, packed on it, would leave unused
 (the remainder of ``free`` by t's GPU request, or beyond what the node's cpu, memory and whole
-devices admit). A node costs ``WEIGHT`` per GPU of sum_t popularity_t F_t: placing a pod where
-that grows least is FGD's rule, and it packs GPU pods by model (a model that model-bound shapes
-need counts their whole free capacity as fragment everywhere else, so unbound pods go elsewhere).
+devices admit). A node costs ``WEIGHT`` per GPU of sum_t popularity_t scarcity_t F_t: placing a
+pod where that grows least is FGD's rule, and it packs GPU pods by model (a model-bound shape
+counts the whole free capacity of every other model as fragment, so unbound pods go elsewhere).
+``scarcity_t``, the cluster's GPUs over those of the models t may use (1 for unbound shapes), is
+placer's addition: on the public trace (docs/bench/gputrace.md) FGD's popularity alone lets
+unbound pods fill the few small nodes of a model that a twentieth of the pods need, so those
+pods are left out early.
 
 Per pod on a GPU node: ``HOLD`` for a pod asking for no GPU (GPU nodes keep their cpu and memory
 for GPU pods while other nodes have room), and a small emptiness tie-break (fuller nodes first).
@@ -35,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from placer.engine.objectives.loads import LoadModel
@@ -44,6 +49,8 @@ from placer.models import POD_COUNT, Pod
 
 if TYPE_CHECKING:
     from placer.engine.scoring import FloatArray, IntArray, Scorer
+
+BoolArray = npt.NDArray[np.bool_]
 
 __all__ = [
     "GPU",
@@ -65,7 +72,7 @@ GPU = "nvidia.com/gpu"
 GPU_MILLI = "placer.io/gpu-milli"
 PRODUCT = "nvidia.com/gpu.product"
 MILLI = 1000
-TYPES = 12  # shapes of the workload to come, the most frequent ones
+TYPES = 48  # shapes of the workload to come, the most frequent ones
 WEIGHT = 10.0  # cost per GPU of expected fragment (a balance cost is at most a few units per node)
 HOLD = 1.0  # per pod asking for no GPU on a GPU node
 TIE = 1e-3  # per pod, times the GPU node's free share: fuller nodes first among equals
@@ -109,6 +116,10 @@ class Shape:
 class Workload:
     shapes: tuple[Shape, ...]
 
+    def allowed(self, models: Sequence[str | None]) -> BoolArray:
+        """[shape, node]: whether the shape may run on a node of each of ``models``."""
+        return np.array([[t.models is None or m in t.models for m in models] for t in self.shapes], dtype=bool)
+
     @staticmethod
     def of(pods: Sequence[Pod]) -> Workload:
         """The most frequent GPU shapes among ``pods``; one whole GPU when none asks for a GPU."""
@@ -137,22 +148,29 @@ def uses_gpus(snapshot: Snapshot, batch_demand: IntArray) -> bool:
     return bool(cols) and bool(batch_demand[cols].any() or snapshot.used[:, cols].any())
 
 
-def fragment(free: dict[str, FloatArray], models: Sequence[str | None], workload: Workload) -> FloatArray:
+def fragment(
+    free: dict[str, FloatArray], allowed: BoolArray, workload: Workload, scarcity: FloatArray | None = None
+) -> FloatArray:
     """Expected fragment, milli-GPU, of nodes with ``free`` room (``gpu``: whole devices,
-    ``milli``, ``cpu``, ``memory``, ``pods``; one entry per node) and GPU ``models``."""
-    milli = np.maximum(free["milli"], 0.0)
-    whole = np.minimum(free["gpu"], np.floor(milli / MILLI))
-    out = np.zeros(len(milli))
-    for t in workload.shapes:
-        allowed = np.ones(len(milli), dtype=bool) if t.models is None else np.array([m in t.models for m in models])
-        count = np.floor(whole / (t.milli // MILLI)) if t.whole else np.floor(milli / t.milli)
-        if t.cpu:
-            count = np.minimum(count, np.floor(np.maximum(free["cpu"], 0) / t.cpu))
-        if t.memory:
-            count = np.minimum(count, np.floor(np.maximum(free["memory"], 0) / t.memory))
-        count = np.minimum(count, np.maximum(free["pods"], 0))
-        usable = np.where(allowed, np.maximum(count, 0) * t.milli, 0.0)
-        out += t.share * (milli - usable)
+    ``milli``, ``cpu``, ``memory``, ``pods``; one entry per node) where ``allowed[t, i]``: shape
+    t may run on node i (``Workload.allowed``); each shape's share is multiplied by its
+    ``scarcity`` when given."""
+    shapes = workload.shapes
+    t_milli = np.array([t.milli for t in shapes], dtype=np.float64)[:, None]
+    t_whole = np.array([t.whole for t in shapes])[:, None]
+    share = np.array([t.share for t in shapes])[:, None]
+    if scarcity is not None:
+        share = share * scarcity[:, None]
+    milli = np.maximum(free["milli"], 0.0)[None, :]
+    whole = np.minimum(free["gpu"][None, :], np.floor(milli / MILLI))
+    count = np.where(t_whole, np.floor(whole / np.maximum(t_milli // MILLI, 1)), np.floor(milli / t_milli))
+    for key, need in (("cpu", [t.cpu for t in shapes]), ("memory", [t.memory for t in shapes])):
+        asks = np.array(need, dtype=np.float64)[:, None]
+        room = np.floor(np.maximum(free[key], 0.0)[None, :] / np.where(asks > 0, asks, 1.0))
+        count = np.where(asks > 0, np.minimum(count, room), count)
+    count = np.minimum(count, np.maximum(free["pods"], 0.0)[None, :])
+    usable = np.where(allowed, np.maximum(count, 0.0) * t_milli, 0.0)
+    out: FloatArray = (share * (milli - usable)).sum(axis=0)
     return out
 
 
@@ -171,8 +189,11 @@ class Fragmentation(StrategyObjective):
         if self._col["gpu"] >= 0:
             gpus = np.maximum(gpus, MILLI * snapshot.alloc[:, self._col["gpu"]])
         self.gpu_nodes = np.asarray(gpus, dtype=np.int64) * np.ones(len(snapshot.nodes), dtype=np.int64) > 0
-        self.models = [n.labels.get(PRODUCT) for n in snapshot.nodes]
+        self.allowed = workload.allowed([n.labels.get(PRODUCT) for n in snapshot.nodes])
         self.alloc_milli = np.maximum(np.asarray(gpus, dtype=np.float64), 1.0) * np.ones(len(snapshot.nodes))
+        # A shape bound to models holding a small part of the GPUs weighs by how small.
+        capacity = np.where(self.gpu_nodes, self.alloc_milli, 0.0)
+        self.scarcity = capacity.sum() / np.maximum(self.allowed.astype(np.float64) @ capacity, 1.0)
 
     def _free(self, s: Scorer, rows: IntArray, nodes: IntArray) -> dict[str, FloatArray]:
         alloc = s.snapshot.alloc[nodes]
@@ -194,7 +215,7 @@ class Fragmentation(StrategyObjective):
             out[~gpu] = self.base.node_cost(s, rows[~gpu], nodes[~gpu])
         if gpu.any():
             at = nodes[gpu]
-            frag = fragment(self._free(s, rows[gpu], at), [self.models[n] for n in at.tolist()], self.workload)
+            frag = fragment(self._free(s, rows[gpu], at), self.allowed[:, at], self.workload, self.scarcity)
             out[gpu] = WEIGHT * frag / MILLI
         return out
 
