@@ -338,6 +338,12 @@ def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_st
         lines.append(
             f"| {r.variant} | {r.ratio:.3f} | {r.saturation_ratio:.3f} | {r.placer['pods'] - r.default['pods']:+d} |"
         )
+    if any(r.before is not None for r in rows):
+        lines += [
+            "",
+            "`placer before`: placer's figures from the report given with `--before` (another run of this "
+            "benchmark, on the same machine, with the engine before the change).",
+        ]
     lines += ["", "Targets (issue 29, item 3):", "", *targets(rows), "", "![gputrace](gputrace.png)", ""]
     return "\n".join(lines)
 
@@ -350,8 +356,8 @@ def plot(rows: list[Row], path: Path) -> None:
         shown = [("placer", r.placer), ("default", r.default)] + ([("placer before", r.before)] if r.before else [])
         for name, s in shown:
             x = [min((i + 1) * BATCH_SIZE, r.pods) for i in range(len(s["curve"]))]
-            ax.plot(x, s["curve"], label=name)
-            ax.axvline(min(s["saturation_batch"] * BATCH_SIZE, r.pods), linestyle=":", linewidth=1)
+            (line,) = ax.plot(x, s["curve"], label=name)
+            ax.axvline(min(s["saturation_batch"] * BATCH_SIZE, r.pods), color=line.get_color(), linestyle=":")
         ax.axhline(r.gpus, color="grey", linewidth=1, label="cluster GPUs")
         ax.set_xlabel(f"pods arrived (batches of 99; dotted: saturation, > {SATURATED:.0%} left out)")
         ax.set_ylabel("GPUs allocated")
