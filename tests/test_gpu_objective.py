@@ -17,7 +17,15 @@ import numpy as np
 import pytest
 from support import cluster, node, pod, solve, where
 
-from placer.engine import Scorer, build_batch, build_snapshot, solve_batch
+from placer.engine import (
+    STRATEGIES,
+    Scorer,
+    build_batch,
+    build_snapshot,
+    encode,
+    select_candidates,
+    solve_batch,
+)
 from placer.engine.extended import allocated, held, requested
 from placer.engine.objectives.fragmentation import (
     GPU,
@@ -171,6 +179,30 @@ def test_which_decisions_score_fragmentation(
     # the registry decides the same from the snapshot alone
     same = decision_strategy(strategy, scorer.snapshot, np.zeros(len(scorer.snapshot.resources), dtype=np.int64))
     assert isinstance(same, Fragmentation) == any(p.get("node") for p in pods if GPU_MILLI in p["requests"])
+
+
+def test_cp_sat_holds_gpu_nodes_where_the_float_cost_left_them() -> None:
+    """The CP-SAT term is the wrapped strategy's, with each touched GPU node's load held at the
+    answer so far: one held expression per resource the batch's pods ask for, on each GPU node,
+    none on the node without GPUs."""
+    c = cluster(
+        [gpu_node("g1"), gpu_node("g2"), node("c1", cpu="8", memory="64Gi")],
+        [gpu_pod("one", 1000, node="g1"), gpu_pod("new", 500), pod("cpu", cpu="1")],
+    )
+    config = Config.model_validate({"solver": {"workers": 1}})
+    pending = [p for p in c.pods if p.pending]
+    snap = build_snapshot(c.nodes, [p for p in c.pods if p.running], pending, c.namespaces)
+    batch = build_batch(snap, pending, config)
+    demand = sum((g.vec * g.size for g in batch.groups), np.zeros(len(snap.resources), dtype=np.int64))
+    scorer = Scorer(snap, config, demand)
+    select_candidates(batch, scorer, config.solver.candidates)
+    model, _ = encode(batch, scorer)
+    term = scorer.strategy.term(model)
+    plain = STRATEGIES[StrategyName.BALANCE].term(model)
+    asked = {r for g in batch.groups for r, v in zip(snap.resources, g.vec.tolist(), strict=True) if v}
+    assert GPU_MILLI in asked and GPU not in asked
+    assert len(term.fixed) == len(plain.fixed) + 2 * len(asked)  # g1 and g2, not c1
+    assert term.unit == plain.unit and term.maximize is False
 
 
 # Placements the objective decides, each against what balance alone would do (named in the comment).
