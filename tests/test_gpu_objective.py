@@ -18,25 +18,25 @@ import pytest
 from support import cluster, node, pod, solve, where
 
 from placer.engine import (
-    STRATEGIES,
-    Scorer,
-    build_batch,
-    build_snapshot,
-    encode,
-    select_candidates,
-    solve_batch,
-)
-from placer.engine.extended import allocated, held, requested
-from placer.engine.objectives.fragmentation import (
     GPU,
     GPU_MILLI,
     PRODUCT,
+    STRATEGIES,
     Fragmentation,
+    Scorer,
     Shape,
     Workload,
+    build_batch,
+    build_snapshot,
+    decision_strategy,
+    encode,
+    extended_allocated,
+    extended_requests,
     fragment,
+    held_to_other,
+    select_candidates,
+    solve_batch,
 )
-from placer.engine.objectives.registry import decision_strategy
 from placer.models import Config, StrategyName
 from placer.validate import hard_violations
 
@@ -288,10 +288,10 @@ def test_guard_holds_pods_and_gpus(mine: dict[str, int], other: dict[str, int], 
     def counts(spec: dict[str, int]) -> dict[tuple[int, int], int]:
         return {(index[k], 0): c for k, c in spec.items()}
 
-    resources = requested(batch)
+    resources = extended_requests(batch)
     assert set(resources) == {GPU, GPU_MILLI}
-    assert allocated(batch, counts({"frac": 3, "one": 1}), resources) == {GPU_MILLI: 1900}
-    answer, changed = held(batch, counts(mine), counts(other), resources)
+    assert extended_allocated(batch, counts({"frac": 3, "one": 1}), resources) == {GPU_MILLI: 1900}
+    answer, changed = held_to_other(batch, counts(mine), counts(other), resources)
     assert answer == (counts(mine) if kept else counts(other))
     assert changed == (not kept)
 

@@ -7,7 +7,7 @@ the highest key down, as the placed level ranks them) and at least as much of ev
 resource it asks for, GPUs counted together in milli-GPU (``placer.io/gpu-milli``, or 1000 per
 ``nvidia.com/gpu``: fractions included). An answer that falls short on any is replaced by the
 other answer, which meets both by definition. The rule also holds batches without extended
-resources that the strategy places for GPUs (``holds``): pods per key only.
+resources that the strategy places for GPUs (``held_by_extended``): pods per key only.
 """
 
 from __future__ import annotations
@@ -22,7 +22,14 @@ from placer.engine.unplaced import Counts
 from placer.metrics import BALANCE_RESOURCES
 from placer.models import POD_COUNT, Pod
 
-__all__ = ["allocated", "asks_extended", "held", "holds", "is_extended", "requested"]
+__all__ = [
+    "asks_extended",
+    "extended_allocated",
+    "extended_requests",
+    "held_by_extended",
+    "held_to_other",
+    "is_extended",
+]
 
 _NATIVE = frozenset({*BALANCE_RESOURCES, POD_COUNT})
 
@@ -37,7 +44,7 @@ def asks_extended(pod: Pod) -> bool:
     return any(is_extended(r) and v > 0 for r, v in pod.requests.items())
 
 
-def requested(batch: Batch) -> list[str]:
+def extended_requests(batch: Batch) -> list[str]:
     """The extended resources the batch's pods ask for."""
     snap = batch.snapshot
     asked = np.zeros(len(snap.resources), dtype=bool)
@@ -46,14 +53,14 @@ def requested(batch: Batch) -> list[str]:
     return [r for r, a in zip(snap.resources, asked.tolist(), strict=True) if a and is_extended(r)]
 
 
-def holds(batch: Batch, scorer: Scorer) -> bool:
+def held_by_extended(batch: Batch, scorer: Scorer) -> bool:
     """Whether this rule, not ``dominance``, holds the batch: it asks for extended resources, or
     its strategy places for GPUs (``Fragmentation``: a batch without GPUs on a cluster running
     GPU pods keeps off GPU nodes, which the balance measures would count against it)."""
-    return bool(requested(batch)) or isinstance(scorer.strategy, Fragmentation)
+    return bool(extended_requests(batch)) or isinstance(scorer.strategy, Fragmentation)
 
 
-def allocated(batch: Batch, counts: Counts, resources: list[str]) -> dict[str, int]:
+def extended_allocated(batch: Batch, counts: Counts, resources: list[str]) -> dict[str, int]:
     """What an answer allocates of ``resources``; GPUs as one entry ``placer.io/gpu-milli``."""
     cols = {r: batch.snapshot.column(r) for r in resources}
     out = dict.fromkeys((GPU_MILLI if r == GPU else r for r in resources), 0)
@@ -66,11 +73,11 @@ def allocated(batch: Batch, counts: Counts, resources: list[str]) -> dict[str, i
     return out
 
 
-def held(batch: Batch, counts: Counts, other: Counts, resources: list[str]) -> tuple[Counts, bool]:
+def held_to_other(batch: Batch, counts: Counts, other: Counts, resources: list[str]) -> tuple[Counts, bool]:
     """``counts`` when it places at least as many pods per key as ``other`` and allocates at least
     as much of each of ``resources``; else ``other``. Also whether the answer changed."""
     enough = places_at_least(placed_per_key(batch, counts), placed_per_key(batch, other))
-    have, want = allocated(batch, counts, resources), allocated(batch, other, resources)
+    have, want = extended_allocated(batch, counts, resources), extended_allocated(batch, other, resources)
     if enough and all(have[r] >= want[r] for r in want):
         return counts, False
     return other, other != counts

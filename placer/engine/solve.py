@@ -145,7 +145,7 @@ def solve_batch(
             adopted.append(packing.adopt(batch, alternative()) if alternative is not None else None)
         return adopted[0]
 
-    held = extended.holds(batch, scorer)  # a batch with GPUs is held to its placed pods and GPUs, at once
+    held = extended.held_by_extended(batch, scorer)  # a batch with GPUs is held to its placed pods and GPUs, at once
     if guard:
         other()  # before the levels: what they spend leaves the guard its share of the rest
         budget = budget if held else whole.capped(1.0 - dominance.SHARE)
@@ -170,7 +170,7 @@ def solve_batch(
     def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
         start = other() if guard else None
         if start is not None and held:
-            counts, changed = extended.held(batch, counts, _counts(start), extended.requested(batch))
+            counts, changed = extended.held_to_other(batch, counts, _counts(start), extended.extended_requests(batch))
             if changed:
                 status, gap = ("feasible" if status == "optimal" else status), 1.0
         elif start is not None:
