@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.topology $(BENCH_TOPOLOGY_ARGS)
 	$(PY) -m benchmarks.packing $(BENCH_PACKING_ARGS)
 	$(PY) -m benchmarks.gpu $(BENCH_GPU_ARGS)
+	$(PY) -m benchmarks.gputrace --time-limit 1
 	$(PY) -m benchmarks.rebalance
 	$(PY) -m benchmarks.quality $(BENCH_QUALITY_ARGS)
 

@@ -12,6 +12,7 @@ from placer.engine import (
     Budget,
     Snapshot,
     after_plan,
+    asks_extended,
     build_snapshot,
     no_cycle_collection,
     solve_batch,
@@ -227,7 +228,8 @@ def decide(
     pairs = len(state.nodes) * len(batch)
     running = sum(len(pods) for pods in state.running)
     simulation = len(batch) * SIM_SECONDS_PER_POD + pairs * SIM_SECONDS_PER_PAIR + running * SIM_SECONDS_PER_RUNNING
-    no_worse = measured(config, batch) and simulation <= NO_WORSE_SHARE * config.solver.time_limit
+    guarded = measured(config, batch) or any(asks_extended(pod) for pod in batch)
+    no_worse = guarded and simulation <= NO_WORSE_SHARE * config.solver.time_limit
     alternative = default_answer if pairs <= ALTERNATIVE_WORK or no_worse else None
     res = solve_batch(
         state, batch, config, budget=budget, reserve=reserve, alternative=alternative, no_worse=no_worse, target=target

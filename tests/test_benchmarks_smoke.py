@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `benchmarks/` is not an installed package
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import e2e, generate, gpu, guard, packing, run, topology  # noqa: E402
+from benchmarks import e2e, generate, gpu, gputrace, guard, packing, run, topology  # noqa: E402
 from placer.inputs import load_cluster, parse_cluster  # noqa: E402
 from placer.models import Cluster  # noqa: E402
 from placer.service import SolveOptions, pending_batch, solve_cluster  # noqa: E402
@@ -284,6 +284,47 @@ def test_gpu_benchmark_writes_the_report(tmp_path: Path) -> None:
     text = (tmp_path / "gpu.md").read_text(encoding="utf-8")
     assert "| 90.0% | 0 |" in text and "Targets (issue 17):" in text
     assert (tmp_path / "gpu.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_gpu_trace_maps_the_public_trace_with_the_gpu_conventions() -> None:
+    plain = parse_cluster("openb.json", json.dumps(gputrace.trace_document("default")))
+    tied = parse_cluster("openb.json", json.dumps(gputrace.trace_document("gpuspec33")))
+    assert (len(plain.nodes), len(plain.pods)) == (1523, 8152)
+    gpu_nodes = [n for n in plain.nodes if n.allocatable.get(gpu.GPU)]
+    assert len(gpu_nodes) == 1523 - 310
+    assert all(
+        n.allocatable[gpu.GPU_MILLI] == 1000 * n.allocatable[gpu.GPU] and gpu.PRODUCT in n.labels for n in gpu_nodes
+    )
+    for p in plain.pods:
+        milli = p.requests.get(gpu.GPU_MILLI, 0)
+        assert p.pending and p.requests.get(gpu.GPU, 0) * 1000 in (milli, 0) and milli <= 8000
+        assert not p.node_selector and p.required_terms is None
+    assert sum(1 for p in plain.pods if 0 < p.requests.get(gpu.GPU_MILLI, 0) < 1000) > 0
+    pending, _ = pending_batch(plain, "placer")
+    assert [p.name for p in pending] == [f"openb-pod-{i:04d}" for i in range(8152)]  # arrival order
+    bound = [p for p in tied.pods if p.node_selector or p.required_terms]
+    assert len(bound) == 2388 and all(p.requests.get(gpu.GPU_MILLI) for p in bound)
+    models = {n.labels.get(gpu.PRODUCT) for n in plain.nodes}
+    for p in bound:
+        wanted = (
+            {p.node_selector[gpu.PRODUCT]} if p.node_selector else set(p.required_terms[0].match_expressions[0].values)
+        )  # type: ignore[index]
+        assert wanted <= models
+
+
+def test_gpu_trace_benchmark_writes_the_report(tmp_path: Path) -> None:
+    argv = ["--pods", "150", "--time-limit", "0.3", "--out", str(tmp_path)]
+    assert gputrace.main(argv) == 0
+    rows = json.loads((tmp_path / "gputrace.json").read_text(encoding="utf-8"))["rows"]
+    assert [r["variant"] for r in rows] == list(gputrace.VARIANTS)
+    for r in rows:
+        for s in (r["placer"], r["default"]):
+            assert s["pods"] <= 150 and s["gpus"] <= r["requested_gpus"] + 1e-9
+            assert s["batches"] == 2 and s["curve"][-1] == pytest.approx(s["gpus"])
+            assert s["saturation_pods"] <= s["pods"] and 1 <= s["saturation_batch"] <= 2
+    text = (tmp_path / "gputrace.md").read_text(encoding="utf-8")
+    assert "| default | 0 | placer |" in text and "Targets (issue 29, item 3):" in text
+    assert (tmp_path / "gputrace.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_guard_benchmark_writes_the_report_and_the_guard_accepts_the_engines_answers(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from placer.engine.descent import descend
 from placer.engine.dominance import Quality
 from placer.engine.encoder import encode
 from placer.engine.exprs import evaluate
+from placer.engine.extended import asks_extended, extended_allocated, extended_requests, held_to_other
 from placer.engine.greedy import greedy
 from placer.engine.heap import no_cycle_collection
 from placer.engine.keys import outranks, pod_key, tier
@@ -18,9 +19,17 @@ from placer.engine.labels import BoolArray, NodeLabels
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
 from placer.engine.lns import strategy_cost
 from placer.engine.objectives.decisions import Kept, kept_namespace, placed_by_rank
+from placer.engine.objectives.fragmentation import GPU, GPU_MILLI, PRODUCT, Fragmentation, Shape, Workload, fragment
 from placer.engine.objectives.loads import SCALE, LoadEntry
 from placer.engine.objectives.priority import LEVEL as PLACED_LEVEL
-from placer.engine.objectives.registry import LEVELS, REBALANCE_LEVELS, STRATEGIES, Level, strategy_objective
+from placer.engine.objectives.registry import (
+    LEVELS,
+    REBALANCE_LEVELS,
+    STRATEGIES,
+    Level,
+    decision_strategy,
+    strategy_objective,
+)
 from placer.engine.objectives.strategy import Aux, StrategyObjective, Term
 from placer.engine.packing import Alternative, adopt
 from placer.engine.prefilter import Prefilter, fits, ports_conflict
@@ -36,8 +45,11 @@ from placer.engine.unplaced import Unplaced, after_plan, refused
 
 __all__ = [
     "DETERMINISTIC_UNITS_PER_SECOND",
+    "GPU",
+    "GPU_MILLI",
     "LEVELS",
     "PLACED_LEVEL",
+    "PRODUCT",
     "REBALANCE_LEVELS",
     "SCALE",
     "STRATEGIES",
@@ -49,6 +61,7 @@ __all__ = [
     "BoolArray",
     "Budget",
     "FloatArray",
+    "Fragmentation",
     "Group",
     "IntArray",
     "Kept",
@@ -60,24 +73,32 @@ __all__ = [
     "Prefilter",
     "Quality",
     "Scorer",
+    "Shape",
     "Snapshot",
     "StrategyObjective",
     "Tally",
     "Term",
     "Unplaced",
+    "Workload",
     "adopt",
     "after_plan",
+    "asks_extended",
     "batch_demand",
     "build_batch",
     "build_snapshot",
     "build_topology_constraints",
+    "decision_strategy",
     "descend",
     "encode",
     "evaluate",
+    "extended_allocated",
+    "extended_requests",
     "first_untolerated",
     "fits",
+    "fragment",
     "gang_groups",
     "greedy",
+    "held_to_other",
     "kept_namespace",
     "no_cycle_collection",
     "outranks",

@@ -38,7 +38,7 @@ from placer.engine.scoring import FloatArray, IntArray
 from placer.engine.unplaced import Counts
 from placer.metrics import BALANCE_RESOURCES, node_balance
 
-__all__ = ["FLOOR", "SHARE", "Quality", "no_worse", "quality"]
+__all__ = ["FLOOR", "SHARE", "Quality", "no_worse", "placed_per_key", "places_at_least", "quality"]
 
 SHARE = 0.2  # of a decision's time limit kept for making the answer no worse than the other
 # At least this share of the limit even when the phases before it overran the limit (the greedy
@@ -58,18 +58,11 @@ class Quality:
     imbalance: float
     std_score: float
 
-    def _placed(self, other: Quality) -> tuple[list[int], list[int]]:
-        keys = sorted(set(self.per_key) | set(other.per_key), reverse=True)
-        return [self.per_key.get(k, 0) for k in keys], [other.per_key.get(k, 0) for k in keys]
-
     def places_at_least(self, other: Quality) -> bool:
-        """At least as many pods placed per key, compared from the highest key down (the placed
-        level's order: one more pod of a higher key outweighs any number of lower ones)."""
-        mine, theirs = self._placed(other)
-        return mine >= theirs
+        return places_at_least(self.per_key, other.per_key)
 
     def places_more(self, other: Quality) -> bool:
-        mine, theirs = self._placed(other)
+        mine, theirs = _placed(self.per_key, other.per_key)
         return mine > theirs
 
     def no_worse(self, other: Quality) -> bool:
@@ -80,6 +73,30 @@ class Quality:
         more = self.places_more(other)
         lower = self.imbalance < other.imbalance or self.std_score < other.std_score
         return self.no_worse(other) and (more or lower)
+
+
+PerKey = dict[tuple[int, ...], int]
+
+
+def _placed(mine: PerKey, theirs: PerKey) -> tuple[list[int], list[int]]:
+    keys = sorted(set(mine) | set(theirs), reverse=True)
+    return [mine.get(k, 0) for k in keys], [theirs.get(k, 0) for k in keys]
+
+
+def places_at_least(mine: PerKey, theirs: PerKey) -> bool:
+    """At least as many pods placed per key, compared from the highest key down (the placed
+    level's order: one more pod of a higher key outweighs any number of lower ones)."""
+    a, b = _placed(mine, theirs)
+    return a >= b
+
+
+def placed_per_key(batch: Batch, counts: Counts) -> PerKey:
+    """Pods an answer places per priority key (the placed level's rank of each group)."""
+    per_key: PerKey = {}
+    for (gi, _), c in counts.items():
+        rank = (batch.rank(batch.groups[gi]),)
+        per_key[rank] = per_key.get(rank, 0) + c
+    return {r: c for r, c in per_key.items() if c}
 
 
 class _Balance:
@@ -144,12 +161,8 @@ def _used(batch: Batch, counts: Counts) -> IntArray:
 
 def quality(batch: Batch, counts: Counts) -> Quality:
     """The rule's measures of an answer, from scratch."""
-    per_key: dict[tuple[int, ...], int] = {}
-    for (gi, _), c in counts.items():
-        rank = (batch.rank(batch.groups[gi]),)
-        per_key[rank] = per_key.get(rank, 0) + c
     imbalance, std = _Balance(batch, _used(batch, counts)).current()
-    return Quality({r: c for r, c in per_key.items() if c}, imbalance, std)
+    return Quality(placed_per_key(batch, counts), imbalance, std)
 
 
 class _Key:

@@ -15,7 +15,7 @@ import copy
 import numpy as np
 import numpy.typing as npt
 
-from placer.engine.objectives.registry import strategy_objective
+from placer.engine.objectives.registry import decision_strategy, strategy_objective
 from placer.engine.objectives.strategy import StrategyObjective
 from placer.engine.snapshot import Snapshot
 from placer.models import Config, StrategyName
@@ -33,7 +33,7 @@ class Scorer:
     def __init__(self, snapshot: Snapshot, config: Config, batch_demand: IntArray) -> None:
         self.snapshot = snapshot
         self.config = config
-        self.strategy: StrategyObjective = strategy_objective(config.strategy)
+        self.strategy: StrategyObjective = decision_strategy(config.strategy, snapshot, batch_demand)
         wanted = [r for r in dict.fromkeys(config.balance.resources) if r in snapshot.resources]
         present = [snapshot.column(r) for r in wanted if snapshot.alloc[:, snapshot.column(r)].sum() > 0]
         self.cols: IntArray = np.array(present, dtype=np.int64)

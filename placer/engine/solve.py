@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placer.engine import dominance, lns, packing
+from placer.engine import dominance, extended, lns, packing
 from placer.engine.batch import Batch, build_batch
 from placer.engine.candidates import select_candidates
 from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
@@ -127,7 +127,8 @@ def solve_batch(
     if it places more pods per key, so the answer never places fewer. With ``no_worse``, the
     alternative is computed for every batch and the answer is also no worse than it on imbalance
     and std_score (``dominance``), in the last ``dominance.SHARE`` of the budget, aiming as well
-    for ``target`` (imbalance, std_score) where it is lower."""
+    for ``target`` (imbalance, std_score) where it is lower; a batch asking for GPUs or other
+    extended resources is held instead to placing and allocating no less than it (``extended``)."""
     started = time.monotonic()
     whole = budget = budget or Budget.of(config)
     guard = no_worse and alternative is not None
@@ -144,9 +145,10 @@ def solve_batch(
             adopted.append(packing.adopt(batch, alternative()) if alternative is not None else None)
         return adopted[0]
 
+    held = extended.held_by_extended(batch, scorer)  # a batch with GPUs is held to its placed pods and GPUs, at once
     if guard:
         other()  # before the levels: what they spend leaves the guard its share of the rest
-        budget = whole.capped(1.0 - dominance.SHARE)
+        budget = budget if held else whole.capped(1.0 - dominance.SHARE)
     raced = False  # bin completion races the CP-SAT packing search (``packing.settle``)
     if not _all_placeable_placed(batch, hint):
         # A tight batch: the pack strategy's greedy, the classic heuristics and the alternative
@@ -165,7 +167,11 @@ def solve_batch(
 
     def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
         start = other() if guard else None
-        if start is not None:
+        if start is not None and held:
+            counts, changed = extended.held_to_other(batch, counts, _counts(start), extended.extended_requests(batch))
+            if changed:
+                status, gap = ("feasible" if status == "optimal" else status), 1.0
+        elif start is not None:
             left = max(whole.left() - whole.spare - sum(planned), dominance.FLOOR * whole.limit)
             seconds = float("inf") if config.solver.deterministic else left
             counts, changed = dominance.no_worse(

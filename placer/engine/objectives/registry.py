@@ -10,22 +10,47 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from placer.engine.objectives import affinity, disruption, priority
 from placer.engine.objectives.balance import Balance
 from placer.engine.objectives.decisions import Decisions
+from placer.engine.objectives.fragmentation import Fragmentation, Workload, uses_gpus
 from placer.engine.objectives.pack import Pack
 from placer.engine.objectives.spread import Spread
 from placer.engine.objectives.strategy import StrategyObjective, Term
+from placer.engine.snapshot import Snapshot
 from placer.models import StrategyName
 
-__all__ = ["LEVELS", "REBALANCE_LEVELS", "STRATEGIES", "STRATEGY_LEVEL", "Level", "strategy_objective"]
+if TYPE_CHECKING:
+    from placer.engine.scoring import IntArray
+
+__all__ = [
+    "LEVELS",
+    "REBALANCE_LEVELS",
+    "STRATEGIES",
+    "STRATEGY_LEVEL",
+    "Level",
+    "decision_strategy",
+    "strategy_objective",
+]
 
 STRATEGIES: dict[StrategyName, StrategyObjective] = {s.name: s for s in (Balance(), Spread(), Pack())}
 
 
 def strategy_objective(name: str) -> StrategyObjective:
     return STRATEGIES[StrategyName(name)]
+
+
+def decision_strategy(name: str, snapshot: Snapshot, batch_demand: IntArray) -> StrategyObjective:
+    """The strategy a decision scores with: the configured one, made GPU-aware
+    (``fragmentation``) when the batch or the running pods ask for GPUs and the strategy is one
+    that single-pod moves improve (``pack`` already fills nodes before opening others)."""
+    base = strategy_objective(name)
+    if not base.descends or not uses_gpus(snapshot, batch_demand):
+        return base
+    running = [p for pods in snapshot.running for p in pods]
+    return Fragmentation(base, snapshot, Workload.of(running))
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,7 @@ class Term:
 class StrategyObjective(ABC):
     name: ClassVar[StrategyName]
     descends: ClassVar[bool] = True  # single-pod descent improves it (not for pack's step costs)
+    labels: ClassVar[frozenset[str]] = frozenset()  # node labels its cost reads (nodes differing there differ)
 
     # -- the definition ----------------------------------------------------------------------------
     @abstractmethod
