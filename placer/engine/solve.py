@@ -132,6 +132,8 @@ def solve_batch(
     whole = budget = budget or Budget.of(config)
     guard = no_worse and alternative is not None
     batch = build_batch(snapshot, pending, config)
+    if batch.levels:  # other answers, descent, LNS and completion know nothing of group domains
+        alternative, guard = None, False
     scorer = Scorer(snapshot, config, batch_demand(batch))
     select_candidates(batch, scorer, config.solver.candidates)
     hint = greedy(batch, scorer)
@@ -155,15 +157,15 @@ def solve_batch(
         if start is not None:
             hint = packing.better_start(batch, hint, start)
         if not _all_placeable_placed(batch, hint):
-            found = packing.completed(batch, budget)
+            found = packing.completed(batch, budget) if not batch.levels else None
             if found is not None:
                 hint = packing.better_start(batch, hint, found)
             else:
                 packing.widen(batch)  # the CP-SAT levels' packing may need every node
     greedy_placed = int(sum(int((nodes >= 0).sum()) for nodes in hint))
     all_placed = _all_placeable_placed(batch, hint)
-    counts = _widened(batch, scorer, hint, config, budget) if all_placed else _counts(hint)
-    large = sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
+    counts = _widened(batch, scorer, hint, config, budget) if all_placed and not batch.levels else _counts(hint)
+    large = not batch.levels and sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
 
     def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
         start = other() if guard else None
@@ -230,7 +232,8 @@ def solve_batch(
                     levels.proven = False
                     levels.reports.append(_lns_report(report))
                     continue
-                _set(values, model, sym.order(_descend(batch, scorer, current(), config, own)))
+                if not batch.levels:
+                    _set(values, model, sym.order(_descend(batch, scorer, current(), config, own)))
             for term in terms:
                 levels.run(term)
     final = current()

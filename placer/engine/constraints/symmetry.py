@@ -39,6 +39,7 @@ def _referenced_keys(model: Model) -> tuple[set[str], bool]:
                 keys.update(r.key for r in term.match_expressions)
                 by_name |= bool(term.match_fields)
     keys.update(model.batch.topology.keys)  # domains of inter-pod rules and spreading
+    keys.update(level.key for level in model.batch.levels)  # domains of workload groups
     return keys, by_name
 
 
