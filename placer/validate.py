@@ -102,6 +102,7 @@ from placer.models import (
     TierScope,
     Toleration,
 )
+from placer.validate_groups import disruption_violations, domain_violations
 from placer.validate_topology import TopologyRules, TopologyState, Violation, label_selector_matches, texts
 
 __all__ = [
@@ -998,6 +999,7 @@ def hard_rule_violations(
     violations += _node_violations(ctx.index.states(resolved, nodes=()))
     violations += _topology(cluster, ctx.index.running_list, resolved).lines()
     violations += gang_rule_violations(cluster, placements, scheduler_name, ctx.index)
+    violations += domain_violations(cluster, placements)
     return violations
 
 
@@ -1036,13 +1038,17 @@ def placement_violations(
     states = ctx.index.states(resolved)
     topology = _topology(cluster, ctx.index.running_list, resolved)
     # Gang members are all-or-nothing: one fitting alone proves nothing about the whole gang.
-    left = [p for p in ctx.index.batch(scheduler_name) if p.key not in placements and not p.gang]
+    # So are pods held in one topology domain with their group (placer.validate_groups).
+    left = [
+        p for p in ctx.index.batch(scheduler_name) if p.key not in placements and not p.gang and not p.group_domains
+    ]
     free = _Free(states, [*left, *(pod for pod, _ in resolved)])
     violations += _eligibility_violations(ctx, resolved)
     violations += _node_violations(states)
     violations += topology.lines()
     violations += _relaxed_violations(ctx, states, topology, free)
     violations += gang_rule_violations(cluster, placements, scheduler_name, ctx.index)
+    violations += domain_violations(cluster, placements)
     violations += _left_out_violations(ctx, states, left, topology, free)
     return violations
 
@@ -1852,4 +1858,13 @@ def validate_plan(
     violations += _step_violations(plan, cluster, result.steps)
     violations += _final_violations(plan, cluster)
     violations += _improvement_violations(plan, cluster)
+    violations += texts(_group_violations(plan, cluster, result.evictions))
     return violations
+
+
+def _group_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Eviction]) -> list[Violation]:
+    """Workload groups after the plan: one domain each (evicted pods gone, pending pods where
+    placed), and groups with ``disruptionMode: all`` evicted whole or not at all."""
+    evicted = {e.pod for e in evictions}
+    placed = {key: node for key, (_, node) in plan.pending.items()}
+    return domain_violations(cluster, placed, gone=evicted) + disruption_violations(cluster, evicted)

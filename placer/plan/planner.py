@@ -60,6 +60,7 @@ from placer.models import (
     step_kind,
 )
 from placer.plan.eligibility import calm, classify
+from placer.plan.groups import whole_units
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
 
@@ -217,6 +218,13 @@ def plan_batch(
         if not (preemptible_pod(pod) or e.movable):
             continue
         chosen.append((pod, n))
+
+    def may_evict(pod: Pod) -> bool:
+        e = elig[pod.key] = elig.get(pod.key) or classify(cluster, pod, config.scheduler_name)
+        return e.evictable and pod.key not in frozen and pod.key not in sensitive and preemptible_pod(pod)
+
+    chosen = whole_units(chosen, state, may_evict)  # disruptionMode all: whole groups (plan.groups)
+    for pod, n in chosen:
         base.remove(pod, n)
     batch = rebased(first_batch, base, [pod_key(p, restart_tiers=tiers) for p, _ in chosen])
     scorer = Scorer(state, config, batch_demand(batch))
@@ -569,7 +577,9 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
                 if bool(np.all(room >= group.vec)):
                     break
                 m = model.movers[ri]
-                if ri in evicted or not model.may_preempt(group, m) or any(budget[b] <= 0 for b in m.pdbs):
+                if ri in evicted or m.pod.disruption_unit is not None:
+                    continue  # whole groups are left to the solver (plan.groups)
+                if not model.may_preempt(group, m) or any(budget[b] <= 0 for b in m.pdbs):
                     continue
                 room += m.vec
                 victims.append(ri)
