@@ -1212,6 +1212,13 @@ def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Evic
     """Who may be evicted, how (move or preempt) and for whom."""
     out: list[str] = []
     pods = plan.ctx.index.pods
+    # A group with disruptionMode all is preempted as one unit: a preemptor on any of the nodes
+    # its evicted pods leave frees room for it.
+    unit_nodes: dict[str, set[str]] = {}
+    for e in evictions:
+        victim = pods.get(e.pod)
+        if victim is not None and victim.disruption_unit is not None:
+            unit_nodes.setdefault(victim.disruption_unit, set()).add(e.node)
     for e in evictions:
         what = f"eviction of {e.pod} ({e.kind})"
         pod = pods.get(e.pod)
@@ -1231,9 +1238,10 @@ def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Evic
         refusal = eviction_refusal(cluster, pod)
         if refusal:
             out.append(f"{what}: never evicted: {refusal}")
+        nodes = unit_nodes[pod.disruption_unit] if pod.disruption_unit is not None else {e.node}
         for name in e.for_:
             placed = plan.pending.get(name)
-            if placed is None or placed[1] != e.node:
+            if placed is None or placed[1] not in nodes:
                 out.append(f"{what}: it is for {name}, which the plan does not place on {e.node}")
         if e.kind == "move":
             refusal = move_refusal(cluster, pod, plan.scheduler_name, jobs=plan.jobs)
@@ -1247,7 +1255,7 @@ def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Evic
         preemptors = [
             placed
             for placed, node_name in plan.pending.values()
-            if node_name == e.node and may_preempt(placed, pod, restart_tiers=plan.ctx.restart_tiers)
+            if node_name in nodes and may_preempt(placed, pod, restart_tiers=plan.ctx.restart_tiers)
         ]
         if not preemptors:
             out.append(

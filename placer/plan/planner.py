@@ -60,7 +60,7 @@ from placer.models import (
     step_kind,
 )
 from placer.plan.eligibility import calm, classify
-from placer.plan.groups import whole_units
+from placer.plan.groups import units, whole_units
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
 
@@ -690,10 +690,15 @@ def _extract(
         if values[var.index]:
             m = model.movers[ri]
             evictions.append(PlannedEviction(pod=m.pod, node=m.home, kind="move", to=n))
+    # A disruptionMode-all group is preempted as one unit: for the pods placed on any member's node.
+    unit_homes: dict[str, set[int]] = {}
+    for unit, ris in units(model).items():
+        unit_homes[unit] = {model.movers[rj].home for rj in ris if values[model.p[rj].index]}
     for ri, var in model.p.items():
         if values[var.index]:
             m = model.movers[ri]
-            preemptors = sorted(pod.key for pod, n in placements if n == m.home and model.may_preempt_pod(pod, m.pod))
+            homes = unit_homes[m.pod.disruption_unit] if m.pod.disruption_unit is not None else {m.home}
+            preemptors = sorted(pod.key for pod, n in placements if n in homes and model.may_preempt_pod(pod, m.pod))
             lower_stays = any(
                 values[model.p[rj].index] == 0
                 and model.movers[rj].home == m.home
