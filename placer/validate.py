@@ -102,7 +102,7 @@ from placer.models import (
     TierScope,
     Toleration,
 )
-from placer.validate_groups import disruption_violations, domain_violations
+from placer.validate_groups import Domains, disruption_violations, domain_violations
 from placer.validate_topology import TopologyRules, TopologyState, Violation, label_selector_matches, texts
 
 __all__ = [
@@ -1580,7 +1580,8 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
     out = texts(_node_violations(_plan_states(plan, cluster, replacements_placed=True)))
     out += topology.violations()
     states = _plan_states(plan, cluster, replacements_placed=False)
-    left = [p for p in plan.ctx.index.batch(plan.scheduler_name) if p.key not in plan.pending]
+    # Gang members are all-or-nothing: one fitting alone proves nothing about the whole gang.
+    left = [p for p in plan.ctx.index.batch(plan.scheduler_name) if p.key not in plan.pending and not p.gang]
     free = _Free(states, [*left, *(pod for state in states.values() for pod in state.placed)])
     preempted: dict[str, list[Pod]] = {}
     for pod in plan.preempted().values():
@@ -1600,13 +1601,15 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
                     f"ignore-affinity) although matching node {other} has room for it after the plan"
                 )
     holding = {name for name, state in states.items() if state.placed}
+    placed = {key: node for key, (_, node) in plan.pending.items()}
+    domains = Domains(cluster, placed, gone=set(plan.victims))  # workload groups' domains after the plan
     for pod in left:
         key = plan.key(pod)
         binding = ctx.binding(pod)
         # A node without room for the pod and without batch pods to take off cannot take it.
         for name in sorted(holding.union(free.with_room(pod))):
             state = states[name]
-            if eligibility_problems(pod, state.node, binding):
+            if eligibility_problems(pod, state.node, binding) or not domains.allows(pod, name):
                 continue
             if not state.room_problems(pod) and topology.allows(pod, name):
                 out.append(f"{pod.key}: left unplaced although it fits on node {name} after the plan")
@@ -1640,6 +1643,7 @@ def _first_fit(plan: _Plan, cluster: Cluster) -> list[Pod]:
         key=lambda p: (tuple(-k for k in plan.key(p)), p.creation, p.namespace, p.name),
     )
     free = _Free(states, batch)
+    domains = Domains(cluster)  # workload groups stay in one topology domain
     placed: list[Pod] = []
     for pod in batch:
         binding = plan.ctx.binding(pod)
@@ -1651,10 +1655,12 @@ def _first_fit(plan: _Plan, cluster: Cluster) -> list[Pod]:
                 not eligibility_problems(pod, state.node, binding)
                 and not state.room_problems(pod)
                 and topology.allows(pod, name)
+                and domains.allows(pod, name)
             ):
                 state.add(pod, batch=True)
                 free.refresh(name)
                 topology.add(pod, name)
+                domains.add(pod, name)
                 placed.append(pod)
                 break
     return placed

@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping
 from placer.models import Cluster, Pod
 from placer.validate_topology import Violation
 
-__all__ = ["disruption_violations", "domain_violations"]
+__all__ = ["Domains", "disruption_violations", "domain_violations"]
 
 
 def domain_violations(cluster: Cluster, placements: Mapping[str, str], gone: Collection[str] = ()) -> list[Violation]:
@@ -64,3 +64,32 @@ def disruption_violations(cluster: Cluster, evicted: Collection[str]) -> list[Vi
             text = f"{unit}: disruptionMode all, but {len(hit)} of its {len(keys)} running pods evicted"
             out.append(Violation("group-disruption", unit, text))
     return out
+
+
+class Domains:
+    """Which domain each level has taken so far, for a first-fit answer built pod by pod: a pod
+    may go to a node only if the node carries every one of its levels' labels, with the value
+    the level's running or already placed pods hold."""
+
+    def __init__(self, cluster: Cluster, placed: Mapping[str, str] | None = None, gone: Collection[str] = ()) -> None:
+        """Running pods (but ``gone``) and pending pods at ``placed`` (pod key -> node) count."""
+        self._labels = {n.name: n.labels for n in cluster.nodes}
+        self._taken: dict[str, str] = {}
+        placed = placed or {}
+        for pod in cluster.pods:
+            if pod.key in placed:
+                self.add(pod, placed[pod.key])
+            elif pod.running and pod.node_name is not None and pod.key not in gone:
+                self.add(pod, pod.node_name)
+
+    def allows(self, pod: Pod, node: str) -> bool:
+        labels = self._labels.get(node, {})
+        return all(
+            d.key in labels and self._taken.get(d.group, labels[d.key]) == labels[d.key] for d in pod.group_domains
+        )
+
+    def add(self, pod: Pod, node: str) -> None:
+        labels = self._labels.get(node, {})
+        for d in pod.group_domains:
+            if d.key in labels:
+                self._taken.setdefault(d.group, labels[d.key])

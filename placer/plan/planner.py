@@ -596,8 +596,8 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
 
     for gi in sorted(range(len(batch.groups)), key=lambda g: -batch.rank(batch.groups[g])):
         group = batch.groups[gi]
-        if group.has_ports or group.gang is not None or gi in batch.topology.involved:
-            continue  # host-port clashes, whole gangs and inter-pod rules are left to the solver
+        if group.has_ports or group.gang is not None or gi in batch.topology.involved or group.pods[0].group_domains:
+            continue  # host-port clashes, whole gangs, inter-pod rules and group domains are left to the solver
         if model.calm_group(group):
             continue  # kept where the batch solve put them
         nodes = sorted(n for (g, n) in model.y if g == gi)
