@@ -13,6 +13,7 @@ from placer.engine import (
     Snapshot,
     after_plan,
     build_snapshot,
+    cut_batch,
     no_cycle_collection,
     solve_batch,
     with_default_spread,
@@ -338,8 +339,9 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
         DefaultRun(before, cluster, evict=options.evict) if options.policy == "placer" and size < len(pending) else None
     )
     while queue or carried:
-        fresh = queue[:size]
-        batch, queue = carried + fresh, queue[size:]
+        taken = set(cut_batch([p.key for p in queue], size, {p.key: p.gang_key for p in queue if p.gang_key}))
+        fresh = [p for p in queue if p.key in taken]  # whole gangs; a larger one alone (cut_batch)
+        batch, queue = carried + fresh, [p for p in queue if p.key not in taken]
         if options.policy == "placer":
             target = beside.advance(fresh) if beside is not None else None
             # Pods this run already placed (and the stand-ins of moved pods' replacements) are not

@@ -8,6 +8,7 @@ from placer.engine.batch import Batch, Group, build_batch, gang_groups, rebased
 from placer.engine.candidates import select_candidates
 from placer.engine.constraints.domains import build as build_domain_constraints
 from placer.engine.constraints.topology import build as build_topology_constraints
+from placer.engine.cuts import cut_batch
 from placer.engine.descent import descend
 from placer.engine.domains import DomainVars
 from placer.engine.dominance import Quality
@@ -75,6 +76,7 @@ __all__ = [
     "build_domain_constraints",
     "build_snapshot",
     "build_topology_constraints",
+    "cut_batch",
     "descend",
     "encode",
     "evaluate",
