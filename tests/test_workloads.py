@@ -199,3 +199,52 @@ def test_a_group_priority_decides_which_group_gets_the_only_rack() -> None:
     c = dump(racks({"a": 3}), gang("low", 3, priority=1), gang("high", 3, priority=100))
     out = solve(c)
     assert {name.split("-")[0] for name in where(out)} == {"high"}
+
+
+# -- the kube-scheduler 1.37 simulation (--policy default) --------------------------------------
+
+
+def test_the_simulation_places_one_group_at_a_time_and_fits_two_of_the_three_gangs() -> None:
+    """The same case through kube-scheduler 1.37's group cycle: the gang of 4 goes first, to the
+    rack of 6 (NodeResourcesFit's placement score prefers the fuller placement), then one gang of
+    6 fills the rack of 10 and the last finds no rack."""
+    g4 = gang("g4", 4)
+    for item in g4[1:]:
+        item["metadata"]["creationTimestamp"] = "2025-12-31T00:00:00Z"
+    c = dump(racks({"a": 10, "b": 6}), g4, gang("g6a", 6), gang("g6b", 6))
+    out = solve(c, policy="default")
+    got = _racks_of(c, out)
+    assert got == {"g4": {"b"}, "g6a": {"a"}}
+    assert set(unplaced(out).values()) == {"Unschedulable"} and len(unplaced(out)) == 6
+
+
+SIMULATED: list[tuple[str, list[Any], dict[str, set[str]]]] = [
+    (
+        "a running member pins the group's placement",
+        [racks({"a": 4, "b": 4}), pod_group("g", 3), pod("g-0", "g", node="b-0"), pod("g-1", "g"), pod("g-2", "g")],
+        {"g": {"b"}},
+    ),
+    (
+        "a gang that fits no rack whole is not placed in part",
+        [racks({"a": 2, "b": 2}), gang("g", 3)],
+        {},
+    ),
+    (
+        "a gang without a topology key is placed all-or-nothing on any nodes",
+        [racks({"a": 2, "b": 2}), gang("g", 3, key=None)],
+        {"g": {"a", "b"}},
+    ),
+    (
+        "the placement score prefers the fuller of two racks that fit",
+        [racks({"a": 4, "b": 2}), pod("busy", node="a-0"), gang("g", 2)],
+        {"g": {"b"}},
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "items", "want"), SIMULATED, ids=[c[0] for c in SIMULATED])
+def test_simulated_group_cycle(case: str, items: list[Any], want: dict[str, set[str]]) -> None:
+    c = dump(*items)
+    out = solve(c, policy="default")
+    got = {k: v for k, v in _racks_of(c, out).items() if k != "busy"}
+    assert got == want
