@@ -107,7 +107,9 @@ def schedule_group(run: _Run, members: Sequence[Pod]) -> None:
             trials.append((name, mask, placed))
     if not trials:
         gid = group_of(members[0]) or ""
-        reason = Reason(nodes=len(run.snap.nodes), gang=GangWait(gang=gid, size=want or 1, pending=len(members)))
+        size = want or len(members)
+        key = members[0].group_domains[0].key if members[0].group_domains else None
+        reason = Reason(nodes=len(run.snap.nodes), gang=GangWait(gang=gid, size=size, pending=size, domain=key))
         run.unplaced += [(pod, "Unschedulable", reason) for pod in members]
         return
     counts = [running + len(placed) for _, _, placed in trials]

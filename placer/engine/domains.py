@@ -36,7 +36,6 @@ class DomainLevel:
     groups: tuple[int, ...]  # batch groups whose pods belong to it
     domain: npt.NDArray[np.int64]  # node -> domain index (-1: not allowed)
     values: tuple[str, ...]  # domain index -> label value
-    held: int | None = None  # the domain its running pods already sit in (None: free to choose)
 
 
 def _domains_of(snapshot: Snapshot, key: str) -> tuple[npt.NDArray[np.int64], tuple[str, ...]]:
@@ -66,13 +65,11 @@ def compile_levels(snapshot: Snapshot, groups: Sequence[Group]) -> tuple[DomainL
     for name in sorted(members):
         key, gis = members[name]
         domain, values = _domains_of(snapshot, key)
-        held = None
         nodes = running.get(name)
         if nodes:
             taken = {int(domain[n]) for n in nodes} - {-1}
             domain = np.where(np.isin(domain, sorted(taken)), domain, -1)
-            held = min(taken) if len(taken) == 1 else None
-        out.append(DomainLevel(name=name, key=key, groups=tuple(gis), domain=domain, values=values, held=held))
+        out.append(DomainLevel(name=name, key=key, groups=tuple(gis), domain=domain, values=values))
     return tuple(out)
 
 

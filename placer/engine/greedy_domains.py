@@ -79,7 +79,7 @@ def _fit(
         if outside:
             rest = _fit(batch, scorer, outside, mask, fixed | {level.name}, after)
             if rest is None:
-                return None
+                continue  # the others fit nowhere beside this domain: try the next one
             fit = {**fit, **rest[0]}
             after = rest[1]
         return fit, after
