@@ -46,6 +46,18 @@ def pod(
     }
 
 
+def _rules(key: str | None, parent: str | None, disruption: str | None) -> Json:
+    """The spec fields a PodGroup and a CompositePodGroup share."""
+    spec: Json = {}
+    if key is not None:
+        spec["schedulingConstraints"] = {"topology": [{"key": key}]}
+    if parent is not None:
+        spec["parentCompositePodGroupName"] = parent
+    if disruption is not None:
+        spec["disruptionMode"] = {disruption: {}}
+    return spec
+
+
 def pod_group(
     name: str,
     min_count: int | None,
@@ -56,26 +68,16 @@ def pod_group(
     priority: int | None = None,
     api: str = BETA,
 ) -> Json:
-    spec: Json = {"schedulingPolicy": {"gang": {"minCount": min_count}} if min_count else {"basic": {}}}
-    if key is not None:
-        spec["schedulingConstraints"] = {"topology": [{"key": key}]}
-    if parent is not None:
-        spec["parentCompositePodGroupName"] = parent
-    if disruption is not None:
-        spec["disruptionMode"] = {disruption: {}}
+    spec = _rules(key, parent, disruption)
+    spec["schedulingPolicy"] = {"gang": {"minCount": min_count}} if min_count else {"basic": {}}
     if priority is not None:
         spec["priority"] = priority
     return {"apiVersion": api, "kind": "PodGroup", "metadata": {"name": name, "namespace": "ml"}, "spec": spec}
 
 
 def composite(name: str, *, key: str | None = ZONE, parent: str | None = None, disruption: str | None = None) -> Json:
-    spec: Json = {"schedulingPolicy": {"basic": {}}, "workloadRef": {"workloadName": "w", "templateName": name}}
-    if key is not None:
-        spec["schedulingConstraints"] = {"topology": [{"key": key}]}
-    if parent is not None:
-        spec["parentCompositePodGroupName"] = parent
-    if disruption is not None:
-        spec["disruptionMode"] = {disruption: {}}
+    spec = _rules(key, parent, disruption)
+    spec.update(schedulingPolicy={"basic": {}}, workloadRef={"workloadName": "w", "templateName": name})
     return {
         "apiVersion": ALPHA3,
         "kind": "CompositePodGroup",
