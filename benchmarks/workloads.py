@@ -112,6 +112,8 @@ class Row:
     limit: float
     placer_groups: int
     default_groups: int
+    placer_pods: int
+    default_pods: int
     placer_broken: int  # groups placed in part or across racks (must be 0)
     default_broken: int
     placer_seconds: float
@@ -162,6 +164,8 @@ def run_one(racks: int, demand: float, seed: int, limit: float) -> Row:
         limit=limit,
         placer_groups=pg,
         default_groups=dg,
+        placer_pods=len(placer.placed),
+        default_pods=len(default.placed),
         placer_broken=pb,
         default_broken=db,
         placer_seconds=placer.seconds,
@@ -180,13 +184,14 @@ def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_st
         "Details in the docstring of `benchmarks/workloads.py`.",
         "",
         "| racks | nodes | demand | seed | groups | pods | placer groups | default groups | ratio "
-        "| partial or split (placer / default) | placer s | default s | status |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| placer pods | default pods | partial or split (placer / default) | placer s | default s | status |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in sorted(rows, key=lambda r: (r.racks, r.target, r.seed)):
         lines.append(
             f"| {r.racks} | {r.nodes} | {r.pods / r.slots:.1%} | {r.seed} | {r.groups} | {r.pods} "
-            f"| {r.placer_groups} | {r.default_groups} | {r.ratio:.3f} | {r.placer_broken} / {r.default_broken} "
+            f"| {r.placer_groups} | {r.default_groups} | {r.ratio:.3f} | {r.placer_pods} | {r.default_pods} "
+            f"| {r.placer_broken} / {r.default_broken} "
             f"| {r.placer_seconds:.1f} | {r.default_seconds:.2f} | {r.placer_status} |"
         )
     worse = [r for r in rows if r.placer_groups < r.default_groups]

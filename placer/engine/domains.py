@@ -26,7 +26,7 @@ from placer.engine.snapshot import Snapshot
 if TYPE_CHECKING:
     from placer.engine.batch import Group
 
-__all__ = ["DomainLevel", "DomainVars", "compile_levels", "fresh_domains", "restrict"]
+__all__ = ["DomainLevel", "DomainVars", "compile_levels", "fresh_domains", "keeps_domains", "restrict"]
 
 
 @dataclass(frozen=True)
@@ -103,3 +103,14 @@ class DomainVars:
 
     picks: list[tuple[cp_model.IntVar, list[cp_model.IntVar]]] = field(default_factory=list)
     opened: list[tuple[cp_model.IntVar, list[cp_model.IntVar]]] = field(default_factory=list)
+
+
+def keeps_domains(levels: Sequence[DomainLevel], assignment: Sequence[npt.NDArray[np.int64]]) -> bool:
+    """Whether an answer (per batch group, each pod's node or -1) holds each level's placed pods
+    in one allowed domain: another answer (kube-scheduler's) is a start only then."""
+    for level in levels:
+        nodes = np.concatenate([assignment[gi][assignment[gi] >= 0] for gi in level.groups])
+        domains = set(level.domain[nodes].tolist())
+        if len(domains) > 1 or -1 in domains:
+            return False
+    return True

@@ -19,6 +19,7 @@ from placer.engine import dominance, lns, packing
 from placer.engine.batch import Batch, build_batch
 from placer.engine.candidates import select_candidates
 from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
+from placer.engine.domains import keeps_domains
 from placer.engine.encoder import encode
 from placer.engine.greedy import Assignment, greedy
 from placer.engine.heap import no_cycle_collection
@@ -132,8 +133,8 @@ def solve_batch(
     whole = budget = budget or Budget.of(config)
     guard = no_worse and alternative is not None
     batch = build_batch(snapshot, pending, config)
-    if batch.levels:  # other answers, descent, LNS and completion know nothing of group domains
-        alternative, guard = None, False
+    if batch.levels:  # descent, LNS, completion and the guard's moves know nothing of group domains
+        guard = False  # (the alternative, kube-scheduler 1.37's answer, keeps groups in their domains)
     scorer = Scorer(snapshot, config, batch_demand(batch))
     select_candidates(batch, scorer, config.solver.candidates)
     hint = greedy(batch, scorer)
@@ -143,7 +144,8 @@ def solve_batch(
     def other() -> Assignment | None:
         """The alternative as a start of this batch, computed once."""
         if not adopted:
-            adopted.append(packing.adopt(batch, alternative()) if alternative is not None else None)
+            found = packing.adopt(batch, alternative()) if alternative is not None else None
+            adopted.append(found if found is None or keeps_domains(batch.levels, found) else None)
         return adopted[0]
 
     if guard:
