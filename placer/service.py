@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from placer.baseline import SimResult, simulate
+from placer.baseline import SimResult, simulate, weighed
 from placer.engine import (
     Budget,
     Snapshot,
@@ -225,9 +225,10 @@ def decide(
     reserve = PLAN_SHARE if may_plan else 0.0
     # The simulation grows with the batch, the nodes and the running pods (SIM_SECONDS_*): beyond
     # NO_WORSE_SHARE of the limit it would eat the budget of the very batch it is meant to help.
-    pairs = len(state.nodes) * len(batch)
+    tries = weighed(batch, state.nodes)  # pods, each pod of a topology group once per domain
+    pairs = len(state.nodes) * tries
     running = sum(len(pods) for pods in state.running)
-    simulation = len(batch) * SIM_SECONDS_PER_POD + pairs * SIM_SECONDS_PER_PAIR + running * SIM_SECONDS_PER_RUNNING
+    simulation = tries * SIM_SECONDS_PER_POD + pairs * SIM_SECONDS_PER_PAIR + running * SIM_SECONDS_PER_RUNNING
     no_worse = measured(config, batch) and simulation <= NO_WORSE_SHARE * config.solver.time_limit
     alternative = default_answer if pairs <= ALTERNATIVE_WORK or no_worse else None
     res = solve_batch(

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from runner_support import feed, make_runner
 from support import solve, unplaced, where
+from test_informers import DiscoveryHttp
 from workload_builders import (
     ALPHA3,
     RACK,
@@ -29,6 +31,8 @@ from placer.errors import InputError
 from placer.inputs.assemble import assemble_cluster
 from placer.inputs.kubectl import KubeObjects, parse_pod
 from placer.inputs.podgroups import parse_composite_pod_group, parse_workload_pod_group
+from placer.kube.informers import BETA_POD_GROUP, COMPOSITE_POD_GROUP, Informer, optional_informers
+from placer.kube.policy import Policy
 from placer.models import Cluster, GroupDomain
 
 
@@ -248,3 +252,31 @@ def test_simulated_group_cycle(case: str, items: list[Any], want: dict[str, set[
     out = solve(c, policy="default")
     got = {k: v for k, v in _racks_of(c, out).items() if k != "busy"}
     assert got == want
+
+
+# -- the controller --------------------------------------------------------------------------------
+
+
+def test_a_1_37_server_gets_informers_for_v1beta1_pod_groups_and_composite_pod_groups() -> None:
+    http = DiscoveryHttp(
+        {
+            "/apis/scheduling.k8s.io/v1beta1": ["workloads", "podgroups", "podgroups/status"],
+            "/apis/scheduling.k8s.io/v1alpha3": ["workloads", "podgroups", "compositepodgroups"],
+        }
+    )
+    assert sorted(optional_informers(http, Policy())) == sorted([BETA_POD_GROUP, COMPOSITE_POD_GROUP])
+
+
+def test_the_controller_reads_v1beta1_pod_groups_and_their_composite_parents_from_informers() -> None:
+    r = make_runner()
+    feed(r, "Node", *racks({"a": 2}, zone={"a": "z1"}))
+    feed(r, "Pod", pod("w-0", "w"))
+    for kind in (BETA_POD_GROUP, COMPOSITE_POD_GROUP):
+        r.informers[kind] = Informer(kind, lw=None)  # type: ignore[arg-type]
+    group, parent = pod_group("w", 1, parent="job"), composite("job")
+    for item in (group, parent):
+        del item["apiVersion"], item["kind"]  # a list's items come without them
+    feed(r, BETA_POD_GROUP, group)
+    feed(r, COMPOSITE_POD_GROUP, parent)
+    (p,) = r.cluster().pods
+    assert (p.gang_size, [d.key for d in p.group_domains]) == (1, [RACK, ZONE])

@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from placer.models import GangWait, Pod, Reason
+from placer.models import GangWait, Node, Pod, Reason
 
 if TYPE_CHECKING:
     from placer.baseline.simulate import _Run
 
-__all__ = ["group_of", "schedule_group"]
+__all__ = ["group_of", "schedule_group", "weighed"]
 
 MAX = 100
 
@@ -125,3 +125,20 @@ def schedule_group(run: _Run, members: Sequence[Pod]) -> None:
     for pod in members:
         if pod.key not in left:
             run.unplaced.append((pod, "Unschedulable", run._filters(pod).diagnose()[0]))
+
+
+def weighed(pods: Sequence[Pod], nodes: Sequence[Node]) -> int:
+    """How many times the simulation weighs a pod against the nodes: once per pod, and for a pod
+    of a group with a topology key once per candidate placement (each domain of the key), which
+    is what its time grows with."""
+    domains: dict[str, int] = {}
+    total = 0
+    for pod in pods:
+        if not pod.group_domains:
+            total += 1
+            continue
+        key = pod.group_domains[0].key
+        if key not in domains:
+            domains[key] = len({n.labels[key] for n in nodes if key in n.labels})
+        total += max(domains[key], 1)
+    return total
