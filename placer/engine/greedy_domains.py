@@ -3,7 +3,7 @@
 Groups (the batch groups under one outermost level, ``placer.engine.domains``) go highest key
 first, larger first; each tries the domains of its outermost level in turn, partly used domains
 before whole ones (as the domain-packing objective prefers), and inside a domain each inner level
-again domain by domain; its pods take nodes first-fit by the strategy's cost. A group that fits no
+again domain by domain, tightest first (best fit); its pods take nodes by the strategy's cost. A group that fits no
 domain whole is left out of the start: the CP-SAT model, which places the groups of the batch
 jointly, may still find room for it.
 """
@@ -55,10 +55,21 @@ def place_levels(
     return handled
 
 
-def _order(batch: Batch, level: DomainLevel) -> list[int]:
+def _order(batch: Batch, level: DomainLevel, gis: Sequence[int], used: IntArray) -> list[int]:
+    """Partly used domains before whole ones, each kind tightest first (best fit: the fewest
+    pods of the group's kind fit there now), then by index; for a single group only the domains
+    with room for all its pods."""
     fresh = fresh_domains(batch.snapshot, level.key)
+    vec = batch.groups[gis[0]].vec
+    nz = np.flatnonzero(vec)
+    free = batch.snapshot.alloc - used
+    per_node = np.min(free[:, nz] // vec[nz], axis=1) if len(nz) else np.zeros(len(free), dtype=np.int64)
+    ok = level.domain >= 0
+    room = np.bincount(level.domain[ok], weights=np.maximum(per_node[ok], 0), minlength=len(level.values))
     present = sorted({int(d) for d in level.domain.tolist() if d >= 0})
-    return sorted(present, key=lambda d: (bool(fresh[d]), d))
+    if len(gis) == 1:  # one kind of pod: a domain without room for all of them is not tried
+        present = [d for d in present if room[d] >= batch.groups[gis[0]].size]
+    return sorted(present, key=lambda d: (bool(fresh[d]), float(room[d]), d))
 
 
 def _fit(
@@ -71,7 +82,7 @@ def _fit(
     level = max(open_levels, key=lambda lv: (len(set(lv.groups) & set(gis)), lv.name))
     inside = [g for g in gis if g in level.groups]
     outside = [g for g in gis if g not in level.groups]
-    for d in _order(batch, level):
+    for d in _order(batch, level, inside, used):
         found = _fit(batch, scorer, inside, mask & (level.domain == d), fixed | {level.name}, used.copy())
         if found is None:
             continue
