@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.gputrace --time-limit 1
 	$(PY) -m benchmarks.rebalance
 	$(PY) -m benchmarks.quality $(BENCH_QUALITY_ARGS)
+	$(PY) -m benchmarks.workloads
 
 # Issue 17's packing and GPU benchmarks in under a minute, reports in build/bench-quick/.
 bench-quick: $(STAMP)

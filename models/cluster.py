@@ -15,6 +15,7 @@ __all__ = [
     "POD_COUNT",
     "ClaimRef",
     "Cluster",
+    "GroupDomain",
     "HostPort",
     "LabelSelector",
     "LabelSelectorRequirement",
@@ -139,6 +140,15 @@ class ClaimRef(_Frozen):
     name: str
 
 
+class GroupDomain(_Frozen):
+    """One level of a pod's workload group (Kubernetes 1.37) whose pods must all sit in one domain
+    of a node label: ``group`` names the level (``PodGroup ns/name`` or ``CompositePodGroup
+    ns/name``), ``key`` is its ``schedulingConstraints.topology[].key``."""
+
+    group: str = Field(min_length=1)
+    key: str = Field(min_length=1)
+
+
 class Node(_Frozen):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
@@ -180,6 +190,12 @@ class Pod(_Frozen):
     # (spec.schedulingGroup.podGroupName) or scheduler-plugins' (its pod-group label); None:
     # placer's own annotations.
     gang_object: Literal["workload", "plugins"] | None = None
+    # Kubernetes 1.37 workloads (``placer.inputs.workloads``): the levels of the pod's group that
+    # must each sit in one topology domain, innermost (its PodGroup) first, then composite parents.
+    group_domains: tuple[GroupDomain, ...] = ()
+    # The group this pod is disrupted with, whole or not at all (the outermost level with
+    # ``disruptionMode: all``); None: the pod may be disrupted alone.
+    disruption_unit: str | None = None
     # Inter-pod affinity and anti-affinity (required: hard; preferred: weighted) and spreading.
     pod_affinity: tuple[PodAffinityTerm, ...] = ()
     pod_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()

@@ -114,6 +114,7 @@ class GangWait(_Data):
     gang: str
     size: int
     pending: int  # members seen pending (fewer than size: the gang waits for the rest)
+    domain: str | None = None  # the node label one of whose domains must hold the whole gang (1.37)
 
 
 class Reason(_Data):
@@ -163,7 +164,8 @@ def describe(reason: Reason) -> str:
     text = _filters(reason)
     if gang is not None:
         detail = "each fits alone, not all together" if not reason.filters and reason.volumes is None else text
-        text = f"gang {gang.gang} of {gang.size} pods cannot be placed whole: {detail}"
+        where = f" in one domain of {gang.domain}" if gang.domain else ""
+        text = f"gang {gang.gang} of {gang.size} pods cannot be placed whole{where}: {detail}"
     if reason.solver is not None:
         text = f"the solver stopped ({reason.solver}) before deciding this pod; {text}"
     if reason.pdbs:

@@ -7,13 +7,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from placer.baseline import SimResult, simulate
+from placer.baseline import SimResult, simulate, weighed
 from placer.engine import (
     Budget,
     Snapshot,
     after_plan,
     asks_extended,
     build_snapshot,
+    cut_batch,
     no_cycle_collection,
     solve_batch,
     with_default_spread,
@@ -225,9 +226,10 @@ def decide(
     reserve = PLAN_SHARE if may_plan else 0.0
     # The simulation grows with the batch, the nodes and the running pods (SIM_SECONDS_*): beyond
     # NO_WORSE_SHARE of the limit it would eat the budget of the very batch it is meant to help.
-    pairs = len(state.nodes) * len(batch)
+    tries = weighed(batch, state.nodes)  # pods, each pod of a topology group once per domain
+    pairs = len(state.nodes) * tries
     running = sum(len(pods) for pods in state.running)
-    simulation = len(batch) * SIM_SECONDS_PER_POD + pairs * SIM_SECONDS_PER_PAIR + running * SIM_SECONDS_PER_RUNNING
+    simulation = tries * SIM_SECONDS_PER_POD + pairs * SIM_SECONDS_PER_PAIR + running * SIM_SECONDS_PER_RUNNING
     guarded = measured(config, batch) or any(asks_extended(pod) for pod in batch)
     no_worse = guarded and simulation <= NO_WORSE_SHARE * config.solver.time_limit
     alternative = default_answer if pairs <= ALTERNATIVE_WORK or no_worse else None
@@ -340,8 +342,9 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
         DefaultRun(before, cluster, evict=options.evict) if options.policy == "placer" and size < len(pending) else None
     )
     while queue or carried:
-        fresh = queue[:size]
-        batch, queue = carried + fresh, queue[size:]
+        taken = set(cut_batch([p.key for p in queue], size, {p.key: p.gang_key for p in queue if p.gang_key}))
+        fresh = [p for p in queue if p.key in taken]  # whole gangs; a larger one alone (cut_batch)
+        batch, queue = carried + fresh, [p for p in queue if p.key not in taken]
         if options.policy == "placer":
             target = beside.advance(fresh) if beside is not None else None
             # Pods this run already placed (and the stand-ins of moved pods' replacements) are not

@@ -102,6 +102,7 @@ from placer.models import (
     TierScope,
     Toleration,
 )
+from placer.validate_groups import Domains, disruption_violations, domain_violations
 from placer.validate_topology import TopologyRules, TopologyState, Violation, label_selector_matches, texts
 
 __all__ = [
@@ -998,6 +999,7 @@ def hard_rule_violations(
     violations += _node_violations(ctx.index.states(resolved, nodes=()))
     violations += _topology(cluster, ctx.index.running_list, resolved).lines()
     violations += gang_rule_violations(cluster, placements, scheduler_name, ctx.index)
+    violations += domain_violations(cluster, placements)
     return violations
 
 
@@ -1036,13 +1038,17 @@ def placement_violations(
     states = ctx.index.states(resolved)
     topology = _topology(cluster, ctx.index.running_list, resolved)
     # Gang members are all-or-nothing: one fitting alone proves nothing about the whole gang.
-    left = [p for p in ctx.index.batch(scheduler_name) if p.key not in placements and not p.gang]
+    # So are pods held in one topology domain with their group (placer.validate_groups).
+    left = [
+        p for p in ctx.index.batch(scheduler_name) if p.key not in placements and not p.gang and not p.group_domains
+    ]
     free = _Free(states, [*left, *(pod for pod, _ in resolved)])
     violations += _eligibility_violations(ctx, resolved)
     violations += _node_violations(states)
     violations += topology.lines()
     violations += _relaxed_violations(ctx, states, topology, free)
     violations += gang_rule_violations(cluster, placements, scheduler_name, ctx.index)
+    violations += domain_violations(cluster, placements)
     violations += _left_out_violations(ctx, states, left, topology, free)
     return violations
 
@@ -1206,6 +1212,13 @@ def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Evic
     """Who may be evicted, how (move or preempt) and for whom."""
     out: list[str] = []
     pods = plan.ctx.index.pods
+    # A group with disruptionMode all is preempted as one unit: a preemptor on any of the nodes
+    # its evicted pods leave frees room for it.
+    unit_nodes: dict[str, set[str]] = {}
+    for e in evictions:
+        victim = pods.get(e.pod)
+        if victim is not None and victim.disruption_unit is not None:
+            unit_nodes.setdefault(victim.disruption_unit, set()).add(e.node)
     for e in evictions:
         what = f"eviction of {e.pod} ({e.kind})"
         pod = pods.get(e.pod)
@@ -1225,9 +1238,10 @@ def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Evic
         refusal = eviction_refusal(cluster, pod)
         if refusal:
             out.append(f"{what}: never evicted: {refusal}")
+        nodes = unit_nodes[pod.disruption_unit] if pod.disruption_unit is not None else {e.node}
         for name in e.for_:
             placed = plan.pending.get(name)
-            if placed is None or placed[1] != e.node:
+            if placed is None or placed[1] not in nodes:
                 out.append(f"{what}: it is for {name}, which the plan does not place on {e.node}")
         if e.kind == "move":
             refusal = move_refusal(cluster, pod, plan.scheduler_name, jobs=plan.jobs)
@@ -1241,7 +1255,7 @@ def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Evic
         preemptors = [
             placed
             for placed, node_name in plan.pending.values()
-            if node_name == e.node and may_preempt(placed, pod, restart_tiers=plan.ctx.restart_tiers)
+            if node_name in nodes and may_preempt(placed, pod, restart_tiers=plan.ctx.restart_tiers)
         ]
         if not preemptors:
             out.append(
@@ -1566,7 +1580,8 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
     out = texts(_node_violations(_plan_states(plan, cluster, replacements_placed=True)))
     out += topology.violations()
     states = _plan_states(plan, cluster, replacements_placed=False)
-    left = [p for p in plan.ctx.index.batch(plan.scheduler_name) if p.key not in plan.pending]
+    # Gang members are all-or-nothing: one fitting alone proves nothing about the whole gang.
+    left = [p for p in plan.ctx.index.batch(plan.scheduler_name) if p.key not in plan.pending and not p.gang]
     free = _Free(states, [*left, *(pod for state in states.values() for pod in state.placed)])
     preempted: dict[str, list[Pod]] = {}
     for pod in plan.preempted().values():
@@ -1586,13 +1601,15 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
                     f"ignore-affinity) although matching node {other} has room for it after the plan"
                 )
     holding = {name for name, state in states.items() if state.placed}
+    placed = {key: node for key, (_, node) in plan.pending.items()}
+    domains = Domains(cluster, placed, gone=set(plan.victims))  # workload groups' domains after the plan
     for pod in left:
         key = plan.key(pod)
         binding = ctx.binding(pod)
         # A node without room for the pod and without batch pods to take off cannot take it.
         for name in sorted(holding.union(free.with_room(pod))):
             state = states[name]
-            if eligibility_problems(pod, state.node, binding):
+            if eligibility_problems(pod, state.node, binding) or not domains.allows(pod, name):
                 continue
             if not state.room_problems(pod) and topology.allows(pod, name):
                 out.append(f"{pod.key}: left unplaced although it fits on node {name} after the plan")
@@ -1626,6 +1643,7 @@ def _first_fit(plan: _Plan, cluster: Cluster) -> list[Pod]:
         key=lambda p: (tuple(-k for k in plan.key(p)), p.creation, p.namespace, p.name),
     )
     free = _Free(states, batch)
+    domains = Domains(cluster)  # workload groups stay in one topology domain
     placed: list[Pod] = []
     for pod in batch:
         binding = plan.ctx.binding(pod)
@@ -1637,10 +1655,12 @@ def _first_fit(plan: _Plan, cluster: Cluster) -> list[Pod]:
                 not eligibility_problems(pod, state.node, binding)
                 and not state.room_problems(pod)
                 and topology.allows(pod, name)
+                and domains.allows(pod, name)
             ):
                 state.add(pod, batch=True)
                 free.refresh(name)
                 topology.add(pod, name)
+                domains.add(pod, name)
                 placed.append(pod)
                 break
     return placed
@@ -1852,4 +1872,13 @@ def validate_plan(
     violations += _step_violations(plan, cluster, result.steps)
     violations += _final_violations(plan, cluster)
     violations += _improvement_violations(plan, cluster)
+    violations += texts(_group_violations(plan, cluster, result.evictions))
     return violations
+
+
+def _group_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Eviction]) -> list[Violation]:
+    """Workload groups after the plan: one domain each (evicted pods gone, pending pods where
+    placed), and groups with ``disruptionMode: all`` evicted whole or not at all."""
+    evicted = {e.pod for e in evictions}
+    placed = {key: node for key, (_, node) in plan.pending.items()}
+    return domain_violations(cluster, placed, gone=evicted) + disruption_violations(cluster, evicted)

@@ -142,6 +142,9 @@ Rule = Literal[
     "maximality",  # left unplaced although it fits
     "priority",  # left unplaced although it would fit in place of lower-key pods
     "gang",
+    # workload groups (placer.validate_groups)
+    "group-domain",
+    "group-disruption",
     # topology (this module)
     "affinity key",
     "affinity",

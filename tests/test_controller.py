@@ -181,14 +181,18 @@ def test_an_old_pod_of_the_same_owner_is_not_taken_for_the_replacement() -> None
 
 
 def test_a_gang_is_never_split_across_batches() -> None:
-    b = Batcher(window=30, size=2)
+    b = Batcher(window=30, size=3)
     b.sync(["ns/a", "ns/g1", "ns/g2", "ns/g3"], now=0)
-    assert b.take({"ns/g1": "ns/train", "ns/g2": "ns/train", "ns/g3": "ns/train"}) == [
-        "ns/a",
-        "ns/g1",
-        "ns/g2",
-        "ns/g3",
-    ]
+    gang = {"ns/g1": "ns/train", "ns/g2": "ns/train", "ns/g3": "ns/train"}
+    assert b.take(gang) == ["ns/a", "ns/g1", "ns/g2", "ns/g3"]
+
+
+def test_a_gang_larger_than_the_batch_size_is_a_batch_of_its_own_and_holds_no_one_back() -> None:
+    b = Batcher(window=30, size=2)
+    b.sync(["ns/a", "ns/g1", "ns/g2", "ns/g3", "ns/b"], now=0)
+    gang = {"ns/g1": "ns/train", "ns/g2": "ns/train", "ns/g3": "ns/train"}
+    assert b.take(gang) == ["ns/a", "ns/b"]  # the pod behind the gang goes ahead
+    assert b.take(gang) == ["ns/g1", "ns/g2", "ns/g3"]
 
 
 def test_deadlines_count_from_when_a_step_becomes_ready() -> None:

@@ -112,6 +112,12 @@ TABLE = [
         "gang ns/train of 4 pods cannot be placed whole: each fits alone, not all together",
     ),
     (
+        "a 1.37 gang that fits no single domain of its topology key",
+        Reason(nodes=4, gang=GangWait(gang="ml/g", size=3, pending=3, domain="topology.kubernetes.io/rack")),
+        "gang ml/g of 3 pods cannot be placed whole in one domain of topology.kubernetes.io/rack: "
+        "each fits alone, not all together",
+    ),
+    (
         "a complete gang that does not fit",
         Reason(nodes=2, filters=(_short("cpu", 2),), gang=GangWait(gang="g", size=2, pending=2)),
         "gang g of 2 pods cannot be placed whole: 0/2 nodes are available: 2 Insufficient cpu.",

@@ -12,7 +12,9 @@ each normalised over the feasible nodes, PodTopologySpread (weight 2) and InterP
 (weight 2), normalised as those plugins do. Scoring counts 100m cpu / 200Mi memory for containers
 without requests. Ties go to the node that sorts first by name. The system default spreading
 constraints (hostname and zone, ScheduleAnyway, the owning ReplicaSet's selector) apply to pods
-without constraints only when ``default_spreading`` asks for them.
+without constraints only when ``default_spreading`` asks for them. Pods of a Workload API gang,
+or of a PodGroup with a topology key, are scheduled group by group as kube-scheduler 1.37 does
+(``groups``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from placer.baseline.filters import NodeFacts, PodFilters
+from placer.baseline.groups import group_of, schedule_group
 from placer.baseline.interpod import interpod_scores
 from placer.baseline.preemption import preempt
 from placer.baseline.spread import spread_scores
@@ -75,8 +78,18 @@ def simulate(
     ``default_spreading`` the system default spreading constraints."""
     started = time.monotonic()
     run = _Run(snapshot, scoring, Topology.build(snapshot, namespaces, replicasets, default_spreading))
-    for pod in sorted(pending, key=queue_order):
-        run.schedule(pod, pdbs, preemption=preemption)
+    queue = sorted(pending, key=queue_order)
+    groups: dict[str, list[Pod]] = {}
+    for pod in queue:
+        gid = group_of(pod) if not pod.unsupported else None
+        if gid is not None:
+            groups.setdefault(gid, []).append(pod)
+    for pod in queue:
+        gid = group_of(pod) if not pod.unsupported else None
+        if gid is None:
+            run.schedule(pod, pdbs, preemption=preemption)
+        elif gid in groups:  # Kubernetes 1.37: the group is scheduled as one unit (``groups``)
+            schedule_group(run, groups.pop(gid))
     return SimResult(
         placements=run.placements,
         unplaced=run.unplaced,
@@ -147,6 +160,14 @@ class _Run:
         self.snap.add(pod, node)
         self.topo.add(pod, node)
         self.nonzero[node] += (pod.score_cpu, pod.score_memory)
+
+    def _unplace(self, pod: Pod, node: int) -> None:
+        """Undo the last ``_place`` (a pod group's trial placement)."""
+        assert self.placements[-1] == (pod, node)
+        self.placements.pop()
+        self.snap.remove(pod, node)
+        self.topo.remove(pod, node)
+        self.nonzero[node] -= (pod.score_cpu, pod.score_memory)
 
     def _evict(self, victim: Pod, node: int, by: Pod) -> None:
         self.snap.remove(victim, node)

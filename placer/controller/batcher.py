@@ -13,6 +13,8 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from placer.engine import cut_batch
+
 __all__ = ["Batcher"]
 
 
@@ -84,12 +86,10 @@ class Batcher:
 
     def take(self, together: Mapping[str, str] | None = None) -> list[str]:
         """The batch: up to ``size`` pods, oldest first; the rest keep waiting. Pods that share a
-        value in ``together`` (a gang) are never split: a gang joins the batch whole."""
+        value in ``together`` (a gang) are never split: a gang joins the batch whole, and a gang
+        larger than ``size`` is a batch of its own (``placer.engine.cut_batch``)."""
         ordered = sorted(self._arrived, key=lambda k: (self._arrived[k], k))
-        chosen = ordered[: self.size]
-        if together:
-            gangs = {together[k] for k in chosen if k in together}
-            chosen += [k for k in ordered[self.size :] if together.get(k) in gangs]
+        chosen = cut_batch(ordered, self.size, together)
         for key in chosen:
             del self._arrived[key]
         return chosen

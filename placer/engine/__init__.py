@@ -6,8 +6,11 @@ The public surface other packages use; the submodules are internal. See docs/arc
 from placer.engine import solve
 from placer.engine.batch import Batch, Group, build_batch, gang_groups, rebased
 from placer.engine.candidates import select_candidates
+from placer.engine.constraints.domains import build as build_domain_constraints
 from placer.engine.constraints.topology import build as build_topology_constraints
+from placer.engine.cuts import cut_batch
 from placer.engine.descent import descend
+from placer.engine.domains import DomainVars
 from placer.engine.dominance import Quality
 from placer.engine.encoder import encode
 from placer.engine.exprs import evaluate
@@ -60,6 +63,7 @@ __all__ = [
     "BatchResult",
     "BoolArray",
     "Budget",
+    "DomainVars",
     "FloatArray",
     "Fragmentation",
     "Group",
@@ -85,8 +89,10 @@ __all__ = [
     "asks_extended",
     "batch_demand",
     "build_batch",
+    "build_domain_constraints",
     "build_snapshot",
     "build_topology_constraints",
+    "cut_batch",
     "decision_strategy",
     "descend",
     "encode",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
+from placer.engine.domains import DomainLevel, compile_levels, restrict
 from placer.engine.keys import pod_key
 from placer.engine.prefilter import PodMasks, Prefilter, fits
 from placer.engine.snapshot import Snapshot, pod_vector
@@ -56,6 +57,7 @@ class Batch:
     key_rank: dict[tuple[int, int], int]
     topology: Topology = field(default_factory=Topology)
     tiers: TierScope = "cluster"  # where restart tiers rank pods (``placer.engine.keys``)
+    levels: tuple[DomainLevel, ...] = ()  # workload groups held in one topology domain (``domains``)
 
     def rank(self, group: Group) -> int:
         return self.key_rank[group.key]
@@ -79,6 +81,7 @@ def _signature(pod: Pod, topology: bool, tiers: TierScope) -> tuple[object, ...]
         tuple(sorted(pod.annotations.items())),
         pod.unsupported,
         pod.gang_key,
+        pod.group_domains,
     )
 
 
@@ -160,6 +163,8 @@ def build_batch(snapshot: Snapshot, pending: Sequence[Pod], config: Config) -> B
         preference = group.masks.preference + pref if pref is not None else group.masks.preference
         group.masks = replace(group.masks, allowed=allowed, preference=preference)
         group.feasible = group.feasible[allowed[group.feasible]]
+    levels = compile_levels(snapshot, groups)
+    restrict(levels, groups)
     keys = sorted({g.key for g in groups})
     return Batch(
         snapshot=snapshot,
@@ -168,6 +173,7 @@ def build_batch(snapshot: Snapshot, pending: Sequence[Pod], config: Config) -> B
         key_rank={k: i for i, k in enumerate(keys)},
         topology=topo,
         tiers=config.priority.restart_tiers,
+        levels=levels,
     )
 
 
@@ -183,6 +189,7 @@ def rebased(batch: Batch, snapshot: Snapshot, keys: Sequence[tuple[int, int]] = 
         if g.gang in waiting:
             feasible = feasible[:0]
         groups.append(Group(pods=g.pods, vec=g.vec, key=g.key, masks=g.masks, feasible=feasible))
+    restrict(batch.levels, groups)
     ranked = sorted({g.key for g in groups} | set(keys))
     return Batch(
         snapshot=snapshot,
@@ -191,4 +198,5 @@ def rebased(batch: Batch, snapshot: Snapshot, keys: Sequence[tuple[int, int]] = 
         key_rank={k: i for i, k in enumerate(ranked)},
         topology=batch.topology,
         tiers=batch.tiers,
+        levels=batch.levels,
     )

@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from placer.engine.batch import Batch
 from placer.engine.candidates import node_order
+from placer.engine.greedy_domains import place_levels
 from placer.engine.prefilter import ports_conflict
 from placer.engine.scoring import Scorer
 from placer.engine.topology import TopologyState
@@ -63,11 +64,13 @@ def greedy(
     port_nodes: dict[int, list[int]] = {}  # node -> port-using groups placed there by this pass
     result: Assignment = [np.full(g.size, -1, dtype=np.int64) for g in batch.groups]
     topo = None if batch.topology.empty else TopologyState(batch.topology, [g.size for g in batch.groups])
+    # Groups held in topology domains go first, one workload group at a time (``greedy_domains``).
+    alone = skip | place_levels(batch, scorer, used, result, skip)
     # Pods whose required affinity other batch pods provide go after their providers.
     dependent = {a.g: a.order for a in batch.topology.affinity if not a.seed}
     by_tier = batch.tiers != "namespace"
     order = sorted(
-        ((gi, pi) for gi, g in enumerate(batch.groups) for pi in range(g.size) if gi not in skip),
+        ((gi, pi) for gi, g in enumerate(batch.groups) for pi in range(g.size) if gi not in alone),
         key=lambda t: (
             -batch.rank(batch.groups[t[0]]) if by_tier else -batch.groups[t[0]].key[0],
             dependent.get(t[0], (-1, -1)),

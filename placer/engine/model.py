@@ -14,6 +14,7 @@ import numpy.typing as npt
 from ortools.sat.python import cp_model
 
 from placer.engine.batch import Batch
+from placer.engine.domains import DomainVars
 from placer.engine.objectives.decisions import Disruptions, Kept, placed_by_rank
 from placer.engine.objectives.loads import LoadEntry
 from placer.engine.scoring import IntArray, Scorer
@@ -33,6 +34,7 @@ class Model:
     upper: dict[int, int] = field(default_factory=dict)  # variable index -> upper bound
     # (weight, variable): soft spreading excess and preferred anti-affinity crowding
     soft_penalty: list[tuple[int, cp_model.IntVar]] = field(default_factory=list)
+    domains: DomainVars | None = None  # workload groups' topology domains (constraints.domains)
 
     def ub(self, var: cp_model.IntVar) -> int:
         return self.upper[var.index]

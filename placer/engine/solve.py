@@ -19,6 +19,7 @@ from placer.engine import dominance, extended, lns, packing
 from placer.engine.batch import Batch, build_batch
 from placer.engine.candidates import select_candidates
 from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
+from placer.engine.domains import keeps_domains
 from placer.engine.encoder import encode
 from placer.engine.greedy import Assignment, greedy
 from placer.engine.heap import no_cycle_collection
@@ -133,6 +134,8 @@ def solve_batch(
     whole = budget = budget or Budget.of(config)
     guard = no_worse and alternative is not None
     batch = build_batch(snapshot, pending, config)
+    if batch.levels:  # descent, LNS, completion and the guard's moves know nothing of group domains
+        guard = False  # (the alternative, kube-scheduler 1.37's answer, keeps groups in their domains)
     scorer = Scorer(snapshot, config, batch_demand(batch))
     select_candidates(batch, scorer, config.solver.candidates)
     hint = greedy(batch, scorer)
@@ -142,7 +145,8 @@ def solve_batch(
     def other() -> Assignment | None:
         """The alternative as a start of this batch, computed once."""
         if not adopted:
-            adopted.append(packing.adopt(batch, alternative()) if alternative is not None else None)
+            found = packing.adopt(batch, alternative()) if alternative is not None else None
+            adopted.append(found if found is None or keeps_domains(batch.levels, found) else None)
         return adopted[0]
 
     held = extended.held_by_extended(batch, scorer)  # a batch with GPUs is held to its placed pods and GPUs, at once
@@ -162,8 +166,8 @@ def solve_batch(
                 raced = True
     greedy_placed = int(sum(int((nodes >= 0).sum()) for nodes in hint))
     all_placed = _all_placeable_placed(batch, hint)
-    counts = _widened(batch, scorer, hint, config, budget) if all_placed else _counts(hint)
-    large = sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
+    counts = _widened(batch, scorer, hint, config, budget) if all_placed and not batch.levels else _counts(hint)
+    large = not batch.levels and sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
 
     def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
         start = other() if guard else None
@@ -234,7 +238,8 @@ def solve_batch(
                     levels.proven = False
                     levels.reports.append(_lns_report(report))
                     continue
-                _set(values, model, sym.order(_descend(batch, scorer, current(), config, own)))
+                if not batch.levels:
+                    _set(values, model, sym.order(_descend(batch, scorer, current(), config, own)))
             for term in terms:
                 levels.run(term)
     final = current()

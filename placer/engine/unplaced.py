@@ -70,12 +70,14 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
             reason = after.diagnose(pod, later=checks)
             if group.gang is not None:
                 size = sum(g.size for g in batch.groups if g.gang == group.gang)
-                reason = reason.model_copy(update={"gang": GangWait(gang=group.gang, size=size, pending=size)})
+                domain = pod.group_domains[0].key if pod.group_domains else None
+                gang = GangWait(gang=group.gang, size=size, pending=size, domain=domain)
+                reason = reason.model_copy(update={"gang": gang})
             fits_now = group.masks.allowed & after.ports_ok(pod) & fits(final, group.vec)
             for ok, _ in checks:
                 fits_now &= ok
             code: UnplacedCode
-            if fits_now.any() and group.gang is None:
+            if fits_now.any() and group.gang is None and not pod.group_domains:
                 code = "NotSolved"
                 reason = reason.model_copy(update={"solver": status})
             elif taken & set(group.feasible[~fits(final, group.vec)[group.feasible]].tolist()):

@@ -31,6 +31,7 @@ from placer.inputs.volumes import (
     read_persistent_volume,
     read_storage_class,
 )
+from placer.inputs.workloads import is_workload
 from placer.models import Job, Node, Owner, Pod, PodDisruptionBudget, ReplicaSet
 
 __all__ = ["DRA_CLASS_PREFIX", "KubeObjects", "dra_reason", "parse_job", "parse_namespace", "read_list"]
@@ -106,6 +107,8 @@ def read_list(doc: Field) -> KubeObjects:
             out.classes.append(read_storage_class(item))
         elif is_pod_group(item):
             out.pod_groups.append(read_pod_group(item))
+        elif is_workload(item):
+            pass  # its PodGroups carry the rules of its templates (placer.inputs.workloads)
         elif item_kind == "DeviceClass":
             resource = item.get("spec").get("extendedResourceName").text()
             if resource:

@@ -68,9 +68,14 @@ PATHS = {
 # Gangs declared by objects (``placer.inputs.podgroups``): informer name -> (group/version path, resource).
 WORKLOAD_POD_GROUP = "PodGroup.scheduling.k8s.io"
 PLUGINS_POD_GROUP = "PodGroup.scheduling.x-k8s.io"
+# Kubernetes 1.37 (placer.inputs.workloads): PodGroups in v1beta1, CompositePodGroups in v1alpha3.
+BETA_POD_GROUP = "PodGroup.scheduling.k8s.io/v1beta1"
+COMPOSITE_POD_GROUP = "CompositePodGroup.scheduling.k8s.io"
 OPTIONAL = {
     WORKLOAD_POD_GROUP: ("/apis/scheduling.k8s.io/v1alpha2", "podgroups"),
     PLUGINS_POD_GROUP: ("/apis/scheduling.x-k8s.io/v1alpha1", "podgroups"),
+    BETA_POD_GROUP: ("/apis/scheduling.k8s.io/v1beta1", "podgroups"),
+    COMPOSITE_POD_GROUP: ("/apis/scheduling.k8s.io/v1alpha3", "compositepodgroups"),
 }
 
 

@@ -1,8 +1,8 @@
 """``placer solve`` without a file: read the cluster straight from the API server, read-only.
 
 The same objects a ``kubectl get nodes,pods,pdb,rs,ns,pv,pvc,storageclass -A -o json`` dump holds,
-and the PodGroups of the gang APIs the server serves, listed in pages, returned as one Kubernetes
-List for the same reader as a file.
+and the PodGroups (and 1.37 CompositePodGroups) of the gang APIs the server serves, listed in
+pages, returned as one Kubernetes List for the same reader as a file.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from placer.errors import InputError
-from placer.inputs.podgroups import PLUGINS_API, WORKLOAD_API
+from placer.inputs.podgroups import PLUGINS_API
+from placer.inputs.workloads import COMPOSITE_API, COMPOSITE_KIND, WORKLOAD_APIS
 from placer.kube.client import api_client
 
 __all__ = ["PAGE", "read_live"]
@@ -43,20 +44,27 @@ def _all(kind: str, list_fn: Callable[..., Any], api_version: str = "") -> list[
 
 
 def _pod_groups(custom: client.CustomObjectsApi) -> list[dict[str, Any]]:
-    """The PodGroups of the APIs the server serves (the Workload API's, scheduler-plugins'); an
-    API it does not serve (404) holds none."""
+    """The PodGroups of the APIs the server serves (the Workload API's in its preferred version,
+    scheduler-plugins'), and CompositePodGroups; an API it does not serve (404) holds none."""
     items: list[dict[str, Any]] = []
-    for api_version in (WORKLOAD_API, PLUGINS_API):
+    lists = [*((v, "PodGroup", "podgroups") for v in WORKLOAD_APIS), (PLUGINS_API, "PodGroup", "podgroups")]
+    lists.append((COMPOSITE_API, COMPOSITE_KIND, "compositepodgroups"))
+    workload = False
+    for api_version, kind, resource in lists:
+        if workload and kind == "PodGroup" and api_version in WORKLOAD_APIS:
+            continue  # the same objects in another version
         group, version = api_version.split("/")
 
-        def list_fn(group: str = group, version: str = version, **kwargs: Any) -> Any:
-            return custom.list_cluster_custom_object(group, version, "podgroups", **kwargs)
+        def list_fn(group: str = group, version: str = version, resource: str = resource, **kwargs: Any) -> Any:
+            return custom.list_cluster_custom_object(group, version, resource, **kwargs)
 
         try:
-            items += _all("PodGroup", list_fn, api_version)
+            items += _all(kind, list_fn, api_version)
         except ApiException as exc:
             if exc.status != 404:
                 raise
+            continue
+        workload = workload or (kind == "PodGroup" and api_version in WORKLOAD_APIS)
     return items
 
 

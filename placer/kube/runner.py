@@ -52,7 +52,12 @@ from placer.inputs.kubectl import (
     parse_pdb,
     parse_replicaset,
 )
-from placer.inputs.podgroups import PodGroup, parse_plugins_pod_group, parse_workload_pod_group
+from placer.inputs.podgroups import (
+    PodGroup,
+    parse_composite_pod_group,
+    parse_plugins_pod_group,
+    parse_workload_pod_group,
+)
 from placer.inputs.stamps import parse_timestamp
 from placer.inputs.volumes import (
     SELECTED_NODE,
@@ -69,7 +74,15 @@ from placer.kube.assume import AssumeCache
 from placer.kube.client import Http
 from placer.kube.events import EventRecorder
 from placer.kube.index import ParsedIndex, PodIndex
-from placer.kube.informers import PLUGINS_POD_GROUP, WORKLOAD_POD_GROUP, Informer, informers, optional_informers
+from placer.kube.informers import (  # Kubernetes 1.37 workloads
+    BETA_POD_GROUP,
+    COMPOSITE_POD_GROUP,
+    PLUGINS_POD_GROUP,
+    WORKLOAD_POD_GROUP,
+    Informer,
+    informers,
+    optional_informers,
+)
 from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence
 from placer.kube.policy import Policy, Result
 from placer.kube.rebalancing import Rebalancing
@@ -213,6 +226,8 @@ class Runner:
         self._namespaces = ParsedIndex[tuple[str, dict[str, str]]]("Namespace", parse_namespace)
         self._groups = ParsedIndex[PodGroup](WORKLOAD_POD_GROUP, parse_workload_pod_group)
         self._plugin_groups = ParsedIndex[PodGroup](PLUGINS_POD_GROUP, parse_plugins_pod_group)
+        self._beta_groups = ParsedIndex[PodGroup](BETA_POD_GROUP, parse_workload_pod_group)
+        self._composites = ParsedIndex[PodGroup](COMPOSITE_POD_GROUP, parse_composite_pod_group)
         self._model: tuple[tuple[int, ...], Cluster] | None = None  # the last model, by what it was built of
         # Anytime solving: the batch being solved on the solver thread (at most one).
         self.solver = ThreadPoolExecutor(1, thread_name_prefix="solver")
@@ -354,6 +369,8 @@ class Runner:
             self._namespaces,
             self._groups,
             self._plugin_groups,
+            self._beta_groups,
+            self._composites,
         ]
 
     def _refresh(self) -> None:
@@ -376,6 +393,7 @@ class Runner:
         objs.classes = self._classes.values()
         objs.pods = self.assumed.apply(self.pods.values())
         objs.pod_groups = [*self._groups.values(), *self._plugin_groups.values()]
+        objs.pod_groups += [*self._beta_groups.values(), *self._composites.values()]
         return objs
 
     def cluster(self) -> Cluster:

@@ -22,12 +22,14 @@ from ortools.sat.python import cp_model
 
 from placer.engine import (
     Batch,
+    DomainVars,
     Group,
     IntArray,
     Kept,
     LoadEntry,
     Scorer,
     Snapshot,
+    build_domain_constraints,
     build_topology_constraints,
     gang_groups,
     kept_namespace,
@@ -36,6 +38,7 @@ from placer.engine import (
     ports_conflict,
 )
 from placer.models import Pod
+from placer.plan import groups as workload_groups
 
 __all__ = ["Mover", "PlanModel"]
 
@@ -66,6 +69,7 @@ class PlanModel:
     upper: dict[int, int] = field(default_factory=dict)
     by_group: list[list[tuple[int, cp_model.IntVar]]] = field(default_factory=list)
     soft_penalty: list[tuple[int, cp_model.IntVar]] = field(default_factory=list)
+    domains: DomainVars | None = None  # workload groups' topology domains (engine constraints.domains)
 
     moves: dict[int, list[cp_model.IntVar]] = field(default_factory=dict)
     # Pending pods that may not cause evictions (``plan.eligibility.calm``): their groups never preempt.
@@ -132,10 +136,18 @@ class PlanModel:
         return preemptor.key not in self.calm and outranks(preemptor, victim, restart_tiers=self.batch.tiers)
 
     def disruptions(self) -> _Disruptions:
+        """Victims per key counted by group (a ``disruptionMode: all`` group once, by its first
+        member), then the other members of evicted groups beside the moves: fewest groups, then
+        fewest pods."""
         victims: dict[int, list[cp_model.IntVar]] = {}
+        extra: list[cp_model.IntVar] = []
+        for ris in workload_groups.units(self).values():
+            extra += [self.p[ri] for ri in ris[1:] if ri in self.p]
+        seconds = {var.index for var in extra}
         for ri, var in self.p.items():
-            victims.setdefault(self.movers[ri].rank, []).append(var)
-        return _Disruptions(victims=victims, moves=list(self.z.values()), movers=len(self.movers))
+            if var.index not in seconds:
+                victims.setdefault(self.movers[ri].rank, []).append(var)
+        return _Disruptions(victims=victims, moves=[*self.z.values(), *extra], movers=len(self.movers))
 
     def build(self, *, pdb_allowed: list[int], max_evictions: int | None, max_per_node: int | None = None) -> None:
         self.pdb_allowed, self.max_evictions, self.max_per_node = list(pdb_allowed), max_evictions, max_per_node
@@ -156,6 +168,8 @@ class PlanModel:
         self._capacity(free)
         self._host_ports()
         self._gangs()
+        build_domain_constraints(self)  # workload groups in one topology domain
+        workload_groups.build(self)  # disruptionMode all: whole groups or nothing
         # Inter-pod rules among the batch pods: the running pods they look at never leave
         # (see planner), so the engine's encoding of them holds unchanged.
         build_topology_constraints(self)
@@ -195,6 +209,8 @@ class PlanModel:
     def _preemption_needs_a_preemptor(self) -> None:
         for ri, var in self.p.items():
             m = self.movers[ri]
+            if m.pod.disruption_unit is not None:
+                continue  # preempted with its whole group (plan.groups)
             preemptors = [
                 v for (gi, n), v in self.y.items() if n == m.home and self.may_preempt(self.batch.groups[gi], m)
             ]

@@ -60,6 +60,7 @@ from placer.models import (
     step_kind,
 )
 from placer.plan.eligibility import calm, classify
+from placer.plan.groups import units, whole_units
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
 
@@ -217,6 +218,13 @@ def plan_batch(
         if not (preemptible_pod(pod) or e.movable):
             continue
         chosen.append((pod, n))
+
+    def may_evict(pod: Pod) -> bool:
+        e = elig[pod.key] = elig.get(pod.key) or classify(cluster, pod, config.scheduler_name)
+        return e.evictable and pod.key not in frozen and pod.key not in sensitive and preemptible_pod(pod)
+
+    chosen = whole_units(chosen, state, may_evict)  # disruptionMode all: whole groups (plan.groups)
+    for pod, n in chosen:
         base.remove(pod, n)
     batch = rebased(first_batch, base, [pod_key(p, restart_tiers=tiers) for p, _ in chosen])
     scorer = Scorer(state, config, batch_demand(batch))
@@ -569,7 +577,9 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
                 if bool(np.all(room >= group.vec)):
                     break
                 m = model.movers[ri]
-                if ri in evicted or not model.may_preempt(group, m) or any(budget[b] <= 0 for b in m.pdbs):
+                if ri in evicted or m.pod.disruption_unit is not None:
+                    continue  # whole groups are left to the solver (plan.groups)
+                if not model.may_preempt(group, m) or any(budget[b] <= 0 for b in m.pdbs):
                     continue
                 room += m.vec
                 victims.append(ri)
@@ -586,8 +596,8 @@ def _greedy_plan(model: PlanModel, batch: Batch, values: dict[int, int]) -> None
 
     for gi in sorted(range(len(batch.groups)), key=lambda g: -batch.rank(batch.groups[g])):
         group = batch.groups[gi]
-        if group.has_ports or group.gang is not None or gi in batch.topology.involved:
-            continue  # host-port clashes, whole gangs and inter-pod rules are left to the solver
+        if group.has_ports or group.gang is not None or gi in batch.topology.involved or group.pods[0].group_domains:
+            continue  # host-port clashes, whole gangs, inter-pod rules and group domains are left to the solver
         if model.calm_group(group):
             continue  # kept where the batch solve put them
         nodes = sorted(n for (g, n) in model.y if g == gi)
@@ -680,10 +690,15 @@ def _extract(
         if values[var.index]:
             m = model.movers[ri]
             evictions.append(PlannedEviction(pod=m.pod, node=m.home, kind="move", to=n))
+    # A disruptionMode-all group is preempted as one unit: for the pods placed on any member's node.
+    unit_homes: dict[str, set[int]] = {}
+    for unit, ris in units(model).items():
+        unit_homes[unit] = {model.movers[rj].home for rj in ris if values[model.p[rj].index]}
     for ri, var in model.p.items():
         if values[var.index]:
             m = model.movers[ri]
-            preemptors = sorted(pod.key for pod, n in placements if n == m.home and model.may_preempt_pod(pod, m.pod))
+            homes = unit_homes[m.pod.disruption_unit] if m.pod.disruption_unit is not None else {m.home}
+            preemptors = sorted(pod.key for pod, n in placements if n in homes and model.may_preempt_pod(pod, m.pod))
             lower_stays = any(
                 values[model.p[rj].index] == 0
                 and model.movers[rj].home == m.home

@@ -40,6 +40,7 @@ def _referenced_keys(model: Model) -> tuple[set[str], bool]:
                 by_name |= bool(term.match_fields)
     keys.update(model.batch.topology.keys)  # domains of inter-pod rules and spreading
     keys.update(model.scorer.strategy.labels)  # labels the strategy's cost reads (GPU models)
+    keys.update(level.key for level in model.batch.levels)  # domains of workload groups
     return keys, by_name
 
 

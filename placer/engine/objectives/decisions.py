@@ -7,6 +7,7 @@ from typing import Protocol
 from ortools.sat.python import cp_model
 
 from placer.engine.batch import Batch
+from placer.engine.domains import DomainVars
 from placer.engine.objectives.loads import LoadModel
 from placer.models import Pod
 
@@ -28,6 +29,7 @@ class Decisions(LoadModel, Protocol):
     batch: Batch
     by_group: list[list[tuple[int, cp_model.IntVar]]]
     soft_penalty: list[tuple[int, cp_model.IntVar]]
+    domains: DomainVars | None  # what constraints.domains added (workload groups' domains)
 
     def kept(self) -> Kept:
         """Per (key rank, namespace): expressions whose sum counts those placed-and-running pods,

@@ -1,7 +1,8 @@
 """The objective registry: the strategies by name, and the levels in the order they are solved.
 
 Levels, each optimum fixed before the next: placed-and-running pods per key; relaxed-affinity
-pods kept on matching nodes; fewest disruptions (plans only); preferences; the strategy. A level
+pods kept on matching nodes; fewest disruptions (plans only); preferences; the fewest whole
+topology domains opened by workload groups; the strategy. A level
 whose builder returns nothing for a model is skipped. A rebalancing plan (no pending pods) solves
 the strategy first and then the fewest moves that keep it.
 """
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from placer.engine.objectives import affinity, disruption, priority
+from placer.engine.objectives import affinity, disruption, domains, priority
 from placer.engine.objectives.balance import Balance
 from placer.engine.objectives.decisions import Decisions
 from placer.engine.objectives.fragmentation import Fragmentation, Workload, uses_gpus
@@ -68,9 +69,10 @@ _PLACED = Level(priority.LEVEL, priority.build)
 _KEPT = Level(affinity.KEPT, affinity.kept)
 _DISRUPTIONS = Level(disruption.LEVEL, disruption.build)
 _PREFERENCES = Level(affinity.PREFERENCES, affinity.preferences)
+_DOMAINS = Level(domains.LEVEL, domains.build)
 _STRATEGY = Level(STRATEGY_LEVEL, _strategy)
 
 # Placing pods (a batch, or a global plan for it).
-LEVELS: tuple[Level, ...] = (_PLACED, _KEPT, _DISRUPTIONS, _PREFERENCES, _STRATEGY)
+LEVELS: tuple[Level, ...] = (_PLACED, _KEPT, _DISRUPTIONS, _PREFERENCES, _DOMAINS, _STRATEGY)
 # Rebalancing running pods: the best strategy cost, then the fewest moves that reach it.
 REBALANCE_LEVELS: tuple[Level, ...] = (_STRATEGY, _DISRUPTIONS)

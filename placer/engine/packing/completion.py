@@ -38,7 +38,7 @@ def applies(batch: Batch) -> list[int] | None:
     """The nodes the search runs on, when the batch is a plain packing problem: no inter-pod rules,
     host ports or gangs; every group with a feasible node may use exactly the same nodes, and
     those nodes have the same free room. None otherwise."""
-    if not batch.topology.empty:
+    if not batch.topology.empty or batch.levels:  # inter-pod rules, workload groups' domains
         return None
     groups = [g for g in batch.groups if len(g.feasible)]
     if not groups or sum(g.size for g in groups) > tuning.COMPLETION_MAX_PODS:

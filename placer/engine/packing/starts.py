@@ -173,8 +173,9 @@ HEURISTICS: dict[str, Callable[[Batch], Placements]] = {
 
 def heuristic_starts(batch: Batch) -> list[Assignment | None]:
     """Every heuristic's answer as a start of this batch (None where ``adopt`` refuses one).
-    Batches with inter-pod rules keep to the greedy pass, which knows them."""
-    if not batch.topology.empty:
+    Batches with inter-pod rules or workload groups' domains keep to the greedy pass, which
+    knows them."""
+    if not batch.topology.empty or batch.levels:
         return []
     return [adopt(batch, run(batch)) for run in HEURISTICS.values()]
 

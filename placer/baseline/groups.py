@@ -1,0 +1,144 @@
+"""kube-scheduler 1.37's pod group cycle, simulated (gates GenericWorkload and
+TopologyAwareWorkloadScheduling on).
+
+A Workload API gang, or a PodGroup with a topology key, is scheduled as one unit when the queue
+reaches its first pod (kube-scheduler queues the group, not its pods):
+
+1. Candidate placements (TopologyPlacementGenerator): one per value of the group's topology key
+   among the nodes carrying it, only the domain of its members already running if any; without
+   a key, one placement of every node.
+2. Each placement is tried on its own: the group's pending pods, in queue order, each filtered and
+   scored as a lone pod would be, restricted to the placement's nodes, each placed one counting
+   for the next (then the trial is undone). A placement is feasible when running plus placed
+   members reach the gang's ``minCount`` (GangScheduling's PlacementFeasible), or for a group
+   without a gang when any pod is placed.
+3. Feasible placements are scored (each plugin weight 1): NodeResourcesFit's placement score,
+   MostAllocated over the placement's nodes taken together (cpu and memory, the group's requests
+   added to what the nodes hold), plus PodGroupPodsCount (running and proposed members,
+   normalised to 100 by the best placement). The best total wins; kube-scheduler breaks ties at
+   random, the simulation by domain name.
+4. The winner's pods are placed; without a feasible placement none is (Unschedulable).
+
+Composite parents are not followed (each PodGroup is its own unit, by its own key), and a group
+does not preempt in the simulation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from placer.models import GangWait, Node, Pod, Reason
+
+if TYPE_CHECKING:
+    from placer.baseline.simulate import _Run
+
+__all__ = ["group_of", "schedule_group", "weighed"]
+
+MAX = 100
+
+
+def group_of(pod: Pod) -> str | None:
+    """The pod group kube-scheduler 1.37 schedules ``pod`` with (None: the pod alone)."""
+    if pod.group_domains:
+        return pod.group_domains[0].group
+    if pod.gang_object == "workload" and pod.gang_key is not None:
+        return pod.gang_key
+    return None
+
+
+def _placements(run: _Run, members: Sequence[Pod]) -> list[tuple[str, npt.NDArray[np.bool_]]]:
+    snap = run.snap
+    if not members[0].group_domains:
+        return [("", np.ones(len(snap.nodes), dtype=np.bool_))]
+    level = members[0].group_domains[0]
+    values = [n.labels.get(level.key) for n in snap.nodes]
+    held: set[str] = set()
+    for n, pods in enumerate(snap.running):
+        value = values[n]
+        if value is not None and any(level in p.group_domains for p in pods):
+            held.add(value)
+    domains = sorted(held) if held else sorted({v for v in values if v is not None})
+    return [(d, np.array([v == d for v in values], dtype=np.bool_)) for d in domains]
+
+
+def _running(run: _Run, members: Sequence[Pod]) -> int:
+    gid = group_of(members[0])
+    return sum(1 for pods in run.snap.running for p in pods if p.running and group_of(p) == gid)
+
+
+def _try(run: _Run, members: Sequence[Pod], mask: npt.NDArray[np.bool_]) -> list[tuple[Pod, int]]:
+    """Each member where a lone pod would go inside ``mask``, one after the other; undone after."""
+    placed: list[tuple[Pod, int]] = []
+    for pod in members:
+        filters = run._filters(pod)
+        nodes = np.flatnonzero(filters.ok() & mask)
+        if len(nodes):
+            node = run._best(pod, filters, nodes)
+            run._place(pod, node)
+            placed.append((pod, node))
+    for pod, node in reversed(placed):
+        run._unplace(pod, node)
+    return placed
+
+
+def _fit_score(run: _Run, mask: npt.NDArray[np.bool_], placed: list[tuple[Pod, int]]) -> int:
+    """NodeResourcesFit's placement score: MostAllocated over the placement's nodes together."""
+    requested = run.nonzero[mask].sum(axis=0) + sum(
+        (np.array([p.score_cpu, p.score_memory], dtype=np.int64) for p, _ in placed), np.zeros(2, dtype=np.int64)
+    )
+    capacity = run.alloc_cm[mask].sum(axis=0)
+    per = [int(r) * MAX // int(c) if c > 0 and r <= c else 0 for r, c in zip(requested, capacity, strict=True)]
+    return sum(per) // len(per)
+
+
+def schedule_group(run: _Run, members: Sequence[Pod]) -> None:
+    """Schedule the pending ``members`` of one pod group (queue order) as kube-scheduler 1.37 does."""
+    running = _running(run, members)
+    want = members[0].gang_size
+    trials = []
+    for name, mask in _placements(run, members):
+        placed = _try(run, members, mask)
+        feasible = running + len(placed) >= want if want else bool(placed)
+        if feasible:
+            trials.append((name, mask, placed))
+    if not trials:
+        gid = group_of(members[0]) or ""
+        size = want or len(members)
+        key = members[0].group_domains[0].key if members[0].group_domains else None
+        reason = Reason(nodes=len(run.snap.nodes), gang=GangWait(gang=gid, size=size, pending=size, domain=key))
+        run.unplaced += [(pod, "Unschedulable", reason) for pod in members]
+        return
+    counts = [running + len(placed) for _, _, placed in trials]
+    top = max(counts)
+    scored = [
+        (_fit_score(run, mask, placed) + count * MAX // top, name, placed)
+        for (name, mask, placed), count in zip(trials, counts, strict=True)
+    ]
+    _, _, best = min(scored, key=lambda s: (-s[0], s[1]))
+    for pod, node in best:
+        run._place(pod, node)
+    left = {p.key for p, _ in best}
+    for pod in members:
+        if pod.key not in left:
+            run.unplaced.append((pod, "Unschedulable", run._filters(pod).diagnose()[0]))
+
+
+def weighed(pods: Sequence[Pod], nodes: Sequence[Node]) -> int:
+    """How many times the simulation weighs a pod against the nodes: once per pod, and for a pod
+    of a group with a topology key once per candidate placement (each domain of the key), which
+    is what its time grows with."""
+    domains: dict[str, int] = {}
+    total = 0
+    for pod in pods:
+        if not pod.group_domains:
+            total += 1
+            continue
+        key = pod.group_domains[0].key
+        if key not in domains:
+            domains[key] = len({n.labels[key] for n in nodes if key in n.labels})
+        total += max(domains[key], 1)
+    return total

@@ -1,0 +1,121 @@
+"""The greedy start for workload groups held in topology domains: one group at a time.
+
+Groups (the batch groups under one outermost level, ``placer.engine.domains``) go highest key
+first, larger first; each tries the domains of its outermost level in turn, partly used domains
+before whole ones (as the domain-packing objective prefers), and inside a domain each inner level
+again domain by domain, tightest first (best fit); its pods take nodes by the strategy's cost. A group that fits no
+domain whole is left out of the start: the CP-SAT model, which places the groups of the batch
+jointly, may still find room for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from placer.engine.batch import Batch
+from placer.engine.domains import DomainLevel, fresh_domains
+from placer.engine.scoring import Scorer
+
+__all__ = ["place_levels"]
+
+IntArray = npt.NDArray[np.int64]
+Fit = dict[int, list[int]]  # batch group -> nodes of its pods
+
+
+def place_levels(
+    batch: Batch, scorer: Scorer, used: IntArray, result: list[IntArray], skip: frozenset[int]
+) -> set[int]:
+    """Place the batch's groups that belong to levels (into ``result``, adding to ``used``);
+    returns those groups (placed or not), which the pod-by-pod pass then leaves alone."""
+    levels = batch.levels
+    if not levels:
+        return set()
+    handled = {gi for level in levels for gi in level.groups}
+    outer: dict[str, list[int]] = {}
+    for gi in sorted(handled - skip):
+        outer.setdefault(batch.groups[gi].pods[0].group_domains[-1].group, []).append(gi)
+    units = sorted(
+        outer.values(),
+        key=lambda gis: (-max(batch.rank(batch.groups[g]) for g in gis), -sum(batch.groups[g].size for g in gis)),
+    )
+    everywhere = np.ones(len(batch.snapshot.nodes), dtype=np.bool_)
+    for gis in units:
+        found = _fit(batch, scorer, gis, everywhere, frozenset(), used.copy())
+        if found is None:
+            continue
+        fit, after = found
+        used[:] = after
+        for gi, nodes in fit.items():
+            result[gi][: len(nodes)] = nodes
+            group = batch.groups[gi]  # the nodes taken join the candidates: the start stays a solution
+            group.candidates = np.union1d(group.candidates, nodes).astype(np.int64)
+    return handled
+
+
+def _order(batch: Batch, level: DomainLevel, gis: Sequence[int], used: IntArray) -> list[int]:
+    """Partly used domains before whole ones, each kind tightest first (best fit: the fewest
+    pods of the group's kind fit there now), then by index; for a single group only the domains
+    with room for all its pods."""
+    fresh = fresh_domains(batch.snapshot, level.key)
+    vec = batch.groups[gis[0]].vec
+    nz = np.flatnonzero(vec)
+    free = batch.snapshot.alloc - used
+    per_node = np.min(free[:, nz] // vec[nz], axis=1) if len(nz) else np.zeros(len(free), dtype=np.int64)
+    ok = level.domain >= 0
+    room = np.bincount(level.domain[ok], weights=np.maximum(per_node[ok], 0), minlength=len(level.values))
+    present = sorted({int(d) for d in level.domain.tolist() if d >= 0})
+    if len(gis) == 1:  # one kind of pod: a domain without room for all of them is not tried
+        present = [d for d in present if room[d] >= batch.groups[gis[0]].size]
+    return sorted(present, key=lambda d: (bool(fresh[d]), float(room[d]), d))
+
+
+def _fit(
+    batch: Batch, scorer: Scorer, gis: Sequence[int], mask: npt.NDArray[np.bool_], fixed: frozenset[str], used: IntArray
+) -> tuple[Fit, IntArray] | None:
+    """Every pod of ``gis`` on nodes of ``mask``, each level not yet ``fixed`` in one domain."""
+    open_levels = [lv for lv in batch.levels if lv.name not in fixed and set(lv.groups) & set(gis)]
+    if not open_levels:
+        return _first_fit(batch, scorer, gis, mask, used)
+    level = max(open_levels, key=lambda lv: (len(set(lv.groups) & set(gis)), lv.name))
+    inside = [g for g in gis if g in level.groups]
+    outside = [g for g in gis if g not in level.groups]
+    for d in _order(batch, level, inside, used):
+        found = _fit(batch, scorer, inside, mask & (level.domain == d), fixed | {level.name}, used.copy())
+        if found is None:
+            continue
+        fit, after = found
+        if outside:
+            rest = _fit(batch, scorer, outside, mask, fixed | {level.name}, after)
+            if rest is None:
+                continue  # the others fit nowhere beside this domain: try the next one
+            fit = {**fit, **rest[0]}
+            after = rest[1]
+        return fit, after
+    return None
+
+
+def _first_fit(
+    batch: Batch, scorer: Scorer, gis: Sequence[int], mask: npt.NDArray[np.bool_], used: IntArray
+) -> tuple[Fit, IntArray] | None:
+    alloc = batch.snapshot.alloc
+    fit: Fit = {}
+    for gi in gis:
+        group = batch.groups[gi]
+        nodes = group.feasible[mask[group.feasible]]
+        nz = np.flatnonzero(group.vec)
+        fit[gi] = []
+        for _ in range(group.size):
+            ok = np.all(alloc[np.ix_(nodes, nz)] - used[np.ix_(nodes, nz)] >= group.vec[nz], axis=1)
+            if group.has_ports:
+                ok &= ~np.isin(nodes, fit[gi])
+            room = nodes[ok]
+            if len(room) == 0:
+                return None
+            cost = scorer.delta(group.vec, room, used)
+            n = int(room[int(np.argmin(cost))])
+            fit[gi].append(n)
+            used[n] += group.vec
+    return fit, used

@@ -1,0 +1,95 @@
+"""The validator's rules for Kubernetes 1.37 workload groups, in its own words (no engine code).
+
+- One domain: all pods of a level (``Pod.group_domains``: a PodGroup, or a CompositePodGroup
+  and every group below it) that run or are placed sit on nodes carrying the level's topology
+  label, all with the same value. A composite level holds its children's pods, so a child placed
+  outside its parent's domain breaks the parent's rule: that is the nesting rule.
+- Disruption: where a group is disrupted only as a whole (``Pod.disruption_unit``,
+  ``disruptionMode: all``), a plan evicts every running pod of it or none.
+
+All-or-nothing at ``minCount`` is the gang rule of ``placer.validate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from placer.models import Cluster, Pod
+from placer.validate_topology import Violation
+
+__all__ = ["Domains", "disruption_violations", "domain_violations"]
+
+
+def domain_violations(cluster: Cluster, placements: Mapping[str, str], gone: Collection[str] = ()) -> list[Violation]:
+    """Levels whose pods (running and not ``gone``, or pending and placed at ``placements``)
+    do not share one domain of the level's key."""
+    labels = {n.name: n.labels for n in cluster.nodes}
+    where: dict[str, str] = {}
+    for pod in cluster.pods:
+        if pod.key in placements:
+            where[pod.key] = placements[pod.key]
+        elif pod.running and pod.node_name is not None and pod.key not in gone:
+            where[pod.key] = pod.node_name
+    levels: dict[str, tuple[str, list[Pod]]] = {}
+    for pod in cluster.pods:
+        if pod.key in where:
+            for d in pod.group_domains:
+                levels.setdefault(d.group, (d.key, []))[1].append(pod)
+    out = []
+    for name, (key, pods) in sorted(levels.items()):
+        values: dict[str, list[str]] = {}
+        for pod in pods:
+            node = where[pod.key]
+            value = labels.get(node, {}).get(key)
+            if value is None:
+                out.append(Violation("group-domain", name, f"{name}: {pod.key} on {node}, which has no label {key}"))
+                continue
+            values.setdefault(value, []).append(pod.key)
+        if len(values) > 1:
+            spread = ", ".join(f"{v} ({len(keys)})" for v, keys in sorted(values.items()))
+            out.append(Violation("group-domain", name, f"{name}: pods in {len(values)} domains of {key}: {spread}"))
+    return out
+
+
+def disruption_violations(cluster: Cluster, evicted: Collection[str]) -> list[Violation]:
+    """Groups with ``disruptionMode: all`` that a plan disrupts in part."""
+    units: dict[str, list[str]] = {}
+    for pod in cluster.pods:
+        if pod.running and pod.disruption_unit is not None:
+            units.setdefault(pod.disruption_unit, []).append(pod.key)
+    out = []
+    for unit, keys in sorted(units.items()):
+        hit = [k for k in keys if k in evicted]
+        if hit and len(hit) < len(keys):
+            text = f"{unit}: disruptionMode all, but {len(hit)} of its {len(keys)} running pods evicted"
+            out.append(Violation("group-disruption", unit, text))
+    return out
+
+
+class Domains:
+    """Which domain each level has taken so far, for a first-fit answer built pod by pod: a pod
+    may go to a node only if the node carries every one of its levels' labels, with the value
+    the level's running or already placed pods hold."""
+
+    def __init__(self, cluster: Cluster, placed: Mapping[str, str] | None = None, gone: Collection[str] = ()) -> None:
+        """Running pods (but ``gone``) and pending pods at ``placed`` (pod key -> node) count."""
+        self._labels = {n.name: n.labels for n in cluster.nodes}
+        self._taken: dict[str, str] = {}
+        placed = placed or {}
+        for pod in cluster.pods:
+            if pod.key in placed:
+                self.add(pod, placed[pod.key])
+            elif pod.running and pod.node_name is not None and pod.key not in gone:
+                self.add(pod, pod.node_name)
+
+    def allows(self, pod: Pod, node: str) -> bool:
+        labels = self._labels.get(node, {})
+        return all(
+            d.key in labels and self._taken.get(d.group, labels[d.key]) == labels[d.key] for d in pod.group_domains
+        )
+
+    def add(self, pod: Pod, node: str) -> None:
+        labels = self._labels.get(node, {})
+        for d in pod.group_domains:
+            if d.key in labels:
+                self._taken.setdefault(d.group, labels[d.key])
