@@ -206,7 +206,7 @@ def solve(
         render_outcome(console, outcome)
         if other is not None:
             console.print()
-            render_compare(console, outcome, other, {p.key: p.priority for p in cluster.pods})
+            render_compare(console, outcome, other, cluster.pods)
     else:
         data: Any = outcome.result.contract()
         if other is not None:
