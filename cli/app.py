@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from placer import DISTRIBUTION
 from placer.check import find_fixtures, run_fixture
 from placer.cli.formats import dump
 from placer.cli.render import render_compare, render_explanation, render_outcome, render_rebalance
@@ -48,7 +49,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Batch placem
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"placer {version('placer')}")
+        typer.echo(f"placer {version(DISTRIBUTION)}")
         raise typer.Exit()
 
 
