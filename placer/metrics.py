@@ -107,13 +107,14 @@ def balance_metrics(alloc: Sequence[Mapping[str, int]], used: Sequence[Mapping[s
 
 def running_by_priority(pods: Iterable[Pod], result: Result) -> dict[int, int]:
     """Pods running once ``result`` is carried out, per ``spec.priority``: what placer maximises
-    first. The pods running before (not terminating) that the answer does not preempt (a moved pod
-    keeps running: its replacement takes its place), plus the pending pods it places."""
+    first. The pods running before (not terminating) and the pending pods it places, less those it
+    preempts (a batched run may place a pod and preempt it for a later batch); a moved pod keeps
+    running (its replacement takes its place)."""
     preempted = {e.pod for e in result.evictions if e.kind == "preempt"}
     placed = {p.pod for p in result.placements if p.kind == "pending" and p.pod is not None}
     counts = Counter(
         pod.priority
         for pod in pods
-        if (pod.running and not pod.terminating and pod.key not in preempted) or pod.key in placed
+        if pod.key not in preempted and ((pod.running and not pod.terminating) or pod.key in placed)
     )
     return dict(counts)

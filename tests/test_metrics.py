@@ -61,15 +61,18 @@ def test_running_by_priority_drops_the_preempted_keeps_the_moved_and_adds_the_pl
             pod("going", node="a", priority=1000, terminating=True),
             pod("new", priority=1000),
             pod("left", priority=5),
+            pod("placed-then-preempted", priority=5),
         ],
     )
     result = Result(
         placements=[
             Placement(pod="default/new", node="a"),
+            Placement(pod="default/placed-then-preempted", node="a"),
             Placement(pod=None, replaces="default/moved", node="a", kind="replacement"),
         ],
         evictions=[
             Eviction(pod="default/low", node="a", kind="preempt"),
+            Eviction(pod="default/placed-then-preempted", node="a", kind="preempt"),
             Eviction(pod="default/moved", node="a", kind="move", to="a"),
         ],
     )
