@@ -3,23 +3,31 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PLACER := $(VENV)/bin/placer
+# placer alone (what `make demo` needs); STAMP: with the dev and bench extras (tests, benchmarks).
+BASE_STAMP := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
 
 .PHONY: install demo test lint typecheck check-fixtures bench bench-quick clean
 
-$(STAMP): pyproject.toml
+# setuptools prints an advisory for every editable install whose packages are mapped from other
+# folders (models/ and cli/ ship as placer.models and placer.cli): it warns that a folder named
+# like the package in the working directory could shadow it, which here is the package's own
+# source. Only that advisory is silenced; a wheel install prints none.
+PIP_EDITABLE := PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -e
+
+$(BASE_STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	@# setuptools prints an advisory for every editable install whose packages are mapped from
-	@# other folders (models/ and cli/ ship as placer.models and placer.cli): it warns that a
-	@# folder named like the package in the working directory could shadow it, which here is the
-	@# package's own source. Only that advisory is silenced; a wheel install prints none.
-	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -e '.[dev,bench]'
-	touch $(STAMP)
+	$(PIP_EDITABLE) .
+	touch $@
+
+$(STAMP): $(BASE_STAMP)
+	$(PIP_EDITABLE) '.[dev,bench]'
+	touch $@
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(BASE_STAMP)
 	$(PLACER) solve examples/boreas.json --compare default
 
 test: $(STAMP)
@@ -56,5 +64,11 @@ bench-quick: $(STAMP)
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache
 
-# Real control plane targets (testenv, cluster-up, cluster-down, e2e) live in mk/.
+# helm for the chart checks of `make e2e` (rules in mk/deploy.mk), cached outside the repository.
+HELM_VERSION ?= v3.22.0
+TOOLS_DIR ?= $(HOME)/.cache/placer/tools
+HELM := $(TOOLS_DIR)/helm-$(HELM_VERSION)/helm
+
+# Real control plane targets (testenv, cluster-up, cluster-down, e2e) and the deploy tools (helm)
+# live in mk/.
 -include mk/*.mk

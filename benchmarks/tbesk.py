@@ -42,7 +42,7 @@ from scipy.optimize import linprog, minimize
 from benchmarks.machine import machine_info
 from placer.engine import Snapshot, pod_vector
 from placer.inputs import load_cluster
-from placer.metrics import BALANCE_RESOURCES
+from placer.metrics import BALANCE_RESOURCES, in_use, measures, node_balance
 from placer.models import Cluster, Config, Pod
 from placer.service import Outcome, SolveOptions, pending_batch, solve_cluster
 
@@ -95,10 +95,20 @@ class Bound:
 
 
 def imbalance_of_loads(loads: FloatArray, inv_alloc: FloatArray) -> float:
-    """TBESK imbalance of node loads (nodes x resources) against 1 / allocatable."""
-    util = loads * inv_alloc
-    dev = util - util.mean(axis=1, keepdims=True)
-    return float(np.sqrt((dev**2).sum(axis=1)).mean())
+    """TBESK imbalance of node loads (nodes x resources) against 1 / allocatable (``placer.metrics``)."""
+    return measures(loads * inv_alloc, in_use(inv_alloc, loads))[0]
+
+
+def measured_columns(snapshot: Snapshot, batch: Sequence[Pod]) -> list[int]:
+    """The snapshot's columns of the resources the measures read (``placer.metrics.in_use``) once
+    ``batch`` is placed: running pods or the batch request them. The model below assumes every node
+    offers each of them (TBESK's setting)."""
+    requested = snapshot.used.sum(axis=0) + sum((pod_vector(p, snapshot.resources) for p in batch), start=0)
+    cols = [snapshot.column(r) for r in BALANCE_RESOURCES if r in snapshot.resources]
+    cols = [j for j in cols if requested[j] > 0]
+    if not (snapshot.alloc[:, cols] > 0).all():
+        raise SystemExit("tbesk: every node must offer every resource the pods request")
+    return cols
 
 
 @dataclass
@@ -123,10 +133,8 @@ class _Problem:
 
 
 def _problem(snapshot: Snapshot, pending: Sequence[Pod]) -> _Problem:
-    cols = [snapshot.column(r) for r in BALANCE_RESOURCES if r in snapshot.resources]
+    cols = measured_columns(snapshot, pending)
     alloc = snapshot.alloc[:, cols].astype(np.float64)
-    if not (alloc > 0).all():
-        raise ValueError("the bound assumes every node has every balance resource")
     full = np.array([pod_vector(p, snapshot.resources) for p in pending], dtype=np.int64)
     cap_cols = [j for j in range(full.shape[1]) if full[:, j].any()]
     cap_alloc = snapshot.alloc[:, cap_cols].astype(np.float64)
@@ -290,7 +298,7 @@ def improve_by_moves(
     """(imbalance, std_score, moves, node of each placement) after moving single pods between nodes
     while that lowers the true TBESK imbalance, fits the node (every resource, pod count included)
     and, with ``max_std``, keeps the std_score across nodes at or below it."""
-    cols = [snapshot.column(r) for r in BALANCE_RESOURCES if r in snapshot.resources]
+    cols = measured_columns(snapshot, [p for p, _ in placements])
     inv = 1.0 / snapshot.alloc[:, cols].astype(np.float64)
     used = snapshot.used.copy()
     nodes = np.zeros(len(placements), dtype=np.int64)
@@ -299,9 +307,10 @@ def improve_by_moves(
         used[n] += vecs[idx]
         nodes[idx] = n
 
-    def z_of(util: FloatArray) -> FloatArray:
-        dev = util - util.mean(axis=-1, keepdims=True)
-        return np.sqrt((dev**2).sum(axis=-1))  # type: ignore[no-any-return]
+    def z_of(util: FloatArray) -> FloatArray:  # TBESK's Z per row (placer.metrics), every entry in use
+        rows = np.atleast_2d(util)
+        z = node_balance(rows, np.ones(rows.shape, dtype=np.bool_))[0]
+        return z if util.ndim > 1 else z[0]  # type: ignore[no-any-return]
 
     util = used[:, cols] * inv
     z = z_of(util)
@@ -340,8 +349,8 @@ def improve_by_moves(
                 moved = True
         if not moved:
             break
-    final = used[:, cols] * inv
-    return imbalance_of_loads(used[:, cols].astype(np.float64), inv), float(final.mean(axis=1).std()), moves, nodes
+    imbalance, std = measures(used[:, cols] * inv, in_use(inv, used[:, cols]))
+    return imbalance, std, moves, nodes
 
 
 def _run(cluster: Cluster, policy: str, limit: float | None) -> tuple[PolicyRun, Outcome]:
@@ -487,8 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pending, _ = pending_batch(cluster, Config().scheduler_name)
     if not args.no_bound and by["placer"].unplaced == 0:
         snap = placer_out.before
-        cols = [snap.column(r) for r in BALANCE_RESOURCES if r in snap.resources]
-        start = placer_out.after.used[:, cols].astype(np.float64)
+        start = placer_out.after.used[:, measured_columns(snap, pending)].astype(np.float64)
         bound = lower_bound(snap, pending, start=start)
         print(
             f"[tbesk] lower bound {bound.lower:.6f} (uncapacitated {bound.lower_uncapacitated:.6f}, fractional "

@@ -20,7 +20,9 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from placer import DISTRIBUTION
 from placer.check import find_fixtures, run_fixture
+from placer.cli.formats import dump
 from placer.cli.render import render_compare, render_explanation, render_outcome, render_rebalance
 from placer.errors import InputError
 from placer.explain import explain_document, explain_pod, explain_schema
@@ -47,7 +49,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Batch placem
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"placer {version('placer')}")
+        typer.echo(f"placer {version(DISTRIBUTION)}")
         raise typer.Exit()
 
 
@@ -205,15 +207,12 @@ def solve(
         render_outcome(console, outcome)
         if other is not None:
             console.print()
-            render_compare(console, outcome, other, {p.key: p.priority for p in cluster.pods})
+            render_compare(console, outcome, other, cluster.pods)
     else:
         data: Any = outcome.result.contract()
         if other is not None:
             data = {"result": data, "compare": other.result.contract()}
-        if output is Output.json:
-            typer.echo(json.dumps(data, indent=2))
-        else:
-            typer.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
+        typer.echo(dump(data, output.value), nl=False)
     for warning in outcome.warnings:  # on stderr in every format: stdout stays the answer
         typer.echo(f"placer: warning: {warning}", err=True)
     if plot is not None:
@@ -260,11 +259,7 @@ def rebalance(
     if output is Output.text:
         render_rebalance(Console(), outcome)
     else:
-        data = outcome.result.contract()
-        typer.echo(
-            json.dumps(data, indent=2) if output is Output.json else yaml.safe_dump(data, sort_keys=False),
-            nl=output is Output.json,
-        )
+        typer.echo(dump(outcome.result.contract(), output.value), nl=False)
     for warning in outcome.warnings:
         typer.echo(f"placer: warning: {warning}", err=True)
 
@@ -302,9 +297,7 @@ def explain(
     if story is None:
         raise _fail(f"{file}: no pod {pod!r} (give namespace/name)")
     if output is not Output.text:
-        data = explain_document(story)
-        text = json.dumps(data, indent=2) if output is Output.json else yaml.safe_dump(data, sort_keys=False)
-        typer.echo(text, nl=output is Output.json)
+        typer.echo(dump(explain_document(story), output.value), nl=False)
         return
     render_explanation(Console(), story)
 
@@ -315,6 +308,7 @@ def check(
     time_limit: Annotated[
         float, typer.Option(min=0.01, help="time limit per solve in seconds, as deterministic work")
     ] = 10.0,
+    output: Annotated[Output, typer.Option("--output", "-o", help="text, json or yaml")] = Output.text,
 ) -> None:
     """Run regression fixtures deterministically; exit 1 on any regression, with what changed."""
     try:
@@ -322,6 +316,13 @@ def check(
     except InputError as exc:
         raise _fail(str(exc)) from None
     results = [run_fixture(f, time_limit=time_limit) for f in fixtures]
+    failed = [r for r in results if not r.passed]
+    if output is not Output.text:
+        document = {"directory": str(directory), "passed": len(results) - len(failed), "fixtures": results}
+        typer.echo(dump(document, output.value), nl=False)
+        if failed:
+            raise typer.Exit(1)
+        return
     console = Console()
     table = Table(title=f"placer check {directory}")
     table.add_column("fixture")
@@ -332,7 +333,6 @@ def check(
             r.name, "[green]pass[/]" if r.passed else "[red]FAIL[/]", r.summary if r.passed else "; ".join(r.diffs)
         )
     console.print(table)
-    failed = [r for r in results if not r.passed]
     console.print(f"{len(results) - len(failed)} of {len(results)} fixtures pass")
     if failed:
         raise typer.Exit(1)

@@ -1,5 +1,5 @@
 """``placer solve --plot out.png``: per-node utilisation per resource, before and after the answer,
-placer beside the compared policy. matplotlib is an optional dependency (``placer[plot]``)."""
+placer beside the compared policy. matplotlib is an optional dependency (the ``plot`` extra)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from placer import DISTRIBUTION
 from placer.cli.render import offered_resources
 from placer.engine import Snapshot
 from placer.service import Outcome
@@ -37,7 +38,7 @@ def plot_outcomes(path: Path, outcome: Outcome, other: Outcome | None = None) ->
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt  # noqa: PLC0415
     except ImportError as exc:
-        raise PlotUnavailableError("--plot needs matplotlib: pip install 'placer[plot]'") from exc
+        raise PlotUnavailableError(f"--plot needs matplotlib: pip install '{DISTRIBUTION}[plot]'") from exc
     before = outcome.before
     resources = offered_resources(before)
     series = [("before", before.used, "#b0b0b0"), (f"{outcome.result.policy}", outcome.after.used, "#1f77b4")]

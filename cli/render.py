@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table
 
 from placer.engine import Snapshot
 from placer.explain import Explanation
-from placer.models import Step, format_quantity
+from placer.metrics import running_by_priority
+from placer.models import Pod, Step, format_quantity
 from placer.rebalance import RebalanceOutcome
 from placer.service import Outcome
 
@@ -102,14 +103,23 @@ def render_outcome(console: Console, outcome: Outcome) -> None:
 
 
 def _better(a: float, b: float, higher: bool) -> str:
+    """The arrow towards the better value; none where they are equal."""
     if a == b:
-        return "="
+        return ""
     return "<-" if (a > b) == higher else "->"
 
 
-def render_compare(console: Console, a: Outcome, b: Outcome, priorities: Mapping[str, int]) -> None:
-    """One table, both policies side by side; ``priorities``: pod key -> spec.priority. The last
-    column points at the better one (README, "Reading the numbers", defines each row)."""
+def _lexicographic(a: Sequence[int], b: Sequence[int]) -> str:
+    """The arrow towards the better vector, compared from its first entry (higher is better)."""
+    first = next(((x, y) for x, y in zip(a, b, strict=True) if x != y), (0, 0))
+    return _better(*first, higher=True)
+
+
+def render_compare(console: Console, a: Outcome, b: Outcome, pods: Sequence[Pod]) -> None:
+    """One table, both policies side by side, for the cluster whose ``pods`` both answers place.
+    The last column points at the better one, and is empty where they are equal (README,
+    "Reading the numbers", defines each row)."""
+    priorities = {p.key: p.priority for p in pods}
     table = Table(title="Side by side (the arrow points at the better policy)")
     table.add_column("")
     table.add_column(a.result.policy, justify="right")
@@ -117,6 +127,16 @@ def render_compare(console: Console, a: Outcome, b: Outcome, priorities: Mapping
     table.add_column("better", justify="center")
     ra, rb = a.result, b.result
     ma, mb = ra.metrics, rb.metrics
+    run_a, run_b = running_by_priority(pods, ra), running_by_priority(pods, rb)
+    running = sorted(set(run_a) | set(run_b), reverse=True)
+    va, vb = [run_a.get(k, 0) for k in running], [run_b.get(k, 0) for k in running]
+    table.add_row(
+        f"running, priority {' / '.join(map(str, running))} (higher is better"
+        + (", from the left)" if len(running) > 1 else ")"),
+        " / ".join(map(str, va)),
+        " / ".join(map(str, vb)),
+        _lexicographic(va, vb),
+    )
     levels = sorted({priorities.get(p.pod, 0) for r in (ra, rb) for p in r.placements if p.pod}, reverse=True)
     if len(levels) > 1:
         for level in levels:
@@ -131,18 +151,9 @@ def render_compare(console: Console, a: Outcome, b: Outcome, priorities: Mapping
     table.add_row(
         "preempted (fewer is better)", str(ma.preempted), str(mb.preempted), _better(ma.preempted, mb.preempted, False)
     )
-    table.add_row(
-        "imbalance (lower is better)",
-        f"{ma.imbalance:.4f}",
-        f"{mb.imbalance:.4f}",
-        _better(ma.imbalance, mb.imbalance, False),
-    )
-    table.add_row(
-        "std_score (lower is better)",
-        f"{ma.std_score:.4f}",
-        f"{mb.std_score:.4f}",
-        _better(ma.std_score, mb.std_score, False),
-    )
+    for name, xa, xb in (("imbalance", ma.imbalance, mb.imbalance), ("std_score", ma.std_score, mb.std_score)):
+        shown_a, shown_b = f"{xa:.4f}", f"{xb:.4f}"  # equal as shown: no arrow
+        table.add_row(f"{name} (lower is better)", shown_a, shown_b, _better(float(shown_a), float(shown_b), False))
     table.add_row("seconds to decide", f"{ma.solve_seconds:.3f}", f"{mb.solve_seconds:.3f}", "")
     console.print(table)
     where_a = {p.pod: p.node for p in a.result.placements}

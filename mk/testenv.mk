@@ -5,7 +5,8 @@
 #   make cluster-up    start a cluster in the background, print KUBECONFIG=<path>
 #                      (kube-scheduler only with WITH_SCHEDULER=1, metrics-server only with METRICS=1)
 #   make cluster-down  stop it and remove its files
-#   make e2e           run tests/e2e against a fresh control plane (fails, never skips, if it is missing);
+#   make e2e           run tests/e2e against a fresh control plane (fails, never skips, if it is missing;
+#                      builds helm for the chart checks first, mk/deploy.mk);
 #                      the fault-injection suite tests/e2e/faults runs apart: make e2e-faults (mk/faults.mk)
 
 include testenv/versions.env
@@ -33,6 +34,6 @@ cluster-up:
 cluster-down:
 	@python3 testenv/cluster.py down
 
-e2e: $(STAMP) testenv
-	@t=$$SECONDS; PLACER_E2E_REQUIRED=1 $(VENV)/bin/pytest tests/e2e -m e2e --ignore=tests/e2e/faults; rc=$$?; \
+e2e: $(STAMP) testenv $(HELM)
+	@t=$$SECONDS; PLACER_E2E_REQUIRED=1 PLACER_HELM=$(HELM) $(VENV)/bin/pytest tests/e2e -m e2e --ignore=tests/e2e/faults; rc=$$?; \
 	  echo "e2e: phase pytest tests/e2e took $$((SECONDS - t))s"; exit $$rc

@@ -36,6 +36,11 @@ def cluster(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], **extra: An
 def solve(c: Cluster, *, policy: str = "placer", batch_size: int | None = None, **config: Any) -> Outcome:
     cfg = Config.model_validate({**DETERMINISTIC, **config})
     outcome = solve_cluster(c, SolveOptions(policy=policy, batch_size=batch_size, config=cfg))  # type: ignore[arg-type]
+    return validated(c, outcome, cfg, policy)
+
+
+def validated(c: Cluster, outcome: Outcome, cfg: Config, policy: str) -> Outcome:
+    """``outcome`` after the independent validator found nothing wrong with it."""
     placements = {p.pod: p.node for p in outcome.result.placements if p.pod}
     evicted = {e.pod for e in outcome.result.evictions}
     if evicted and policy == "placer":

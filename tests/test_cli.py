@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from placer.cli.app import app
 
 runner = CliRunner()
+C1 = [{"name": "c"}]  # the API server refuses a pod without a container
 
 
 def _write(tmp_path: Path, data: Any, name: str = "cluster.json") -> Path:
@@ -117,7 +118,7 @@ def test_a_dump_of_default_scheduler_pods_says_why_nothing_is_placed(tmp_path: P
         {"kind": "Node", "metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "4", "pods": "10"}}}
     ]
     for i, scheduler in enumerate(["default-scheduler", "default-scheduler", "batch"]):
-        spec = {"schedulerName": scheduler, "containers": [{"name": "c"}]}
+        spec = {"schedulerName": scheduler, "containers": C1}
         items.append({"kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": spec, "status": pending})
     path = _write(tmp_path, {"kind": "List", "items": items})
     text = runner.invoke(app, ["solve", str(path)], env={"COLUMNS": "300"})
@@ -141,8 +142,8 @@ def test_a_kubectl_dump_with_unknown_kinds_and_dangling_pods_warns(tmp_path: Pat
         "items": [
             {"kind": "Node", "metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "2", "pods": "10"}}},
             {"kind": "Service", "metadata": {"name": "svc"}},
-            {"kind": "Pod", "metadata": {"name": "ghost"}, "spec": {"nodeName": "gone", "containers": []}},
-            {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"schedulerName": "placer", "containers": []}},
+            {"kind": "Pod", "metadata": {"name": "ghost"}, "spec": {"nodeName": "gone", "containers": C1}},
+            {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"schedulerName": "placer", "containers": C1}},
         ],
     }
     res = runner.invoke(app, ["solve", str(_write(tmp_path, doc)), "-o", "json"])
@@ -186,7 +187,7 @@ BAD: list[tuple[str, Any, str]] = [
         "invalid operator",
         _with_pod(
             {
-                "containers": [],
+                "containers": C1,
                 "affinity": {
                     "nodeAffinity": {
                         "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -204,7 +205,7 @@ BAD: list[tuple[str, Any, str]] = [
         "Gt with two values",
         _with_pod(
             {
-                "containers": [],
+                "containers": C1,
                 "affinity": {
                     "nodeAffinity": {
                         "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -221,12 +222,14 @@ BAD: list[tuple[str, Any, str]] = [
     ("bad taint effect", _node_list(spec={"taints": [{"key": "k", "effect": "Sometimes"}]}), "spec.taints[0].effect"),
     ("node without a name", {"kind": "List", "items": [{"kind": "Node", "metadata": {}}]}, "metadata.name"),
     ("labels that are not a map", _node_list(metadata={"name": "a", "labels": ["x"]}), "metadata.labels"),
-    ("bad restart policy", _with_pod({"containers": [], "restartPolicy": "Sometimes"}), "spec.restartPolicy"),
+    ("bad restart policy", _with_pod({"containers": C1, "restartPolicy": "Sometimes"}), "spec.restartPolicy"),
     ("native pod missing a name", {"nodes": [node("a")], "pods": [{"requests": {"cpu": "1"}}]}, "pods[0].name"),
     ("native unknown field", {"nodes": [node("a")], "pods": [pod("p", colour="red")]}, "pods[0].colour"),
     ("host port out of range", _with_pod({"containers": [{"name": "c", "ports": [{"hostPort": 70000}]}]}), "hostPort"),
     ("absurdly large quantity", _node_list(status={"allocatable": {"memory": "9Ei"}}), "status.allocatable.memory"),
-    ("priority that is not an integer", _with_pod({"containers": [], "priority": "high"}), "spec.priority"),
+    ("priority that is not an integer", _with_pod({"containers": C1, "priority": "high"}), "spec.priority"),
+    ("pod with no containers", _with_pod({"containers": []}), "spec.containers: is required"),
+    ("pod without a containers field", _with_pod({"schedulerName": "placer"}), "spec.containers: is required"),
 ]
 
 
@@ -311,7 +314,7 @@ def test_plot_draws_a_png_and_says_what_to_install_without_matplotlib(
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
     missing = tmp_path / "missing.png"
     res = runner.invoke(app, ["solve", str(_boreas(tmp_path)), "--plot", str(missing)])
-    assert res.exit_code == 2 and "pip install 'placer[plot]'" in res.stderr and not missing.exists()
+    assert res.exit_code == 2 and "pip install 'kube-placer[plot]'" in res.stderr and not missing.exists()
 
 
 def test_explain_tells_one_pods_whole_story(tmp_path: Path) -> None:

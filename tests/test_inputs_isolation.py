@@ -204,6 +204,18 @@ def test_the_controller_refuses_a_pending_pod_whose_requests_it_cannot_read() ->
     assert key == "default/odd" and "spec.containers[0].resources.requests.cpu" in message
 
 
+def test_the_controller_refuses_a_pending_pod_with_no_containers_as_the_api_server_would() -> None:
+    actions = FakeActions()
+    r = make_runner(actions, metricsPort=0, engine=ENGINE)
+    feed(r, "Node", _kube_node("a"))
+    feed(r, "Pod", _kube_pod("empty", containers=[]), _kube_pod("fine", cpu="1"))
+    calls = _cycle(r)
+    assert [c[1:] for c in calls if c[0] == "bind"] == [("default/fine", "a")]
+    ((_, key, message),) = [c for c in calls if c[0] == "unschedulable"]
+    assert key == "default/empty"
+    assert message == "placer cannot read this pod: spec.containers: is required: a pod has at least one container"
+
+
 def test_the_controller_skips_only_a_pod_it_cannot_identify() -> None:
     r = make_runner(metricsPort=0)
     feed(r, "Node", _kube_node("a"))

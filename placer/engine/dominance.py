@@ -36,7 +36,7 @@ from placer.engine.batch import Batch
 from placer.engine.descent import fixed_groups, move_targets
 from placer.engine.scoring import FloatArray, IntArray
 from placer.engine.unplaced import Counts
-from placer.metrics import BALANCE_RESOURCES, node_balance
+from placer.metrics import BALANCE_RESOURCES, in_use, node_balance
 
 __all__ = ["FLOOR", "SHARE", "Quality", "no_worse", "placed_per_key", "places_at_least", "quality"]
 
@@ -107,7 +107,7 @@ class _Balance:
         cols = [snap.column(r) for r in BALANCE_RESOURCES if r in snap.resources]
         self.cols = np.array(cols, dtype=np.int64)
         alloc = snap.alloc[:, self.cols].astype(np.float64)
-        self.has = alloc > 0
+        self.has = in_use(alloc, used[:, self.cols])  # the measures' resources (placer.metrics)
         self.inv = np.where(self.has, 1.0 / np.where(self.has, alloc, 1.0), 0.0)
         self.n = int(self.has.any(axis=1).sum())
         self.used = used.copy()

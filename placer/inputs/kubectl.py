@@ -1,5 +1,6 @@
-"""Read a Kubernetes ``List`` (``kubectl get nodes,pods,pdb,rs,ns,pv,pvc,storageclass,podgroups -A -o json``)
-into models."""
+"""Read a Kubernetes ``List`` (``kubectl get nodes,pods,pdb,rs,jobs,ns,pv,pvc,storageclass -A -o json``,
+with ``deviceclass`` and ``podgroups`` where the cluster serves them: README, "Input formats") into
+models."""
 
 from __future__ import annotations
 
@@ -388,6 +389,11 @@ def _pod(item: Field, *, isolate: bool = False) -> Pod:
     node_name = placement["node_name"]
     fields: dict[str, Any] = {"namespace": namespace, "name": name, "uid": meta.get("uid").text(), **placement}
     problems: list[str] = []
+    if not spec.get("containers").value:  # the API server refuses it: "spec.containers: Required value"
+        empty = spec.get("containers").fail("is required: a pod has at least one container")
+        if not isolate:
+            raise empty
+        problems.append(_relative(empty, item))
     try:
         fields.update(_accounted(spec, status))
     except InputError as exc:

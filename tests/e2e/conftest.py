@@ -9,6 +9,7 @@ built but does not start is always an error.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -132,3 +133,16 @@ def make_nodes(core: client.CoreV1Api) -> Iterator[Callable[..., list[str]]]:
 
 # The controller fixtures, shared by the e2e modules that run `placer run`.
 from controller_support import controllers, placer_kubeconfig  # noqa: E402, F401
+
+
+@pytest.fixture(scope="session")
+def helm() -> str:
+    """The helm binary for the chart checks: ``PLACER_HELM`` (``make e2e`` builds it, mk/deploy.mk)
+    or PATH; missing, a skip on a developer machine and a failure in CI."""
+    found = os.environ.get("PLACER_HELM") or shutil.which("helm")
+    if not found or not Path(found).is_file():
+        message = "helm not found: `make helm` builds it (then PLACER_HELM=<its path>, or helm on PATH)"
+        if e2e_required():
+            pytest.fail(message + " (CI: the chart checks are required)", pytrace=False)
+        pytest.skip(message)
+    return found
