@@ -44,6 +44,7 @@ from placer.engine.spread_defaults import with_default_spread
 from placer.engine.taints import UNSCHEDULABLE_TAINT, first_untolerated
 from placer.engine.tally import Tally
 from placer.engine.topology import running_anti_terms, term_matches, uses_topology
+from placer.engine.topup import top_up
 from placer.engine.unplaced import Unplaced, after_plan, refused
 
 __all__ = [
@@ -122,6 +123,7 @@ __all__ = [
     "strategy_cost",
     "strategy_objective",
     "term_matches",
+    "top_up",
     "tier",
     "uses_topology",
     "with_default_spread",

@@ -29,6 +29,7 @@ from placer.engine.objectives import priority
 from placer.engine.objectives.registry import LEVELS, STRATEGY_LEVEL
 from placer.engine.scoring import IntArray, Scorer
 from placer.engine.snapshot import Snapshot
+from placer.engine.topup import top_up
 from placer.engine.unplaced import Counts, Unplaced, extract
 from placer.models import Config, Pod, SolveStatus, StrategyName
 
@@ -183,6 +184,9 @@ def solve_batch(
             )
             if changed:  # the levels' bound is not one of this answer: optimality and gap are unknown
                 status, gap = ("feasible" if status == "optimal" else status), 1.0
+        counts, topped = top_up(batch, counts)
+        if topped:  # a pod left out fit as the answer stood: the placed level was not optimal
+            status, gap = ("feasible" if status == "optimal" else status), 1.0
         placements, unplaced = extract(batch, counts, status)
         return BatchResult(
             placements=placements,
