@@ -123,8 +123,8 @@ __all__ = [
     "strategy_cost",
     "strategy_objective",
     "term_matches",
-    "top_up",
     "tier",
+    "top_up",
     "uses_topology",
     "with_default_spread",
 ]
