@@ -16,7 +16,6 @@ cores: every instance costs placer's limit plus the reference's.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from dataclasses import asdict
@@ -28,7 +27,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.corpus.instances import FAMILIES, draw  # noqa: E402
 from benchmarks.corpus.report import plot, render_markdown, targets  # noqa: E402
 from benchmarks.corpus.runner import METHODS, run_instance  # noqa: E402
-from benchmarks.machine import machine_info, source_revision  # noqa: E402
+from benchmarks.machine import machine_info, source_revision, write_report  # noqa: E402
 
 OUT_DIR = REPO / "docs" / "bench" / "corpus"
 QUICK_OUT_DIR = REPO / "build" / "bench-quick"
@@ -88,18 +87,11 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     info = {**machine_info(), "revision": revision}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "corpus.md").write_text(render_markdown(rows, command, info, load_start), encoding="utf-8")
-    (out / "corpus.json").write_text(
-        json.dumps(
-            {"machine": info, "command": command, "seed": args.seed, "rows": [asdict(r) for r in rows]}, indent=1
-        )
-        + "\n",
-        encoding="utf-8",
-    )
-    plot(rows, out / "corpus.png")
+    payload = {"machine": info, "command": command, "seed": args.seed, "rows": [asdict(r) for r in rows]}
+    markdown = render_markdown(rows, command, info, load_start)
+    written = write_report(out, "corpus", markdown, payload, lambda path: plot(rows, path))
     print("\n".join(targets(rows)))
-    print(f"[corpus] wrote {out / 'corpus.md'}, {out / 'corpus.png'}, {out / 'corpus.json'}")
+    print(f"[corpus] {written}")
     return 0
 
 
