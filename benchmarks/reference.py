@@ -87,9 +87,10 @@ class Answer:
 
 
 def problem(cluster: Cluster, scheduler_name: str = "placer") -> Problem:
-    """The batch of ``cluster``: pending pods addressed to ``scheduler_name``, grouped by demand;
-    each node's free room is its allocatable minus the requests of the pods running on it."""
-    pending = [p for p in cluster.pods if p.pending and p.node_name is None and p.scheduler_name == scheduler_name]
+    """The batch of ``cluster``: the pods awaiting ``scheduler_name`` (pending, not terminating, not
+    gated), grouped by demand; each node's free room is its allocatable minus the requests of the
+    pods running on it."""
+    pending = [p for p in cluster.pods if p.awaits(scheduler_name)]
     resources = (*sorted({r for p in pending for r, v in p.requests.items() if v > 0} - {POD_SLOTS}), POD_SLOTS)
     used = {n.name: dict.fromkeys(resources, 0) for n in cluster.nodes}
     for p in cluster.pods:

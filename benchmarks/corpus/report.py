@@ -17,6 +17,7 @@ __all__ = ["LIMIT_SLACK", "plot", "render_markdown", "targets"]
 
 LIMIT_SLACK = 1.05  # issue 29: placer's wall time within 5 % of --time-limit
 TARGET_SHARE = 0.95  # issue 29: at least 95 % of the packing instances packed
+TARGET_FAMILIES, TARGET_INSTANCES, TARGET_LIMIT = 3, 200, 10.0  # issue 29: the full run's scale
 
 
 def _families(rows: list[Row]) -> list[str]:
@@ -35,6 +36,14 @@ def targets(rows: list[Row]) -> list[str]:
     """Issue 29's corpus targets judged on this run, one line each."""
     lines = []
     packing = [r for r in rows if r.kind == "packing"]
+    families = {r.family for r in packing}
+    scale_ok = len(families) >= TARGET_FAMILIES and len(packing) >= TARGET_INSTANCES
+    limit_ok = all(r.limit == TARGET_LIMIT for r in rows)
+    lines.append(
+        f"- scale: at least {TARGET_FAMILIES} packing families and {TARGET_INSTANCES} packing instances at "
+        f"--time-limit {TARGET_LIMIT:g}: this run {len(families)} families, {len(packing)} instances at "
+        f"--time-limit {rows[0].limit:g} — {_verdict(scale_ok and limit_ok)}"
+    )
     if packing:
         worse = [
             f
