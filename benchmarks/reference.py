@@ -11,9 +11,10 @@ textbook.
   (the ``pods`` slot count included), at most the group's size over all bins; symmetry breaking
   among identical bins (equal free room): bins ordered by decreasing load on the most demanded
   resource; objective: pods placed. No hint, no search tricks. Workers as placer's configuration
-  uses them (``placer.engine.levels.workers``: one per core, at most 8). A time-limited answer can
-  leave out a pod that still fits somewhere: a first-fit pass over the leftovers completes it (it
-  never removes a pod), so that every answer is maximal as the validator requires.
+  uses them (``placer_workers``: the configured count, else one per core, at most 8). A
+  time-limited answer can leave out a pod that still fits somewhere: a first-fit pass over the
+  leftovers completes it (it never removes a pod), so that every answer is maximal as the
+  validator requires.
 - ``first_fit_decreasing``: pods by decreasing size (sum over resources of request / largest
   free room), each on the first node (in node order) where it fits.
 - ``best_fit_decreasing``: same order, each on the node where it fits that is left with the least
@@ -30,6 +31,7 @@ clusters whose pods may go on any node, as the corpus benchmark's are.
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +40,6 @@ import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
-from placer.engine.levels import workers as placer_workers
 from placer.models import Cluster, Config
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "cpsat",
     "dot_product",
     "first_fit_decreasing",
+    "placer_workers",
     "problem",
 ]
 
@@ -205,6 +207,12 @@ def _identical_runs(prob: Problem) -> list[list[int]]:
     for b in range(len(prob.bins)):
         runs.setdefault(tuple(int(v) for v in prob.free[b]), []).append(b)
     return [run for run in runs.values() if len(run) > 1]
+
+
+def placer_workers(config: Config) -> int:
+    """CP-SAT workers as placer's engine sets them for its own solves (``placer.engine.levels``,
+    not part of the engine's public surface): as configured, else one per core, at most 8."""
+    return config.solver.workers or min(8, os.cpu_count() or 1)
 
 
 def cpsat(prob: Problem, time_limit: float, *, workers: int | None = None) -> Answer:

@@ -185,7 +185,7 @@ def plot(rows: list[Row], path: Path) -> None:
     for k, f in enumerate(families):
         g = [r for r in rows if r.family == f]
         ratios = [r.placed["placer"] / max(1, *(r.placed[m] for m in METHODS if m != "placer")) for r in g]
-        right.scatter(np.full(len(g), k) + np.linspace(-0.2, 0.2, len(g)), ratios, s=14, alpha=0.7)
+        right.scatter(np.full(len(g), k) + np.linspace(-0.2, 0.2, len(g)), ratios, s=14, alpha=0.7, color="tab:blue")
     right.axhline(1.0, color="grey", linewidth=1, linestyle="--")
     right.set_xticks(x, families, fontsize=7)
     right.set_ylabel("placer pods / best other method's pods")
