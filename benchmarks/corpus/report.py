@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +98,26 @@ def _losses(rows: list[Row]) -> list[str]:
     return out
 
 
+def _per_family(rows: list[Row], cells: Callable[[list[Row]], list[str]]) -> list[str]:
+    """One table row per family of the run: its name, then ``cells`` of its rows."""
+    out = []
+    for f in _families(rows):
+        out.append("| " + " | ".join([f, *cells([r for r in rows if r.family == f])]) + " |")
+    return out
+
+
+def _pods_cells(g: list[Row]) -> list[str]:
+    """Pods placed per method, placer against the best greedy and the reference, wall times."""
+    return [
+        *(str(sum(r.placed[m] for r in g)) for m in METHODS),
+        f"{sum(r.placed['placer'] >= r.best_greedy for r in g)}/{len(g)}",
+        f"{sum(r.placed['placer'] >= r.placed['reference'] for r in g)}/{len(g)}",
+        f"{statistics.median(r.seconds['placer'] for r in g):.2f}",
+        f"{max(r.seconds['placer'] / r.limit for r in g):.3f}",
+        f"{statistics.median(r.seconds['reference'] for r in g):.2f}",
+    ]
+
+
 def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_start: str) -> str:
     limit = rows[0].limit
     lines = report_header("Public-family corpus benchmark", command, info, load_start=load_start)
@@ -120,13 +141,9 @@ def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_st
         "| family | kind | instances | pods | placer | reference | ffd | bfd | dot | default |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for f in _families(rows):
-        g = [r for r in rows if r.family == f]
-        lines.append(
-            f"| {f} | {g[0].kind} | {len(g)} | {sum(r.pods for r in g)} | "
-            + " | ".join(_count(g, m) for m in METHODS)
-            + " |"
-        )
+    lines += _per_family(
+        rows, lambda g: [g[0].kind, str(len(g)), str(sum(r.pods for r in g))] + [_count(g, m) for m in METHODS]
+    )
     lines += [
         "",
         "Pods placed (sums over the family's instances), placer's record against the best greedy and the "
@@ -136,17 +153,7 @@ def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_st
         "| placer median s | placer worst s / limit | reference median s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for f in _families(rows):
-        g = [r for r in rows if r.family == f]
-        lines.append(
-            f"| {f} | "
-            + " | ".join(str(sum(r.placed[m] for r in g)) for m in METHODS)
-            + f" | {sum(r.placed['placer'] >= r.best_greedy for r in g)}/{len(g)}"
-            + f" | {sum(r.placed['placer'] >= r.placed['reference'] for r in g)}/{len(g)}"
-            + f" | {statistics.median(r.seconds['placer'] for r in g):.2f}"
-            + f" | {max(r.seconds['placer'] / r.limit for r in g):.3f}"
-            + f" | {statistics.median(r.seconds['reference'] for r in g):.2f} |"
-        )
+    lines += _per_family(rows, _pods_cells)
     lines += ["", "Targets (issue 29, corpus part):", "", *targets(rows), ""]
     losses = _losses(rows)
     lines += ["Instances where another method places more pods than placer:", ""]
