@@ -45,6 +45,7 @@ BENCH_TOPOLOGY_ARGS ?=
 BENCH_PACKING_ARGS ?=
 BENCH_GPU_ARGS ?=
 BENCH_QUALITY_ARGS ?=
+BENCH_CORPUS_ARGS ?=
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.run
@@ -55,6 +56,8 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.rebalance
 	$(PY) -m benchmarks.quality $(BENCH_QUALITY_ARGS)
 	$(PY) -m benchmarks.workloads
+	$(PY) -m benchmarks.corpus --seed 29 $(BENCH_CORPUS_ARGS)
+	$(PY) -m benchmarks.techniques --seed 5
 
 # Issue 17's packing and GPU benchmarks in under a minute, reports in build/bench-quick/.
 bench-quick: $(STAMP)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-__all__ = ["machine_info", "report_header", "source_revision"]
+__all__ = ["machine_info", "report_header", "source_revision", "write_report"]
 
 
 def source_revision() -> str:
@@ -73,3 +76,13 @@ def report_header(title: str, command: str, info: dict[str, str], *, load_start:
         f"OR-Tools {info['ortools']}, numpy {info['numpy']}. {load}",
         "",
     ]
+
+
+def write_report(out: Path, stem: str, markdown: str, payload: dict[str, Any], draw: Callable[[Path], None]) -> str:
+    """A benchmark's three outputs in ``out``: ``stem``.md, ``stem``.json (``payload``) and
+    ``stem``.png (drawn by ``draw``); returns the line that names them."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.md").write_text(markdown, encoding="utf-8")
+    (out / f"{stem}.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    draw(out / f"{stem}.png")
+    return f"wrote {out / f'{stem}.md'}, {out / f'{stem}.png'}, {out / f'{stem}.json'}"

@@ -53,7 +53,7 @@ from ortools.sat.python import cp_model
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.machine import machine_info, report_header, source_revision  # noqa: E402
+from benchmarks.machine import machine_info, report_header, source_revision, write_report  # noqa: E402
 from benchmarks.solving import timed_solve  # noqa: E402
 from placer.inputs import parse_cluster  # noqa: E402
 from placer.models import Cluster  # noqa: E402
@@ -440,15 +440,12 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = run(sizes, args.seeds, args.time_limit, dims, reference=not args.no_reference)
     info = {**machine_info(), "revision": revision}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "packing.md").write_text(render_markdown(rows, command, info, load_start), encoding="utf-8")
-    (out / "packing.json").write_text(
-        json.dumps({"machine": info, "command": command, "rows": [asdict(r) for r in rows]}, indent=1) + "\n",
-        encoding="utf-8",
+    payload = {"machine": info, "command": command, "rows": [asdict(r) for r in rows]}
+    written = write_report(
+        out, "packing", render_markdown(rows, command, info, load_start), payload, lambda path: plot(rows, path)
     )
-    plot(rows, out / "packing.png")
     print("\n".join(targets(rows)))
-    print(f"[packing] wrote {out / 'packing.md'}, {out / 'packing.png'}, {out / 'packing.json'}")
+    print(f"[packing] {written}")
     return 0
 
 
