@@ -31,6 +31,7 @@ clusters whose pods may go on any node, as the corpus benchmark's are.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import time
 from collections.abc import Callable
@@ -118,9 +119,16 @@ def _size(prob: Problem) -> FloatMatrix:
     return prob.demand / prob.scale()
 
 
+def _fsum_rows(m: FloatMatrix) -> list[float]:
+    """Row sums of correctly rounded quotients, exact to one rounding (``math.fsum``): the same in
+    any order of the resources and in any integer units, so two implementations of a heuristic
+    rank pods and nodes alike (placer.engine.packing.starts does the same)."""
+    return [math.fsum(row) for row in m.tolist()]
+
+
 def _order(prob: Problem) -> list[int]:
     """Group index per pod, largest first (ties: group order, stable)."""
-    size = _size(prob).sum(axis=1)
+    size = _fsum_rows(_size(prob))
     groups = sorted(range(len(prob.members)), key=lambda g: -size[g])
     return [g for g in groups for _ in prob.members[g]]
 
@@ -166,7 +174,7 @@ def best_fit_decreasing(prob: Problem) -> Answer:
         fits = np.flatnonzero((free >= prob.demand[g]).all(axis=1))
         if not len(fits):
             return None
-        left = ((free[fits] - prob.demand[g]) / scale).sum(axis=1)
+        left = _fsum_rows((free[fits] - prob.demand[g]) / scale)
         return int(fits[int(np.argmin(left))])
 
     return _fit_each(prob, best)
@@ -186,7 +194,7 @@ def dot_product(prob: Problem) -> Answer:
             fits = np.flatnonzero((left > 0) & (prob.demand <= free).all(axis=1))
             if not len(fits):
                 break
-            score = size[fits] @ (free / scale)
+            score = _fsum_rows(size[fits] * (free / scale))
             g = int(fits[int(np.argmax(score))])
             free -= prob.demand[g]
             left[g] -= 1

@@ -7,8 +7,7 @@ drawn share and are reproducible from their seed; instances become clusters plac
 unchanged; every answer of the plain CP-SAT model and of the greedy heuristics passes the
 independent validator, and the model proves a small known optimum; ``--quick`` writes its
 report; placer never places fewer pods than the best greedy heuristic on small instances drawn
-from two public families (this file's own seed, not the benchmark's; expected to fail on two of
-the eight drawn cases until the engine's packing catches up, see the xfail reason).
+from two public families (this file's own seed, not the benchmark's).
 """
 
 from __future__ import annotations
@@ -132,14 +131,6 @@ def _property_cases() -> list[Instance]:
     return cases
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "placer loses to the dot-product heuristic (deterministic, 1 worker, 2 s): panigrahy class6_40_3_1 "
-        "(40 pods, 18 nodes): placer 38, dot 40; vectorpack-new class3_60_10_0 (60 pods, 24 nodes): placer 52, "
-        "dot 53. Left to the engine's packing work (issue 29)."
-    ),
-)
 @pytest.mark.parametrize("inst", _property_cases(), ids=lambda i: f"{i.family}-{i.name}")
 def test_placer_never_places_fewer_pods_than_the_best_greedy(inst: Instance) -> None:
     c = inst.cluster()
