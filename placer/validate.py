@@ -156,7 +156,7 @@ IGNORE_AFFINITY = "ignore-affinity"
 RESTART_TIERS = {"Always": 3, "OnFailure": 2, "Never": 1}
 WILDCARD_IP = "0.0.0.0"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_GO_INT = re.compile(r"[+-]?[0-9]+")
+_GO_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
 # --- labels -----------------------------------------------------------------------------------
@@ -168,8 +168,8 @@ def go_parse_int(text: str) -> int | None:
     Go accepts an optional sign and ASCII digits only (no spaces, underscores or other digits)
     and rejects values outside int64.
     """
-    if not _GO_INT.fullmatch(text):
-        return None
+    if not _GO_INT.fullmatch(text) or len(text.lstrip("+-").lstrip("0")) > len(str(_INT64_MAX)):
+        return None  # int() refuses more than 4,300 digits: no int64 has that many anyway
     value = int(text, 10)
     return value if _INT64_MIN <= value <= _INT64_MAX else None
 
