@@ -42,12 +42,15 @@ the final state keeps.
 
 ``validate_plan`` checks a whole answer with a global plan (README, "Global plan"):
 
-- evictions: never DaemonSet pods, mirror pods, pods opted out by annotation
-  (``placer.io/evictable`` or ``cluster-autoscaler.kubernetes.io/safe-to-evict`` ``"false"``), pods
-  covered by more than one PodDisruptionBudget or using host ports; a move only for a pod owned by
-  a ReplicaSet whose template names the scheduler, with exactly one replacement bound where the
-  move says; a preemption only for a pending pod placed on the victim's node, of strictly higher
-  key and not ``preemptionPolicy: Never`` (named in the eviction's ``for``); every budget's
+- evictions: never DaemonSet pods, mirror pods, pods placer cannot fully read
+  (``Pod.unevictable``), pods covered by more than one PodDisruptionBudget or using host ports; a
+  move only for a pod owned by a ReplicaSet whose template names the scheduler and not opted out
+  by annotation (``placer.io/evictable`` or ``cluster-autoscaler.kubernetes.io/safe-to-evict``
+  ``"false"``), with exactly one replacement bound where the move says; a preemption only for a
+  pending pod placed on the victim's node, of strictly higher key and not ``preemptionPolicy:
+  Never`` (named in the eviction's ``for``), and of strictly higher ``spec.priority`` when the
+  victim opted out (an opt-out holds against moves, never against a higher priority, as in
+  kube-scheduler); every budget's
   evictions at most its ``disruptionsAllowed``, all evictions at most ``max_evictions``;
 - steps: ``after`` names earlier steps; every eviction has one evict and one await-gone (after the
   evict), every placement one bind on its node and every bind a placement; a replacement's bind
@@ -1064,9 +1067,8 @@ def eviction_refusal(cluster: Cluster, pod: Pod) -> str | None:
         return "it is a DaemonSet pod"
     if pod.mirror:
         return "it is a mirror (static) pod"
-    for annotation in EVICTION_OPT_OUT:
-        if pod.annotations.get(annotation) == "false":
-            return f'it is annotated {annotation}: "false"'
+    if pod.unevictable is not None:
+        return f"placer cannot read what evicting it means ({pod.unevictable})"
     covering = pdbs_covering(cluster, pod)
     if len(covering) > 1:
         return f"it is covered by {len(covering)} PodDisruptionBudgets ({', '.join(b.name for b in covering)})"
@@ -1083,6 +1085,9 @@ def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer", *, 
     (rebalancing) a Job's pod may move too when its Job names this scheduler and opts in: its
     podFailurePolicy ignores DisruptionTarget, or it accepts restarts (``placer.io/rebalance``).
     """
+    opted = _opt_out(pod)
+    if opted:
+        return opted
     if pod.owner is None:
         return "it is a bare pod (no owner creates a replacement)"
     if jobs and pod.owner.kind == "Job":
@@ -1107,9 +1112,20 @@ def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer", *, 
     return None
 
 
+def _opt_out(pod: Pod) -> str | None:
+    """The annotation by which the pod asks not to be evicted (None: it does not)."""
+    for annotation in EVICTION_OPT_OUT:
+        if pod.annotations.get(annotation) == "false":
+            return f'it is annotated {annotation}: "false"'
+    return None
+
+
 def may_preempt(preemptor: Pod, victim: Pod, *, restart_tiers: Tiers = True) -> bool:
-    """A pending pod may preempt a running one: it outranks it and is not ``preemptionPolicy: Never``."""
+    """A pending pod may preempt a running one: it outranks it and is not ``preemptionPolicy:
+    Never``; a victim opted out by annotation only by a strictly higher ``spec.priority``."""
     if preemptor.preemption_policy == "Never":
+        return False
+    if _opt_out(victim) and preemptor.priority <= victim.priority:
         return False
     return outranks(preemptor, victim, restart_tiers=restart_tiers)
 
@@ -1246,7 +1262,8 @@ def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Evic
         if not preemptors:
             out.append(
                 f"{what}: no pending pod placed on {e.node} may preempt it (strictly higher key than "
-                f"{plan.key(pod)} and preemptionPolicy not Never)"
+                f"{plan.key(pod)} and preemptionPolicy not Never"
+                + (f"; opted out: a priority above {pod.priority})" if _opt_out(pod) else ")")
             )
         elif not {p.key for p in preemptors} & set(e.for_):
             names = ", ".join(sorted(p.key for p in preemptors))

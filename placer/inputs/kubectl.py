@@ -365,12 +365,12 @@ def placer_fields(fields: PlacerFields) -> dict[str, Any]:
 def refuse_if_unreadable(pod: Pod) -> Pod:
     """A pending pod with a field placer cannot read is refused (code Invalid, the first such
     field named); a running one keeps running in the model. A pod whose requests could not be read
-    is never evicted either: nobody knows what its eviction would free."""
+    is never evicted, not even by preemption: nobody knows what its eviction would free."""
     update: dict[str, Any] = {}
     if pod.node_name is None and pod.problems:
         update.update(unsupported=pod.problems[0], invalid=True)
     if pod.unaccounted is not None:
-        update["annotations"] = {**pod.annotations, EVICTABLE: "false"}
+        update["unevictable"] = "its requests cannot be read"
     return pod.model_copy(update=update) if update else pod
 
 
@@ -398,7 +398,7 @@ def _pod(item: Field, *, isolate: bool = False) -> Pod:
         fields.update(_constraints(item, namespace, name))
     except Exception as exc:
         problems.append(_unreadable(exc, item, isolate=isolate))
-        fields["annotations"] = {EVICTABLE: "false"}  # its priority and owner are unknown: never evict it
+        fields["unevictable"] = "its priority and owner cannot be read"
         with contextlib.suppress(Exception):  # whose pod it is: the scheduler that must report it
             fields["scheduler_name"] = _scheduler_name(spec)
     try:
@@ -602,8 +602,8 @@ def _held_whole(raw: Any, problem: str) -> Pod | None:
         name=name,
         node_name=node,
         phase="Running",
-        annotations={EVICTABLE: "false"},
         unaccounted=problem,
+        unevictable="only its name and node can be read",
         problems=(why,),
     )
 

@@ -59,7 +59,7 @@ from placer.models import (
     TierScope,
     step_kind,
 )
-from placer.plan.eligibility import calm, classify
+from placer.plan.eligibility import calm, classify, opted_out
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
 
@@ -111,12 +111,14 @@ class Preemptible:
                 scope = p.namespace if tiers == "namespace" else ""
                 self.best_tier[scope] = max(self.best_tier.get(scope, 0), tier(p))
 
-    def __call__(self, pod: Pod) -> bool:
+    def __call__(self, pod: Pod, *, held: bool = False) -> bool:
+        """``held``: the pod opted out of moves (``Eligibility.opted_out``): only a strictly higher
+        priority preempts it."""
         if self.top is None or pod.priority > self.top:
             return False
         if pod.priority < self.top:
             return True
-        if self.tiers == "off":
+        if self.tiers == "off" or held:
             return False
         return self.best_tier.get(pod.namespace if self.tiers == "namespace" else "", 0) > tier(pod)
 
@@ -131,7 +133,10 @@ def _preemptible_use(state: Snapshot, preemptible: Preemptible) -> npt.NDArray[n
         rows = [
             [1 if r == "pods" else p.requests.get(r, 0) for r in names]
             for p in pods
-            if preemptible(p) and not p.mirror and not (p.owner is not None and p.owner.kind == "DaemonSet")
+            if preemptible(p, held=opted_out(p))
+            and not p.mirror
+            and not p.unevictable
+            and not (p.owner is not None and p.owner.kind == "DaemonSet")
         ]
         if rows:
             use[n] = np.sum(np.array(rows, dtype=np.int64), axis=0)
@@ -180,13 +185,16 @@ def plan_batch(
     max_evictions: int | None = None,
     max_per_node: int | None = None,
     frozen: frozenset[str] = frozenset(),
+    held: frozenset[str] = frozenset(),
     budget: Budget | None = None,
 ) -> Plan | None:
     """A plan that places more (higher-key) pods than ``first``, or None. ``budget``: what is left
     of the decision's time limit (a fresh one from the config by default).
 
     ``max_evictions`` caps moves + preemptions, ``max_per_node`` the evictions on any one node;
-    pods in ``frozen`` (for example moved too recently) are never evicted.
+    pods in ``frozen`` (outside placer's namespaces, standing in for a plan's binds) are never
+    evicted; pods in ``held`` (moved too recently) are never moved, and preempted only by a
+    strictly higher priority, like the pods opted out by annotation.
     """
     started = time.monotonic()
     # Pods that may cause no eviction (``calm``: preemptionPolicy Never, or victims evicted for
@@ -214,7 +222,9 @@ def plan_batch(
         e = elig[pod.key]
         if not e.evictable or pod.key in frozen or pod.key in sensitive:
             continue
-        if not (preemptible_pod(pod) or e.movable):
+        if pod.key in held:
+            e = elig[pod.key] = replace(e, movable=False, opted_out=True)
+        if not (preemptible_pod(pod, held=e.opted_out) or e.movable):
             continue
         chosen.append((pod, n))
         base.remove(pod, n)
@@ -236,7 +246,18 @@ def plan_batch(
         targets = np.zeros(0, dtype=np.int64)
         if e.movable and _may_move(pod, repelling, state.namespaces):
             targets = _move_targets(pod, n, batch, state, destinations)
-        movers.append(_mover(pod, n, batch, e.pdbs, targets, preemptible=preemptible_pod(pod), tiers=tiers))
+        movers.append(
+            _mover(
+                pod,
+                n,
+                batch,
+                e.pdbs,
+                targets,
+                preemptible=preemptible_pod(pod, held=e.opted_out),
+                held=e.opted_out,
+                tiers=tiers,
+            )
+        )
     model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer, calm=still_calm)
     model.build(
         pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs],
@@ -291,6 +312,7 @@ def _mover(
     targets: npt.NDArray[np.int64],
     *,
     preemptible: bool,
+    held: bool = False,
     tiers: TierScope,
 ) -> Mover:
     return Mover(
@@ -301,6 +323,7 @@ def _mover(
         pdbs=pdbs,
         targets=targets,
         preemptible=preemptible,
+        held=held,
     )
 
 
@@ -683,7 +706,7 @@ def _extract(
     for ri, var in model.p.items():
         if values[var.index]:
             m = model.movers[ri]
-            preemptors = sorted(pod.key for pod, n in placements if n == m.home and model.may_preempt_pod(pod, m.pod))
+            preemptors = sorted(pod.key for pod, n in placements if n == m.home and model.may_preempt_pod(pod, m))
             lower_stays = any(
                 values[model.p[rj].index] == 0
                 and model.movers[rj].home == m.home
