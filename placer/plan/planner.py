@@ -668,24 +668,34 @@ def _solve(
 
 
 def _improves(terms: list[Term], values: dict[int, int], before: dict[int, int]) -> bool:
-    """Placed-and-running pods per key strictly better than ``before``, highest key first. Where
-    only a term with side conditions improves (``restartTiers: namespace``: the restart tiers
-    inside namespaces), the plan must keep them against ``before`` too: the same count per
-    (namespace, priority) and no namespace's tiers worse, so no namespace pays for another's."""
+    """Placed-and-running pods per key strictly better than ``before``, highest first, term by
+    term. A term with ``floors`` (``restartTiers: namespace``: the tiers inside each namespace at
+    one priority) improves when no namespace is worse there in its own order and one is better, or
+    when the unheld reference before it (the pods of that priority, cluster-wide) grows: the plan
+    gives up no namespace's pod of that priority for another's on the tier alone."""
 
     def value(expr: cp_model.LinearExprT, at: dict[int, int]) -> int:
         return evaluate(expr, at) or 0
 
-    if [value(t.expr, values) for t in terms] <= [value(t.expr, before) for t in terms]:
-        return False
-    plain = [t for t in terms if not (t.fixed or t.floors)]
-    if [value(t.expr, values) for t in plain] != [value(t.expr, before) for t in plain]:
-        return True  # better before any term with side conditions
-    return all(
-        all(value(e, values) == value(e, before) for e in t.fixed)
-        and all(value(e, values) >= value(e, before) for e in t.floors)
-        for t in terms
-    )
+    reference: Term | None = None
+    for term in terms:
+        if not term.held:
+            reference = term
+            continue
+        if term.floors:
+            ours = [value(e, values) for e in term.floors]
+            theirs = [value(e, before) for e in term.floors]
+            if all(o >= t for o, t in zip(ours, theirs, strict=True)):
+                if ours != theirs:
+                    return True
+            else:
+                return reference is not None and value(reference.expr, values) > value(reference.expr, before)
+            reference = None
+            continue
+        mine, other = value(term.expr, values), value(term.expr, before)
+        if mine != other:
+            return mine > other
+    return False
 
 
 def _extract(
