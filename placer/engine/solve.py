@@ -134,7 +134,7 @@ def solve_batch(
     batch = build_batch(snapshot, pending, config)
     scorer = Scorer(snapshot, config, batch_demand(batch))
     select_candidates(batch, scorer, config.solver.candidates)
-    hint = greedy(batch, scorer)
+    hint = greedy(batch, scorer, budget=budget)
     adopted: list[Assignment | None] = []
     planned: list[float] = []  # seconds kept for the plan (none until the levels' budget is set)
 
@@ -150,7 +150,7 @@ def solve_batch(
     if not _all_placeable_placed(batch, hint):
         # A tight batch: best-fit decreasing (the pack strategy's greedy) may place more, and so
         # may the alternative (kube-scheduler's answer, when the caller gives it).
-        hint = packing.better_start(batch, hint, greedy(batch, scorer.with_strategy(StrategyName.PACK)))
+        hint = packing.better_start(batch, hint, greedy(batch, scorer.with_strategy(StrategyName.PACK), budget=budget))
         start = other()
         if start is not None:
             hint = packing.better_start(batch, hint, start)
