@@ -13,13 +13,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from placer.engine import build_snapshot
-from placer.engine.batch import Batch, build_batch
-from placer.engine.candidates import select_candidates
-from placer.engine.greedy import GREEDY_CHECKS_PER_SECOND, GREEDY_SHARE, Assignment, greedy
-from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget
-from placer.engine.scoring import Scorer
-from placer.engine.solve import batch_demand
+from placer.engine import (
+    DETERMINISTIC_UNITS_PER_SECOND,
+    GREEDY_CHECKS_PER_SECOND,
+    GREEDY_SHARE,
+    Assignment,
+    Batch,
+    Budget,
+    Scorer,
+    batch_demand,
+    build_batch,
+    build_snapshot,
+    greedy,
+    select_candidates,
+)
 from placer.inputs import parse_cluster
 from placer.models import Cluster, Config, SolverConfig
 from placer.service import SolveOptions, pending_batch, solve_cluster

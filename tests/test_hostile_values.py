@@ -1,6 +1,6 @@
 """Values a tenant writes that Python itself refuses to read, and inputs that would hang a reader.
 
-Aspects: one rule (DESIGN.md, "One object placer cannot read"): whatever fails while reading a
+Aspects: one rule (README, "One pod's unreadable annotation is that pod's problem only"): whatever fails while reading a
 pod is that pod's problem only. A pending pod is refused (code Invalid, naming the field), a
 running one keeps its node's room, by its requests or, if even those are unreadable, by its node
 taking nothing new; never does it drop out of the model (which let another tenant's pod be bound
@@ -22,7 +22,7 @@ from test_inputs_isolation import ENGINE, _cycle, _kube_node, _kube_pod
 from typer.testing import CliRunner
 
 from placer.cli.app import app
-from placer.engine.labels import NodeLabels
+from placer.engine import NodeLabels
 from placer.errors import InputError
 from placer.inputs import parse_cluster
 from placer.inputs.kubectl import parse_pod

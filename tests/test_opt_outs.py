@@ -18,7 +18,7 @@ from support import DETERMINISTIC, cluster, node, pod, solve
 
 from placer.inputs.kubectl import parse_pod
 from placer.models import Cluster, Config
-from placer.plan.eligibility import classify
+from placer.plan import classify
 from placer.service import build_snapshot, decide, pending_batch
 from placer.validate import eviction_refusal, move_refusal
 

@@ -11,7 +11,7 @@ from placer.engine.descent import descend
 from placer.engine.dominance import Quality
 from placer.engine.encoder import encode
 from placer.engine.exprs import evaluate
-from placer.engine.greedy import greedy
+from placer.engine.greedy import GREEDY_CHECKS_PER_SECOND, GREEDY_SHARE, Assignment, greedy
 from placer.engine.heap import no_cycle_collection
 from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
@@ -36,6 +36,8 @@ from placer.engine.unplaced import Unplaced, after_plan, refused
 
 __all__ = [
     "DETERMINISTIC_UNITS_PER_SECOND",
+    "GREEDY_CHECKS_PER_SECOND",
+    "GREEDY_SHARE",
     "LEVELS",
     "PLACED_LEVEL",
     "REBALANCE_LEVELS",
@@ -43,6 +45,7 @@ __all__ = [
     "STRATEGIES",
     "UNSCHEDULABLE_TAINT",
     "Alternative",
+    "Assignment",
     "Aux",
     "Batch",
     "BatchResult",
