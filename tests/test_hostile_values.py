@@ -1,12 +1,13 @@
 """Values a tenant writes that Python itself refuses to read, and inputs that would hang a reader.
 
-Aspects: one rule (README, "One pod's unreadable annotation is that pod's problem only"): whatever fails while reading a
-pod is that pod's problem only. A pending pod is refused (code Invalid, naming the field), a
-running one keeps its node's room, by its requests or, if even those are unreadable, by its node
-taking nothing new; never does it drop out of the model (which let another tenant's pod be bound
-onto its node), stop the cycle or print a traceback. The cases: integers of 5,000 digits (beyond
-Python's int() digit limit) in placer's annotations, in a Gt/Lt value and in quantities; Unicode
-digits that pass ``isdigit()`` (``"²"``); a YAML alias bomb; a missing kubeconfig for ``placer run``.
+Aspects: one rule (README, "One pod's unreadable annotation is that pod's problem only"):
+whatever fails while reading a pod is that pod's problem only. A pending pod is refused (code
+Invalid, naming the field), a running one keeps its node's room, by its requests or, if even
+those are unreadable, by its node taking nothing new; never does it drop out of the model (which
+let another tenant's pod be bound onto its node), stop the cycle or print a traceback. The cases:
+integers of 5,000 digits (beyond Python's int() digit limit) in placer's annotations, in a Gt/Lt
+value and in quantities; Unicode digits that pass ``isdigit()`` (``"²"``); a YAML alias bomb; a
+missing kubeconfig for ``placer run``.
 The randomized version is ``test_hostile_properties``.
 """
 
