@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any, cast
 
 import typer
-import yaml
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
@@ -27,6 +26,7 @@ from placer.cli.render import render_compare, render_explanation, render_outcome
 from placer.errors import InputError
 from placer.explain import explain_document, explain_pod, explain_schema
 from placer.inputs import cluster_schema, load_cluster, read_cluster
+from placer.inputs.load import load_yaml, read_file
 from placer.inputs.usage import load_usage
 from placer.models import (
     BASELINES,
@@ -98,19 +98,14 @@ def load_controller_config(path: Path | None, environ: Mapping[str, str]) -> Con
     source = str(path) if path else "environment"
     data: Any = {}
     if path is not None:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except OSError as exc:
-            raise InputError(source, "", f"cannot read file: {exc.strerror or exc}") from None
-        except yaml.YAMLError as exc:
-            raise InputError(source, "", f"invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        data = load_yaml(source, read_file(path)) or {}
         if not isinstance(data, dict):
             raise InputError(source, "", "expected a mapping of settings")
     fields = {f.alias or name: f.alias or name for name, f in ControllerConfig.model_fields.items()}
     lowered = {k.lower(): k for k in fields}
     for key, value in environ.items():
         if key.startswith(ENV_PREFIX) and key[len(ENV_PREFIX) :].lower() in lowered:
-            data[lowered[key[len(ENV_PREFIX) :].lower()]] = yaml.safe_load(value)
+            data[lowered[key[len(ENV_PREFIX) :].lower()]] = load_yaml(key, value)
     try:
         return ControllerConfig.model_validate(data)
     except ValidationError as exc:
@@ -122,12 +117,7 @@ def load_config(path: Path | None) -> Config:
     if path is None:
         return Config()
     source = str(path)
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except OSError as exc:
-        raise InputError(source, "", f"cannot read file: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(source, "", f"invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    data: Any = load_yaml(source, read_file(path)) or {}
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
@@ -368,11 +358,15 @@ def run(
     cfg = cfg.model_copy(update={"engine": cfg.engine.model_copy(update={"scheduler_name": cfg.scheduler_name})})
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Imported here so that `placer solve` never loads the Kubernetes client.
-    from placer.kube.client import api_client  # noqa: PLC0415
+    from placer.kube.client import connect  # noqa: PLC0415
     from placer.kube.runner import Runner  # noqa: PLC0415
 
     who = identity or os.environ.get("POD_NAME") or socket.gethostname()
-    runner = Runner(api_client(kubeconfig, who), cfg, who)
+    try:
+        api = connect(kubeconfig, who)
+    except InputError as exc:
+        raise _fail(str(exc)) from None
+    runner = Runner(api, cfg, who)
     raise typer.Exit(runner.run())
 
 

@@ -230,6 +230,9 @@ class Pod(_Frozen):
     unaccounted: str | None = None
     # Unreadable fields that were given their safe reading, one line each (for warnings).
     problems: tuple[str, ...] = ()
+    # Why placer cannot tell what evicting this pod means (its requests, priority or owner are
+    # unreadable): it is never evicted, not even by a higher priority's preemption (None: it may be).
+    unevictable: str | None = None
     # An Indexed Job's completion index (label/annotation batch.kubernetes.io/job-completion-index);
     # a moved pod's replacement keeps it.
     completion_index: int | None = None

@@ -12,6 +12,8 @@ import math
 import re
 from fractions import Fraction
 
+from placer.models.integers import shown
+
 __all__ = ["CPU", "QuantityError", "format_quantity", "parse_quantity", "to_units"]
 
 CPU = "cpu"
@@ -29,8 +31,11 @@ _DECIMAL = {
     "P": Fraction(10**15),
     "E": Fraction(10**18),
 }
-_NUMBER = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(.*)$")
-_EXPONENT = re.compile(r"^[eE]([+-]?\d+)$")
+_NUMBER = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(.*)$", re.ASCII | re.DOTALL)
+_EXPONENT = re.compile(r"^[eE]([+-]?\d+)$", re.ASCII)
+# More digits than any quantity the API server keeps (int64 and 9 decimals, with room); Python's
+# int() refuses more than 4,300 anyway.
+_MAX_DIGITS = 64
 
 
 class QuantityError(ValueError):
@@ -60,6 +65,8 @@ def _parse_string(text: str) -> Fraction:
     if not match:
         raise QuantityError(f"{text!r} is not a quantity")
     sign, digits, suffix = match.groups()
+    if len(digits) > _MAX_DIGITS:
+        raise QuantityError(f"{shown(text)} has more than {_MAX_DIGITS} digits")
     number = Fraction(digits)
     if sign == "-":
         number = -number
@@ -69,9 +76,9 @@ def _parse_string(text: str) -> Fraction:
         return number * _DECIMAL[suffix]
     exp = _EXPONENT.match(suffix)
     if exp:
-        power = int(exp.group(1))
+        power = int(exp.group(1)) if len(exp.group(1)) <= 4 else 10**4
         if abs(power) > 30:
-            raise QuantityError(f"{text!r}: exponent out of range")
+            raise QuantityError(f"{shown(text)}: exponent out of range")
         return number * Fraction(10) ** power
     raise QuantityError(f"{text!r} has an unknown suffix {suffix!r}")
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from placer.errors import InputError
 from placer.inputs import load_cluster
+from placer.inputs.load import load_yaml, read_file
 from placer.models import Config, Policy, StrategyName, TierScope
 from placer.service import SolveOptions, solve_cluster
 
@@ -83,10 +83,7 @@ def _cluster_file(fixture: Path) -> Path:
 
 
 def load_expectations(path: Path) -> Expectations:
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(str(path), "", f"cannot read expectations: {exc}") from None
+    data: Any = load_yaml(str(path), read_file(path)) or {}
     try:
         return Expectations.model_validate(data)
     except ValidationError as exc:

@@ -208,6 +208,7 @@ def decide(
     max_evictions: int | None = None,
     max_per_node: int | None = None,
     frozen: frozenset[str] = frozenset(),
+    held: frozenset[str] = frozenset(),
     target: tuple[float, float] | None = None,
 ) -> Decision:
     """Solve a batch on ``state`` (not modified); plan evictions when it leaves pods unplaced.
@@ -248,6 +249,7 @@ def decide(
             max_evictions=max_evictions,
             max_per_node=max_per_node,
             frozen=frozen,
+            held=held,
             budget=budget,
         )
     if plan is None:

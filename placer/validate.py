@@ -42,12 +42,15 @@ the final state keeps.
 
 ``validate_plan`` checks a whole answer with a global plan (README, "Global plan"):
 
-- evictions: never DaemonSet pods, mirror pods, pods opted out by annotation
-  (``placer.io/evictable`` or ``cluster-autoscaler.kubernetes.io/safe-to-evict`` ``"false"``), pods
-  covered by more than one PodDisruptionBudget or using host ports; a move only for a pod owned by
-  a ReplicaSet whose template names the scheduler, with exactly one replacement bound where the
-  move says; a preemption only for a pending pod placed on the victim's node, of strictly higher
-  key and not ``preemptionPolicy: Never`` (named in the eviction's ``for``); every budget's
+- evictions: never DaemonSet pods, mirror pods, pods placer cannot fully read
+  (``Pod.unevictable``), pods covered by more than one PodDisruptionBudget or using host ports; a
+  move only for a pod owned by a ReplicaSet whose template names the scheduler and not opted out
+  by annotation (``placer.io/evictable`` or ``cluster-autoscaler.kubernetes.io/safe-to-evict``
+  ``"false"``), with exactly one replacement bound where the move says; a preemption only for a
+  pending pod placed on the victim's node, of strictly higher key and not ``preemptionPolicy:
+  Never`` (named in the eviction's ``for``), and of strictly higher ``spec.priority`` when the
+  victim opted out (an opt-out holds against moves, never against a higher priority, as in
+  kube-scheduler); every budget's
   evictions at most its ``disruptionsAllowed``, all evictions at most ``max_evictions``;
 - steps: ``after`` names earlier steps; every eviction has one evict and one await-gone (after the
   evict), every placement one bind on its node and every bind a placement; a replacement's bind
@@ -157,7 +160,7 @@ IGNORE_AFFINITY = "ignore-affinity"
 RESTART_TIERS = {"Always": 3, "OnFailure": 2, "Never": 1}
 WILDCARD_IP = "0.0.0.0"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_GO_INT = re.compile(r"[+-]?[0-9]+")
+_GO_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
 # --- labels -----------------------------------------------------------------------------------
@@ -169,8 +172,8 @@ def go_parse_int(text: str) -> int | None:
     Go accepts an optional sign and ASCII digits only (no spaces, underscores or other digits)
     and rejects values outside int64.
     """
-    if not _GO_INT.fullmatch(text):
-        return None
+    if not _GO_INT.fullmatch(text) or len(text.lstrip("+-").lstrip("0")) > len(str(_INT64_MAX)):
+        return None  # int() refuses more than 4,300 digits: no int64 has that many anyway
     value = int(text, 10)
     return value if _INT64_MIN <= value <= _INT64_MAX else None
 
@@ -886,26 +889,14 @@ def _relaxed_violations(
     return out
 
 
-def _worse_off(ctx: _Context, pod: Pod, key: Key, state: NodeState, name: str, topology: TopologyState) -> list[Pod]:
-    """Placed batch pods on ``name`` whose place ``pod`` should have had, or []: all pods of a
-    lower key (any number of them is worth less than one more pod of a higher key). With
-    ``restartTiers: namespace`` the key is spec.priority cluster-wide and the restart tier counts
-    inside a namespace one pod for one: a lower-tier pod of ``pod``'s namespace and priority is
-    worse off only if taking it out alone makes room."""
-
-    def room_without(pods: list[Pod]) -> bool:
-        return bool(pods) and not state.room_problems(pod, without=pods) and topology.allows(pod, name, without=pods)
-
-    if tier_scope(ctx.restart_tiers) != "namespace":
-        lower = [p for p in state.placed if pod_key(p, restart_tiers=ctx.restart_tiers) < key]
-        return lower if room_without(lower) else []
-    lower = [p for p in state.placed if p.priority < pod.priority]
-    if room_without(lower):
+def _worse_off(ctx: _Context, pod: Pod, state: NodeState, name: str, topology: TopologyState) -> list[Pod]:
+    """Placed batch pods on ``name`` whose place ``pod`` should have had, or []: all the pods it
+    outranks (any number of them is worth less than one more pod of a higher key). With
+    ``restartTiers: namespace`` those are the pods of a lower spec.priority, and of its own
+    namespace and priority of a lower tier (the thesis's order holds inside a namespace)."""
+    lower = [p for p in state.placed if outranks(pod, p, restart_tiers=ctx.restart_tiers)]
+    if lower and not state.room_problems(pod, without=lower) and topology.allows(pod, name, without=lower):
         return lower
-    for other in state.placed:
-        same_priority = other.priority == pod.priority
-        if same_priority and outranks(pod, other, restart_tiers=ctx.restart_tiers) and room_without([other]):
-            return [other]
     return []
 
 
@@ -930,7 +921,7 @@ def _left_out_violations(
                     )
                 )
                 break
-            lower = _worse_off(ctx, pod, key, state, name, topology)
+            lower = _worse_off(ctx, pod, state, name, topology)
             if lower:
                 names = ", ".join(p.key for p in lower)
                 text = (
@@ -1070,9 +1061,8 @@ def eviction_refusal(cluster: Cluster, pod: Pod) -> str | None:
         return "it is a DaemonSet pod"
     if pod.mirror:
         return "it is a mirror (static) pod"
-    for annotation in EVICTION_OPT_OUT:
-        if pod.annotations.get(annotation) == "false":
-            return f'it is annotated {annotation}: "false"'
+    if pod.unevictable is not None:
+        return f"placer cannot read what evicting it means ({pod.unevictable})"
     covering = pdbs_covering(cluster, pod)
     if len(covering) > 1:
         return f"it is covered by {len(covering)} PodDisruptionBudgets ({', '.join(b.name for b in covering)})"
@@ -1089,6 +1079,9 @@ def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer", *, 
     (rebalancing) a Job's pod may move too when its Job names this scheduler and opts in: its
     podFailurePolicy ignores DisruptionTarget, or it accepts restarts (``placer.io/rebalance``).
     """
+    opted = _opt_out(pod)
+    if opted:
+        return opted
     if pod.owner is None:
         return "it is a bare pod (no owner creates a replacement)"
     if jobs and pod.owner.kind == "Job":
@@ -1113,9 +1106,20 @@ def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer", *, 
     return None
 
 
+def _opt_out(pod: Pod) -> str | None:
+    """The annotation by which the pod asks not to be evicted (None: it does not)."""
+    for annotation in EVICTION_OPT_OUT:
+        if pod.annotations.get(annotation) == "false":
+            return f'it is annotated {annotation}: "false"'
+    return None
+
+
 def may_preempt(preemptor: Pod, victim: Pod, *, restart_tiers: Tiers = True) -> bool:
-    """A pending pod may preempt a running one: it outranks it and is not ``preemptionPolicy: Never``."""
+    """A pending pod may preempt a running one: it outranks it and is not ``preemptionPolicy:
+    Never``; a victim opted out by annotation only by a strictly higher ``spec.priority``."""
     if preemptor.preemption_policy == "Never":
+        return False
+    if _opt_out(victim) and preemptor.priority <= victim.priority:
         return False
     return outranks(preemptor, victim, restart_tiers=restart_tiers)
 
@@ -1260,7 +1264,8 @@ def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Evic
         if not preemptors:
             out.append(
                 f"{what}: no pending pod placed on {e.node} may preempt it (strictly higher key than "
-                f"{plan.key(pod)} and preemptionPolicy not Never)"
+                f"{plan.key(pod)} and preemptionPolicy not Never"
+                + (f"; opted out: a priority above {pod.priority})" if _opt_out(pod) else ")")
             )
         elif not {p.key for p in preemptors} & set(e.for_):
             names = ", ".join(sorted(p.key for p in preemptors))
@@ -1614,8 +1619,8 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
             if not state.room_problems(pod) and topology.allows(pod, name):
                 out.append(f"{pod.key}: left unplaced although it fits on node {name} after the plan")
                 break
-            lower = [p for p in state.placed if plan.key(p) < key]
-            staying = [p for p in state.placed if plan.key(p) >= key] + [pod]
+            lower = [p for p in state.placed if outranks(pod, p, restart_tiers=ctx.restart_tiers)]
+            staying = [p for p in state.placed if p not in lower] + [pod]
             if (
                 lower
                 and not state.room_problems(pod, without=lower)
@@ -1673,24 +1678,38 @@ def _by_priority(kept: Mapping[Key, int]) -> dict[Key, int]:
     return out
 
 
-def _tiers_better_somewhere(index: ClusterIndex, plan: _Plan, first_fit: list[Pod]) -> bool:
-    """Some namespace keeps a lexicographically better vector per (priority, tier) with the plan
-    than with the first-fit answer."""
-    tiers = plan.ctx.restart_tiers
-    preempted = plan.preempted()
-    namespaces = {pod.namespace for pod, _ in plan.pending.values()} | {pod.namespace for pod in preempted.values()}
-    for namespace in sorted(namespaces):
-        mine = _kept(
-            index,
-            [pod for pod, _ in plan.pending.values() if pod.namespace == namespace],
-            [k for k, pod in preempted.items() if pod.namespace == namespace],
-            restart_tiers=tiers,
-        )
-        before = _kept(index, [pod for pod in first_fit if pod.namespace == namespace], (), restart_tiers=tiers)
-        # Both count every other namespace's running pods alike: the difference is this one's.
-        ours, theirs = per_key([mine, before])
-        if ours > theirs:
+def _tiers_per_namespace(
+    index: ClusterIndex, placed: Iterable[Pod], preempted: Iterable[str]
+) -> dict[int, dict[str, list[int]]]:
+    """Per spec.priority and namespace: pods placed-and-running per restart tier, Always first
+    (a list that compares in the namespace's own lexicographic order)."""
+    gone = set(preempted)
+    out: dict[int, dict[str, list[int]]] = {}
+    kept = [p for pods in index.running.values() for p in pods if p.key not in gone]
+    for pod in [*kept, *placed]:
+        row = out.setdefault(pod.priority, {}).setdefault(pod.namespace, [0, 0, 0])
+        row[3 - RESTART_TIERS[pod.restart_policy]] += 1
+    return out
+
+
+def _namespaces_improve(index: ClusterIndex, plan: _Plan, first_fit: list[Pod]) -> bool:
+    """``restartTiers: namespace``: at the highest spec.priority where the plan changes anything,
+    it keeps more pods of that priority cluster-wide, or some namespace ends better there in its
+    own (tier) order: the thesis's order inside a namespace. (That no namespace pays for it is the
+    preemption rule: at equal priority only a higher tier of the victim's own namespace preempts,
+    which leaves that namespace better in its own order; the first-fit answer compared with here
+    is one answer without evictions, not the engine's, so it may favour another namespace.)"""
+    ours = _tiers_per_namespace(index, [pod for pod, _ in plan.pending.values()], plan.preempted())
+    theirs = _tiers_per_namespace(index, first_fit, ())
+    for priority in sorted(set(ours) | set(theirs), reverse=True):
+        names = set(ours.get(priority, {})) | set(theirs.get(priority, {}))
+        mine = {n: ours.get(priority, {}).get(n, [0, 0, 0]) for n in names}
+        other = {n: theirs.get(priority, {}).get(n, [0, 0, 0]) for n in names}
+        if mine == other:
+            continue
+        if sum(map(sum, mine.values())) > sum(map(sum, other.values())):
             return True
+        return any(mine[n] > other[n] for n in names)
     return False
 
 
@@ -1704,12 +1723,10 @@ def _improvement_violations(plan: _Plan, cluster: Cluster) -> list[str]:
     without = _kept(index, _first_fit(plan, cluster), (), restart_tiers=tiers)
     ours, theirs = per_key([with_plan, without])
     if tier_scope(tiers) == "namespace":
-        # The key is spec.priority cluster-wide; at equal counts per priority, a plan may only
-        # better some namespace's own restart tiers.
-        ours, theirs = per_key([_by_priority(with_plan), _by_priority(without)])
-        if ours == theirs and _tiers_better_somewhere(index, plan, _first_fit(plan, cluster)):
+        if _namespaces_improve(index, plan, _first_fit(plan, cluster)):
             return []
-    if ours > theirs:
+        ours, theirs = per_key([_by_priority(with_plan), _by_priority(without)])
+    elif ours > theirs:
         return []
 
     return [

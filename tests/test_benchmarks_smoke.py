@@ -373,6 +373,11 @@ def test_e2e_profile_counts_the_cpu_of_threads_that_ended() -> None:
     worker = threading.Thread(target=spin, name="spinner")
     worker.start()
     worker.join()
+    # join() returns once the Python thread is done; the OS thread may take a moment more to leave
+    # /proc (seconds on a loaded machine), and until then it counts as a live thread.
+    gone = time.monotonic() + 10.0
+    while Path(f"/proc/{pid}/task/{worker.native_id}").exists() and time.monotonic() < gone:
+        time.sleep(0.01)
     out = e2e.cpu_by_thread(pid, before)
     assert out["threads that ended (CP-SAT's workers)"] >= 0.2
     table = e2e.thread_table({"bound": 10, "cpu_by_thread": out})

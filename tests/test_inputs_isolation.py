@@ -73,10 +73,12 @@ def _preemption(evictable: str) -> Any:
 
 
 def test_a_running_pod_with_a_malformed_annotation_keeps_its_room_and_its_safe_reading() -> None:
+    """The safe reading of ``evictable: nope`` is ``"false"``, an opt-out: it holds against moves,
+    not against a strictly higher priority's preemption (issue 31)."""
     assert [e.pod for e in _preemption("true").result.evictions] == ["default/low"]  # readable: preempted
     outcome = _preemption("nope")
-    assert outcome.result.evictions == [] and outcome.result.placements == []
-    assert [(u.pod, u.code) for u in outcome.result.unplaced] == [("default/high", "Unschedulable")]
+    assert [(e.pod, e.kind) for e in outcome.result.evictions] == [("default/low", "preempt")]
+    assert [p.pod for p in outcome.result.placements] == ["default/high"]
     assert len([w for w in outcome.warnings if "default/low" in w]) == 2
 
 

@@ -175,6 +175,21 @@ VALID = [
         id="a budget allowing no disruption: no plan",
     ),
     pytest.param(
+        preemption(job={"annotations": {"placer.io/evictable": "false"}}, web={"priority": 1}),
+        PREEMPT_PLAN,
+        {},
+        id="a strictly higher priority preempts a pod opted out by placer.io/evictable",
+    ),
+    pytest.param(
+        preemption(
+            job={"annotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}, "priority": 5},
+            web={"priority": 1_000_000},
+        ),
+        PREEMPT_PLAN,
+        {},
+        id="a strictly higher priority preempts a pod opted out by safe-to-evict",
+    ),
+    pytest.param(
         preemption(job={"labels": {"app": "job"}}, pdbs=[PDB | {"disruptionsAllowed": 1}]),
         PREEMPT_PLAN,
         {"max_evictions": 1},
@@ -320,15 +335,36 @@ VIOLATIONS = [
         preemption(job={"annotations": {"placer.io/evictable": "false"}}),
         PREEMPT_PLAN,
         {},
-        'never evicted: it is annotated placer.io/evictable: "false"',
-        id="evicting a pod opted out by placer.io/evictable",
+        "opted out: a priority above 0",
+        id="preempting a pod opted out by placer.io/evictable for a higher tier of equal priority",
     ),
     pytest.param(
         preemption(job={"annotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}}),
         PREEMPT_PLAN,
         {},
-        "never evicted: it is annotated cluster-autoscaler.kubernetes.io/safe-to-evict",
-        id="evicting a pod opted out by safe-to-evict",
+        "opted out: a priority above 0",
+        id="preempting a pod opted out by safe-to-evict for a higher tier of equal priority",
+    ),
+    pytest.param(
+        moving(x={"annotations": {"placer.io/evictable": "false"}}),
+        MOVE_PLAN,
+        {},
+        'may not move: it is annotated placer.io/evictable: "false"',
+        id="moving a pod opted out by placer.io/evictable",
+    ),
+    pytest.param(
+        moving(x={"annotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}}),
+        MOVE_PLAN,
+        {},
+        "may not move: it is annotated cluster-autoscaler.kubernetes.io/safe-to-evict",
+        id="moving a pod opted out by safe-to-evict",
+    ),
+    pytest.param(
+        preemption(job={"annotations": {"placer.io/evictable": "false"}, "priority": 10}, web={"priority": 10}),
+        PREEMPT_PLAN,
+        {},
+        "opted out: a priority above 10",
+        id="preempting an opted-out pod for a pod of equal priority and higher tier",
     ),
     pytest.param(
         preemption(

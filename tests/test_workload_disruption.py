@@ -53,10 +53,22 @@ def test_a_disruption_mode_all_group_loses_none_when_the_cap_forbids_the_whole_g
 
 
 def test_a_disruption_mode_all_group_with_a_member_that_may_not_be_evicted_loses_none() -> None:
+    """A member placer never evicts (a DaemonSet's pod) keeps the whole group running."""
     items = _running_group("low", [f"a-{i}" for i in range(4)], "all")
-    items[1]["metadata"]["annotations"] = {"placer.io/evictable": "false"}
+    items[2]["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "ds-uid", "controller": True}
+    ]
     out = solve(dump(racks({"a": 4}), items, gang("high", 2, priority=100)))
     assert _evicted(out) == set() and set(unplaced(out)) == {"high-0", "high-1"}
+
+
+def test_an_opted_out_member_does_not_shield_its_group_from_a_strictly_higher_priority() -> None:
+    """``placer.io/evictable: "false"`` holds against moves and rebalancing only (issue 31): the
+    higher-priority gang preempts the whole group, opted-out member included."""
+    items = _running_group("low", [f"a-{i}" for i in range(4)], "all")
+    items[2]["metadata"]["annotations"] = {"placer.io/evictable": "false"}
+    out = solve(dump(racks({"a": 4}), items, gang("high", 2, priority=100)))
+    assert _evicted(out) == {f"low-{i}" for i in range(4)} and len(where(out)) == 2
 
 
 def test_members_of_a_whole_group_on_other_nodes_are_evicted_with_it() -> None:

@@ -15,7 +15,7 @@ from placer.engine.dominance import Quality
 from placer.engine.encoder import encode
 from placer.engine.exprs import evaluate
 from placer.engine.extended import asks_extended, extended_allocated, extended_requests, held_to_other
-from placer.engine.greedy import greedy
+from placer.engine.greedy import GREEDY_CHECKS_PER_SECOND, GREEDY_SHARE, Assignment, greedy
 from placer.engine.heap import no_cycle_collection
 from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
@@ -51,6 +51,8 @@ __all__ = [
     "DETERMINISTIC_UNITS_PER_SECOND",
     "GPU",
     "GPU_MILLI",
+    "GREEDY_CHECKS_PER_SECOND",
+    "GREEDY_SHARE",
     "LEVELS",
     "PLACED_LEVEL",
     "PRODUCT",
@@ -59,6 +61,7 @@ __all__ = [
     "STRATEGIES",
     "UNSCHEDULABLE_TAINT",
     "Alternative",
+    "Assignment",
     "Aux",
     "Batch",
     "BatchResult",

@@ -8,13 +8,13 @@ is not an integer; matchFields supports metadata.name.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from placer.models import Node, NodeSelectorRequirement, NodeSelectorTerm
+from placer.models.integers import parse_int
 
 __all__ = ["BoolArray", "NodeLabels"]
 
@@ -22,15 +22,9 @@ BoolArray = npt.NDArray[np.bool_]
 _ABSENT = -1
 
 
-_INTEGER = re.compile(r"^[+-]?[0-9]+$")
-
-
 def _as_int(text: str) -> int | None:
     """Go's strconv.ParseInt(text, 10, 64): optional sign, ASCII digits only, within int64."""
-    if not _INTEGER.fullmatch(text):
-        return None
-    value = int(text)
-    return value if -(2**63) <= value < 2**63 else None
+    return parse_int(text)
 
 
 class NodeLabels:

@@ -275,7 +275,7 @@ class LevelSolver:
             self.proven = False
             bound = float(solver.best_objective_bound) if found else float("nan")
             self.last_gap = abs(held - bound) / max(abs(held), 1.0) if found and held is not None else float("nan")
-            if held is not None:  # later levels must not undo what the current answer achieves here
+            if held is not None and term.held:  # later levels must not undo what the answer achieves here
                 self.hold(term, held)
             value = float("nan") if held is None else float(held)
             report = LevelReport(term.name, name, value / term.unit, bound / term.unit, seconds)
@@ -285,7 +285,8 @@ class LevelSolver:
         for var in self.variables:
             self.values[var.index] = int(solver.value(var))
         value_int = round(value)
-        cp.add(term.expr >= value_int if term.maximize else term.expr <= value_int)
+        if term.held:
+            cp.add(term.expr >= value_int if term.maximize else term.expr <= value_int)
         self.last_gap = abs(value - bound) / max(abs(value), 1.0)
         self.proven &= status == cp_model.OPTIMAL
         report = LevelReport(term.name, name, value / term.unit, bound / term.unit, seconds)

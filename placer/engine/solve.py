@@ -139,7 +139,7 @@ def solve_batch(
         guard = False  # (the alternative, kube-scheduler 1.37's answer, keeps groups in their domains)
     scorer = Scorer(snapshot, config, batch_demand(batch))
     select_candidates(batch, scorer, config.solver.candidates)
-    hint = greedy(batch, scorer)
+    hint = greedy(batch, scorer, budget=budget)
     adopted: list[Assignment | None] = []
     planned: list[float] = []  # seconds kept for the plan (none until the levels' budget is set)
 
@@ -158,7 +158,8 @@ def solve_batch(
     if not _all_placeable_placed(batch, hint):
         # A tight batch: the pack strategy's greedy, the classic heuristics and the alternative
         # (kube-scheduler's answer, when the caller gives it) may place more (``packing.dispatch``).
-        hint = packing.start(batch, hint, [greedy(batch, scorer.with_strategy(StrategyName.PACK)), other()])
+        pack = greedy(batch, scorer.with_strategy(StrategyName.PACK), budget=budget)
+        hint = packing.start(batch, hint, [pack, other()])
         if not _all_placeable_placed(batch, hint):
             found = packing.prepare(batch, budget)
             if found is not None:

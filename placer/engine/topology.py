@@ -208,6 +208,7 @@ class Topology:
     spread: list[SpreadRule] = field(default_factory=list)
     sensitive: set[str] = field(default_factory=set)
     keys: set[str] = field(default_factory=set)
+    _index: RuleIndex | None = field(default=None, repr=False, compare=False)
 
     @property
     def involved(self) -> set[int]:
@@ -227,6 +228,59 @@ class Topology:
     @property
     def empty(self) -> bool:
         return not (self.static or self.preference or self.conflicts or self.affinity or self.spread)
+
+    def rule_index(self, groups: int) -> RuleIndex:
+        """The rules per group (built once: every ``TopologyState`` of the batch shares it)."""
+        if self._index is None or self._index.groups != groups:
+            self._index = RuleIndex.of(self, groups)
+        return self._index
+
+
+@dataclass
+class RuleIndex:
+    """The batch's rules by group, so that a question about one group costs its own rules only
+    (500 groups with pairwise anti-affinity have 25,000 conflicts)."""
+
+    groups: int
+    # group -> (key, soft) -> the groups whose pods a pod of this group repels there
+    repels: dict[int, dict[tuple[str, bool], IntArray]]
+    # group -> the (key, soft) under which other groups' pods repel it
+    repelled_under: dict[int, list[tuple[str, bool]]]
+    conflict_kinds: set[tuple[str, bool]]
+    affinity: dict[int, list[AffinityRule]]
+    spread: dict[int, list[tuple[int, SpreadRule]]]
+
+    @classmethod
+    def of(cls, topo: Topology, groups: int) -> RuleIndex:
+        repels: dict[int, dict[tuple[str, bool], list[int]]] = {}
+        for c in topo.conflicts:
+            kind = (c.key, bool(c.weight))
+            repels.setdefault(c.g, {}).setdefault(kind, []).append(c.h)
+            if c.h != c.g:
+                repels.setdefault(c.h, {}).setdefault(kind, []).append(c.g)
+        under: dict[int, set[tuple[str, bool]]] = {}
+        for kinds in repels.values():
+            for kind, partners in kinds.items():
+                for h in partners:
+                    under.setdefault(h, set()).add(kind)
+        affinity: dict[int, list[AffinityRule]] = {}
+        for a in topo.affinity:
+            affinity.setdefault(a.g, []).append(a)
+        spread: dict[int, list[tuple[int, SpreadRule]]] = {}
+        for ri, r in enumerate(topo.spread):
+            for gi in {r.owner, *r.counted}:
+                spread.setdefault(gi, []).append((ri, r))
+        return cls(
+            groups=groups,
+            repels={
+                g: {kind: np.array(sorted(set(hs)), dtype=np.int64) for kind, hs in kinds.items()}
+                for g, kinds in repels.items()
+            },
+            repelled_under={h: sorted(kinds) for h, kinds in under.items()},
+            conflict_kinds={kind for kinds in repels.values() for kind in kinds},
+            affinity=affinity,
+            spread=spread,
+        )
 
 
 class _RunningIndex:
@@ -346,6 +400,18 @@ class _Compiler:
         self.namespaces = namespaces
         self.topo = Topology()
         self.n = len(snapshot.nodes)
+        self._matches: dict[tuple[object, ...], list[int]] = {}
+
+    def _reps_matching(self, terms: Sequence[PodAffinityTerm]) -> list[int]:
+        """The groups whose pods match every one of ``terms``, once per distinct set of terms (a
+        batch of 500 groups with ten distinct terms asks ten times, not 500 x 500)."""
+        key = tuple(_term_key(t) for t in terms)
+        found = self._matches.get(key)
+        if found is None:
+            found = self._matches[key] = [
+                h for h, b in enumerate(self.reps) if _matches_all(terms, b.namespace, b.labels, self.namespaces)
+            ]
+        return found
 
     def domains(self, key: str) -> Domains:
         d = self.topo.domains.get(key)
@@ -452,11 +518,10 @@ class _Compiler:
         for g, a in enumerate(self.reps):
             terms = [(0, t) for t in a.pod_anti_affinity] + [(w.weight, w.term) for w in a.pod_anti_affinity_preferred]
             for weight, term in terms:
-                for h, b in enumerate(self.reps):
-                    if term_matches(term, b.namespace, b.labels, self.namespaces):
-                        pair = (min(g, h), max(g, h), term.topology_key)
-                        known = weights.get(pair)
-                        weights[pair] = weight if known is None else (0 if 0 in (known, weight) else max(known, weight))
+                for h in self._reps_matching([term]):
+                    pair = (min(g, h), max(g, h), term.topology_key)
+                    known = weights.get(pair)
+                    weights[pair] = weight if known is None else (0 if 0 in (known, weight) else max(known, weight))
         for (g, h, key), weight in weights.items():
             self.domains(key)
             self.topo.conflicts.append(Conflict(g=g, h=h, key=key, weight=weight))
@@ -471,13 +536,8 @@ class _Compiler:
         for t in terms:
             keyed |= self.domains(t.topology_key).of_node[nodes] >= 0 if len(nodes) else keyed
         running = bool(keyed.any())
-        providers = [
-            h
-            for h, other in enumerate(self.reps)
-            if h != gi
-            and not other.pod_affinity
-            and _matches_all(terms, other.namespace, other.labels, self.namespaces)
-        ]
+        matchers = self._reps_matching(terms)
+        providers = [h for h in matchers if h != gi and not self.reps[h].pod_affinity]
         seed = not running and _matches_all(terms, pod.namespace, pod.labels, self.namespaces)
         compiled = [
             AffinityTerm(
@@ -486,11 +546,6 @@ class _Compiler:
                 providers=[] if seed else providers,
             )
             for t in terms
-        ]
-        matchers = [
-            h
-            for h, other in enumerate(self.reps)
-            if _matches_all(terms, other.namespace, other.labels, self.namespaces)
         ]
         others = [h for h in matchers if h != gi]
         if not seed and not providers and not others:
@@ -614,7 +669,11 @@ def compile_topology(
 
 
 class TopologyState:
-    """Where the batch's pods are so far, per rule; answers "may group g take one more pod at n?"."""
+    """Where the batch's pods are so far, per rule; answers "may group g take one more pod at n?".
+
+    Each group's rules are indexed once, and its anti-affinity partners' pods are summed per
+    domain as they are added (``_against``): a question costs the rules of that group only, not
+    every rule of the batch (500 groups with pairwise terms have 25,000 of them)."""
 
     def __init__(self, topo: Topology, sizes: Sequence[int]) -> None:
         self.topo = topo
@@ -624,6 +683,29 @@ class TopologyState:
                 self.by_key[gi, key] = np.zeros(d.size + 1, dtype=np.int64)  # last slot: no key
         self.spread_count = [r.base.copy() for r in topo.spread]
         self.owner_in = [np.zeros(r.size, dtype=np.int64) for r in topo.spread]
+        self.index = topo.rule_index(len(sizes))
+        # (key, soft) -> [group, domain]: pods of the group's conflict partners placed in the domain
+        # (soft: the preferred terms' conflicts; last domain slot: nodes without the key)
+        self._against = {
+            (key, soft): np.zeros((len(sizes), topo.domains[key].size + 1), dtype=np.int64)
+            for key, soft in self.index.conflict_kinds
+        }
+
+    def rules(self, gi: int) -> int:
+        """How many rules a question about ``gi`` looks at (its cost, in units of one node check)."""
+        i = self.index
+        return len(i.repelled_under.get(gi, ())) + len(i.affinity.get(gi, ())) + len(i.spread.get(gi, ()))
+
+    def _repelled(self, gi: int, nodes: IntArray, *, soft: bool) -> BoolArray:
+        """Nodes where a pod of a group in conflict with ``gi`` already is, in the conflict's domain
+        (``soft``: the preferred terms' conflicts too)."""
+        out = np.zeros(len(nodes), dtype=np.bool_)
+        for key, weighted in self.index.repelled_under.get(gi, ()):
+            if weighted and not soft:
+                continue
+            doms = self._dom(key, nodes)
+            out |= (doms >= 0) & (self._against[key, weighted][gi, doms] > 0)
+        return out
 
     def _dom(self, key: str, nodes: IntArray) -> IntArray:
         return self.topo.domains[key].of_node[nodes]
@@ -636,17 +718,11 @@ class TopologyState:
         ok = np.ones(len(nodes), dtype=np.bool_)
         if len(nodes) == 0:
             return ok
-        for c in self.topo.conflicts:
-            if gi not in (c.g, c.h) or (c.weight and not soft):
-                continue
-            other = c.h if gi == c.g else c.g
-            doms = self._dom(c.key, nodes)
-            ok &= ~((doms >= 0) & (self.count(other, c.key, doms) > 0))
-        for a in self.topo.affinity:
-            if a.g == gi:
-                ok &= self._affinity_ok(a, nodes)
-        for ri, r in enumerate(self.topo.spread):
-            if (r.hard or soft) and (r.owner == gi or gi in r.counted):
+        ok &= ~self._repelled(gi, nodes, soft=soft)
+        for a in self.index.affinity.get(gi, ()):
+            ok &= self._affinity_ok(a, nodes)
+        for ri, r in self.index.spread.get(gi, ()):
+            if r.hard or soft:
                 ok &= self._spread_ok(ri, r, gi, nodes)
         return ok
 
@@ -658,21 +734,16 @@ class TopologyState:
         if static is not None:
             out.append((static.spread[nodes], Filter.SPREAD_LABEL))
         spread = np.ones(len(nodes), dtype=np.bool_)
-        for ri, r in enumerate(self.topo.spread):
-            if r.hard and (r.owner == gi or gi in r.counted):
+        for ri, r in self.index.spread.get(gi, ()):
+            if r.hard:
                 spread &= self._spread_ok(ri, r, gi, nodes)
         out.append((spread, Filter.SPREAD))
         affinity = static.affinity[nodes] if static is not None else np.ones(len(nodes), dtype=np.bool_)
-        for a in self.topo.affinity:
-            if a.g == gi:
-                affinity = affinity & self._affinity_ok(a, nodes)
+        for a in self.index.affinity.get(gi, ()):
+            affinity = affinity & self._affinity_ok(a, nodes)
         out.append((affinity, Filter.POD_AFFINITY))
         anti = static.anti[nodes] if static is not None else np.ones(len(nodes), dtype=np.bool_)
-        for c in self.topo.conflicts:
-            if gi in (c.g, c.h) and not c.weight:
-                other = c.h if gi == c.g else c.g
-                doms = self._dom(c.key, nodes)
-                anti = anti & ~((doms >= 0) & (self.count(other, c.key, doms) > 0))
+        anti = anti & ~self._repelled(gi, nodes, soft=False)
         out.append((anti, Filter.POD_ANTI_AFFINITY))
         if static is not None:
             out.append((static.existing_anti[nodes], Filter.EXISTING_ANTI_AFFINITY))
@@ -724,6 +795,10 @@ class TopologyState:
         for key, d in self.topo.domains.items():
             dom = int(d.of_node[n])
             self.by_key[gi, key][dom if dom >= 0 else d.size] += delta
+        for (key, weighted), partners in self.index.repels.get(gi, {}).items():
+            d = self.topo.domains[key]
+            dom = int(d.of_node[n])
+            self._against[key, weighted][partners, dom if dom >= 0 else d.size] += delta  # partners: distinct
         for ri, r in enumerate(self.topo.spread):
             dom = int(r.domain[n])
             if dom < 0:

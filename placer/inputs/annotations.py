@@ -1,11 +1,13 @@
-"""placer's own pod annotations and labels, read apart from what Kubernetes accounts for the pod.
+"""The pod annotations and labels placer reads, apart from what Kubernetes accounts for the pod.
 
 The API server validates a pod's identity, node, phase and resources, but any string is a valid
-annotation value: a ``placer.io/*`` value placer cannot read must affect only its own pod, never
-the whole input or the other pods. So each value is read here, once, into a typed field; one that
-cannot be read becomes a problem naming it, and gets its safe reading meanwhile:
+annotation value: a value placer cannot read must affect only its own pod, never the whole input
+or the other pods. So each value is read here, once, into a typed field; one that cannot be read
+becomes a problem naming it, and gets its safe reading meanwhile:
 
 - ``placer.io/gang-size``: no size (the gang is the members present);
+- ``batch.kubernetes.io/job-completion-index``: none, and the pod counts as just moved (it is not
+  moved: its replacement could not be told apart);
 - ``placer.io/moved-at``: moved infinitely recently (never moved again until fixed);
 - ``placer.io/evictable``: ``"false"`` (never evicted);
 - ``placer.io/when-no-node-matches`` / ``when-no-node-fits``: ``wait``;
@@ -23,8 +25,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from placer.inputs.stamps import parse_timestamp
+from placer.models.integers import parse_int, shown
 
 __all__ = [
+    "COMPLETION_INDEX",
     "EVICTABLE",
     "GANG",
     "GANG_SIZE",
@@ -45,6 +49,8 @@ EVICTABLE = "placer.io/evictable"
 WHEN_NO_NODE_MATCHES = "placer.io/when-no-node-matches"
 WHEN_NO_NODE_FITS = "placer.io/when-no-node-fits"
 LABEL_POLICY = "placer.io/when-node-labels-change"
+# An Indexed Job's pods carry their completion index here (annotation; a label too since 1.28).
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 # Annotations with a fixed set of values: (values, the safe reading of an unknown one; None: drop it).
 _CHOICES: dict[str, tuple[tuple[str, ...], str | None]] = {
@@ -61,14 +67,18 @@ class PlacerFields:
     gang_size: int | None
     gang_object: Literal["workload", "plugins"] | None  # the PodGroup kind that declares the gang
     moved_at: float | None
+    completion_index: int | None
     annotations: dict[str, str]  # as placer acts on them: an unreadable value has its safe reading
     problems: tuple[str, ...]  # one line per unreadable value, naming the field
 
 
 def _gang_size(text: str) -> int | None:
-    if not text.isascii() or not text.isdigit() or int(text) < 1 or int(text) > 1_000_000:
-        return None
-    return int(text)
+    return parse_int(text, low=1, high=1_000_000, signed=False)
+
+
+def _lookup(key: str, *maps: tuple[str, Mapping[str, str]]) -> tuple[str, str | None]:
+    """(where, value) of a key placer reads from several maps, the first that has it winning."""
+    return next(((where, m[key]) for where, m in maps if key in m), ("", None))
 
 
 def _gang(
@@ -96,27 +106,34 @@ def read_placer_fields(
     acted = dict(annotations)
     name, gang_object = _gang(labels, annotations, pod_group)
     size = None
-    where, size_text = (
-        ("labels", labels[GANG_SIZE]) if GANG_SIZE in labels else ("annotations", annotations.get(GANG_SIZE))
-    )
+    where, size_text = _lookup(GANG_SIZE, ("labels", labels), ("annotations", annotations))
     if size_text is not None:
         size = _gang_size(size_text)
         if size is None:
-            problems.append(f"metadata.{where}[{GANG_SIZE}]: must be a positive integer, got {size_text!r}")
-    moved_at = None
-    if MOVED_AT in annotations:
+            problems.append(f"metadata.{where}[{GANG_SIZE}]: must be a positive integer, got {shown(size_text)}")
+    index = None
+    where, index_text = _lookup(COMPLETION_INDEX, ("annotations", annotations), ("labels", labels))
+    if index_text is not None:
+        index = parse_int(index_text, low=0, high=2**31 - 1, signed=False)
+        if index is None:
+            problems.append(
+                f"metadata.{where}[{COMPLETION_INDEX}]: expected a non-negative integer, got {shown(index_text)} "
+                "(the pod counts as just moved)"
+            )
+    moved_at = None if index_text is None or index is not None else math.inf
+    if MOVED_AT in annotations and moved_at is None:
         moved_at = parse_timestamp(annotations[MOVED_AT])
         if moved_at is None:
             moved_at = math.inf
             problems.append(
                 f"metadata.annotations[{MOVED_AT}]: expected an RFC 3339 time such as 2025-01-02T03:04:05Z, "
-                f"got {annotations[MOVED_AT]!r} (the pod counts as just moved)"
+                f"got {shown(annotations[MOVED_AT])} (the pod counts as just moved)"
             )
     for key, (values, safe) in _CHOICES.items():
         value = annotations.get(key)
         if value is None or value in values:
             continue
-        problems.append(f"metadata.annotations[{key}]: expected one of {', '.join(values)}, got {value!r}")
+        problems.append(f"metadata.annotations[{key}]: expected one of {', '.join(values)}, got {shown(value)}")
         if safe is None:
             del acted[key]
         else:
@@ -126,6 +143,7 @@ def read_placer_fields(
         gang_size=size if name else None,
         gang_object=gang_object,
         moved_at=moved_at,
+        completion_index=index,
         annotations=acted,
         problems=tuple(problems),
     )

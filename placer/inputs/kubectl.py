@@ -4,6 +4,7 @@ models."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,8 +51,6 @@ KINDS = (
     "StorageClass",
     "DeviceClass",
 )
-# An Indexed Job's pods carry their completion index here (annotation; a label too since 1.28).
-COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 # A Job's annotation accepting that rebalancing restarts its pods' work (issue 15).
 REBALANCE_ANNOTATION = "placer.io/rebalance"
 REBALANCE_ACCEPTS = "restarts-work"
@@ -319,7 +318,7 @@ def _constraints(item: Field, namespace: str, name: str) -> dict[str, Any]:
     claims, ephemeral = pod_volume_claims(spec, name)
     dra = list(spec.get("resourceClaims").items())
     return {
-        "scheduler_name": spec.get("schedulerName").text("default-scheduler") or "default-scheduler",
+        "scheduler_name": _scheduler_name(spec),
         "creation": meta.get("creationTimestamp").timestamp(),
         "start_time": _start_time(status),
         "labels": labels,
@@ -342,9 +341,12 @@ def _constraints(item: Field, namespace: str, name: str) -> dict[str, Any]:
         "terminating": _deleting(meta.get("deletionTimestamp")),
         "nominated_node": _nominated(status),
         "unsupported": dra_reason("spec.resourceClaims") if dra else None,
-        "completion_index": completion_index(labels, annotations, meta.get("annotations")),
         "pod_group": spec.get("schedulingGroup").get("podGroupName").text() or None,
     }
+
+
+def _scheduler_name(spec: Field) -> str:
+    return spec.get("schedulerName").text("default-scheduler") or "default-scheduler"
 
 
 def _deleting(stamp: Field) -> bool:
@@ -359,6 +361,7 @@ def placer_fields(fields: PlacerFields) -> dict[str, Any]:
         "gang_size": fields.gang_size,
         "gang_object": fields.gang_object,
         "moved_at": fields.moved_at,
+        "completion_index": fields.completion_index,
         "annotations": fields.annotations,
     }
 
@@ -366,12 +369,12 @@ def placer_fields(fields: PlacerFields) -> dict[str, Any]:
 def refuse_if_unreadable(pod: Pod) -> Pod:
     """A pending pod with a field placer cannot read is refused (code Invalid, the first such
     field named); a running one keeps running in the model. A pod whose requests could not be read
-    is never evicted either: nobody knows what its eviction would free."""
+    is never evicted, not even by preemption: nobody knows what its eviction would free."""
     update: dict[str, Any] = {}
     if pod.node_name is None and pod.problems:
         update.update(unsupported=pod.problems[0], invalid=True)
     if pod.unaccounted is not None:
-        update["annotations"] = {**pod.annotations, EVICTABLE: "false"}
+        update["unevictable"] = "its requests cannot be read"
     return pod.model_copy(update=update) if update else pod
 
 
@@ -396,23 +399,38 @@ def _pod(item: Field, *, isolate: bool = False) -> Pod:
         problems.append(_relative(empty, item))
     try:
         fields.update(_accounted(spec, status))
-    except InputError as exc:
-        if not isolate:
-            raise
-        fields["unaccounted"] = _relative(exc, item)
+    except Exception as exc:  # whatever fails is this pod's problem (_unreadable)
+        fields["unaccounted"] = _unreadable(exc, item, isolate=isolate)
         held = f"; node {node_name} takes no new pod until it is fixed" if node_name else ""
         problems.append(f"{fields['unaccounted']} (its requests cannot be read{held})")
     try:
         fields.update(_constraints(item, namespace, name))
-    except InputError as exc:
-        if not isolate:
-            raise
-        problems.append(_relative(exc, item))
-        fields["annotations"] = {EVICTABLE: "false"}  # its priority and owner are unknown: never evict it
-    own = read_placer_fields(fields.get("labels", {}), fields.get("annotations", {}), fields.pop("pod_group", None))
+    except Exception as exc:
+        problems.append(_unreadable(exc, item, isolate=isolate))
+        fields["unevictable"] = "its priority and owner cannot be read"
+        with contextlib.suppress(Exception):  # whose pod it is: the scheduler that must report it
+            fields["scheduler_name"] = _scheduler_name(spec)
+    try:
+        labels, annotations = fields.get("labels", {}), fields.get("annotations", {})
+        own = read_placer_fields(labels, annotations, fields.pop("pod_group", None))
+    except Exception as exc:  # placer's own annotations: isolated in both modes
+        problems.append(_unreadable(exc, item, isolate=True))
+        fields["annotations"] = {EVICTABLE: "false"}
+        own = read_placer_fields({}, fields["annotations"])
     fields.update(placer_fields(own))
     fields["problems"] = (*problems, *own.problems)
     return refuse_if_unreadable(Pod(**fields))
+
+
+def _unreadable(exc: Exception, item: Field, *, isolate: bool) -> str:
+    """A failure to read part of a pod, as the line that names it. A file (``isolate`` False)
+    is refused for it in one line; in the controller's caches it is the pod's problem only. Any
+    exception counts, not just ``InputError``: a reader's bug or a value Python itself refuses
+    (an int() of 5,000 digits) must not drop the pod, nor stop the cycle."""
+    error = exc if isinstance(exc, InputError) else item.fail(f"cannot read: {type(exc).__name__}: {exc}"[:300])
+    if not isolate:
+        raise error from None
+    return _relative(error, item)
 
 
 def _not_negative(f: Field) -> int:
@@ -474,16 +492,6 @@ def _job(item: Field) -> Job:
         ignores_disruption=ignores_disruption(spec.get("podFailurePolicy")),
         accepts_restarts=meta.get("annotations").str_map().get(REBALANCE_ANNOTATION) == REBALANCE_ACCEPTS,
     )
-
-
-def completion_index(labels: dict[str, str], annotations: dict[str, str], where: Field) -> int | None:
-    """An Indexed Job pod's completion index (None for other pods)."""
-    text = annotations.get(COMPLETION_INDEX, labels.get(COMPLETION_INDEX))
-    if text is None:
-        return None
-    if not text.isdigit():
-        raise where.fail(f"{COMPLETION_INDEX}: expected a non-negative integer, got {text!r}")
-    return int(text)
 
 
 def is_list(data: Any) -> bool:
@@ -572,10 +580,41 @@ def reparse_pod(raw: Any, before: tuple[Any, Pod] | None) -> Pod:
 
 
 def parse_pod(raw: Any, source: str = "api") -> Pod:
-    """One Pod object as the API returns it (watch/list), with errors naming the object. Only an
-    unreadable identity, node or phase raises; any other field placer cannot read is isolated to
-    this pod (``Pod.problems``, ``Pod.unaccounted``, code Invalid while pending)."""
-    return _pod(api_object(raw, "Pod", source), isolate=True)
+    """One Pod object as the API returns it (watch/list), with errors naming the object. Any
+    field placer cannot read is isolated to this pod (``Pod.problems``, ``Pod.unaccounted``, code
+    Invalid while pending); a bound pod whose phase or the like cannot be read is kept as holding
+    its node whole (``_held_whole``). Only a pod placer cannot identify, or a pending one whose
+    placement cannot be read, raises."""
+    item = api_object(raw, "Pod", source)
+    try:
+        return _pod(item, isolate=True)
+    except Exception as exc:
+        held = _held_whole(raw, _unreadable(exc, item, isolate=True))
+        if held is None:
+            raise
+        return held
+
+
+def _held_whole(raw: Any, problem: str) -> Pod | None:
+    """A bound pod of which only its name, namespace and node could be read: it holds its node
+    (``unaccounted``: the node takes no new pod) and is never evicted. None when even those cannot."""
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    spec = raw.get("spec") if isinstance(raw, dict) else None
+    if not isinstance(meta, dict) or not isinstance(spec, dict):
+        return None
+    name, namespace, node = meta.get("name"), meta.get("namespace") or "default", spec.get("nodeName")
+    if not (isinstance(name, str) and name and isinstance(namespace, str) and isinstance(node, str) and node):
+        return None
+    why = f"{problem} (node {node} takes no new pod until it is fixed)"
+    return Pod(
+        namespace=namespace,
+        name=name,
+        node_name=node,
+        phase="Running",
+        unaccounted=problem,
+        unevictable="only its name and node can be read",
+        problems=(why,),
+    )
 
 
 def parse_node(raw: Any, source: str = "api") -> Node:

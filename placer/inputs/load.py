@@ -15,11 +15,25 @@ from placer.inputs.kubectl import is_list, read_list
 from placer.inputs.native import is_native, read_native
 from placer.models import Cluster
 
-__all__ = ["MAX_DEPTH", "decode_document", "load_cluster", "parse_cluster", "read_cluster", "read_file"]
+__all__ = [
+    "MAX_ALIASED",
+    "MAX_DEPTH",
+    "decode_document",
+    "load_cluster",
+    "load_yaml",
+    "parse_cluster",
+    "read_cluster",
+    "read_file",
+]
 
 # Real Kubernetes objects nest about 15 levels deep (a List item's affinity term's expression's
 # values); anything far deeper is refused with one line instead of exhausting Python's stack.
 MAX_DEPTH = 64
+# YAML aliases (``*a``) may repeat at most this many values beyond those written out: a few hundred
+# bytes of nested aliases (the "billion laughs") otherwise expand to billions of values, which
+# every later walk of the document visits one by one.
+MAX_ALIASED = 1_000_000
+_HUGE_INTEGER = "a number with more than 4,300 digits"
 
 
 def read_file(path: str | Path) -> str:
@@ -94,13 +108,50 @@ def _parse(source: str, text: str) -> Any:
             raise InputError(
                 source, f"line {json_err.lineno} column {json_err.colno}", f"invalid JSON: {json_err.msg}"
             ) from None
+    except ValueError:  # Python's int() refuses more than 4,300 digits
+        raise InputError(source, "", f"invalid JSON: {_HUGE_INTEGER}") from None
+    return load_yaml(source, text)
+
+
+def _expanded(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many values ``node`` stands for once every alias in it is expanded (shared nodes
+    counted once per use; ``sizes`` memoises them, so the count itself takes linear time)."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    total = 1
+    if isinstance(node, yaml.SequenceNode):
+        total += sum(_expanded(child, sizes) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        total += sum(_expanded(k, sizes) + _expanded(v, sizes) for k, v in node.value)
+    sizes[id(node)] = min(total, 2 * MAX_ALIASED**2)  # bounded: the count stays a small integer
+    return sizes[id(node)]
+
+
+def load_yaml(source: str, text: str) -> Any:
+    """A YAML document (None when empty), refused in one line when malformed or when its aliases
+    would expand to more than ``MAX_ALIASED`` values beyond those written."""
+    loader = yaml.SafeLoader(text)
     try:
-        return yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        sizes: dict[int, int] = {}
+        expanded = _expanded(node, sizes)
+        if expanded > len(sizes) + MAX_ALIASED:
+            raise InputError(
+                source, "", f"YAML aliases expand to more than {MAX_ALIASED:,} values beyond those written: refused"
+            )
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "not JSON or YAML"
         raise InputError(source, where, f"invalid YAML: {problem}") from None
+    except ValueError:  # Python's int() refuses more than 4,300 digits
+        raise InputError(source, "", f"invalid YAML: {_HUGE_INTEGER}") from None
+    finally:
+        loader.dispose()
 
 
 def parse_cluster(source: str, text: str) -> Cluster:

@@ -13,7 +13,6 @@ from placer.inputs.kubectl import (
     REBALANCE_ACCEPTS,
     REBALANCE_ANNOTATION,
     KubeObjects,
-    completion_index,
     ignores_disruption,
     placer_fields,
     refuse_if_unreadable,
@@ -271,9 +270,6 @@ def _pod(source: str, i: int, p: NativePod) -> Pod:
             claims=tuple(dict.fromkeys(p.claims)),
             terminating=p.terminating,
             nominated_node=p.nominated_node,
-            completion_index=completion_index(
-                p.labels, p.annotations, Doc(source, f"{where}.annotations", p.annotations)
-            ),
             problems=own.problems,
         )
     )

@@ -18,6 +18,7 @@ from placer.models import (
     Toleration,
     WeightedPodAffinityTerm,
 )
+from placer.models.integers import parse_int, shown
 
 __all__ = [
     "parse_host_ports",
@@ -37,8 +38,7 @@ EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 def _is_int64(text: str) -> bool:
     """What the API server accepts for Gt/Lt: a base-10 integer that fits in 64 bits."""
-    digits = text[1:] if text[:1] in "+-" else text
-    return digits.isascii() and digits.isdigit() and -(2**63) <= int(text) < 2**63
+    return parse_int(text) is not None
 
 
 def _requirement(f: Field, *, fields: bool) -> NodeSelectorRequirement:
@@ -56,7 +56,7 @@ def _requirement(f: Field, *, fields: bool) -> NodeSelectorRequirement:
     if op in ("Gt", "Lt") and len(values) != 1:
         raise f.get("values").fail(f"operator {op} needs exactly one value")
     if op in ("Gt", "Lt") and not _is_int64(values[0]):
-        raise f.get("values").fail(f"operator {op} needs an integer value, got {values[0]!r}")
+        raise f.get("values").fail(f"operator {op} needs an integer value, got {shown(values[0])}")
     return NodeSelectorRequirement(key=key, operator=op, values=values)
 
 

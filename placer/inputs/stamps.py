@@ -7,7 +7,9 @@ import re
 
 __all__ = ["parse_timestamp"]
 
-_RFC3339 = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})", re.IGNORECASE)
+_RFC3339 = re.compile(
+    r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})", re.IGNORECASE | re.ASCII
+)
 
 
 def parse_timestamp(text: str) -> float | None:

@@ -16,7 +16,7 @@ from placer.models import PodUsage, Usage
 
 __all__ = ["load_usage", "parse_pod_metrics", "read_usage"]
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?)(h|ms|us|µs|ns|m|s)")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?)(h|ms|us|µs|ns|m|s)", re.ASCII)
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
 

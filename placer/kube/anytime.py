@@ -72,6 +72,7 @@ class SolveJob:
     max_evictions: int
     max_per_node: int
     frozen: frozenset[str]
+    held: frozenset[str] = frozenset()  # moved too recently: never moved, preempted by a higher priority only
     keys: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -90,6 +91,7 @@ class SolveJob:
             max_evictions=self.max_evictions,
             max_per_node=self.max_per_node,
             frozen=self.frozen,
+            held=self.held,
         )
         seconds = time.monotonic() - started
         problems = check_decision(self.cluster, self.state, self.batch, decision, self.config)

@@ -16,9 +16,10 @@ import urllib3
 from kubernetes import client, config
 
 from placer import __version__
+from placer.errors import InputError
 from placer.kube.policy import Call, Response, Timeouts
 
-__all__ = ["Http", "api_client", "user_agent"]
+__all__ = ["Http", "api_client", "connect", "user_agent"]
 
 
 def user_agent(identity: str) -> str:
@@ -40,6 +41,16 @@ def api_client(kubeconfig: str | None = None, identity: str = "", *, context: st
     api = client.ApiClient(cfg)
     api.user_agent = user_agent(identity or "unknown")
     return api
+
+
+def connect(kubeconfig: str | None = None, identity: str = "", *, context: str | None = None) -> client.ApiClient:
+    """``api_client``, or an ``InputError`` in one line when the configuration cannot be loaded
+    (a missing or unusable kubeconfig, no in-cluster service account): ``placer solve`` and
+    ``placer run`` both answer it with exit code 2, never a traceback."""
+    try:
+        return api_client(kubeconfig, identity, context=context)
+    except Exception as exc:  # (the kubernetes config loader raises several unrelated types)
+        raise InputError(kubeconfig or "kubeconfig", "", f"cannot load: {exc}") from None
 
 
 class Http:

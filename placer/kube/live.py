@@ -18,7 +18,7 @@ from urllib3.exceptions import HTTPError
 from placer.errors import InputError
 from placer.inputs.podgroups import PLUGINS_API
 from placer.inputs.workloads import COMPOSITE_API, COMPOSITE_KIND, WORKLOAD_APIS
-from placer.kube.client import api_client
+from placer.kube.client import connect
 
 __all__ = ["PAGE", "read_live"]
 
@@ -71,10 +71,7 @@ def _pod_groups(custom: client.CustomObjectsApi) -> list[dict[str, Any]]:
 def read_live(kubeconfig: str | None, context: str | None) -> tuple[str, dict[str, Any]]:
     """(a name for messages, a Kubernetes List) of the cluster the kubeconfig's context points at."""
     source = f"cluster {context}" if context else "cluster (current context)"
-    try:
-        api = api_client(kubeconfig, context=context)
-    except Exception as exc:  # the kubernetes config loader raises several unrelated types
-        raise InputError(kubeconfig or "kubeconfig", "", f"cannot load: {exc}") from None
+    api = connect(kubeconfig, context=context)
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     policy, storage = client.PolicyV1Api(api), client.StorageV1Api(api)
     kinds: list[tuple[str, Callable[..., Any]]] = [

@@ -502,15 +502,20 @@ class Runner:
         return not self.cfg.namespaces or pod.namespace in self.cfg.namespaces
 
     def _frozen(self, cluster: Cluster) -> frozenset[str]:
-        """Running pods no plan may evict: moved too recently, or outside placer's namespaces."""
+        """Running pods rebalancing may not move: moved too recently, or outside placer's namespaces."""
+        return self._out_of_scope(cluster) | self._recently_moved(cluster)
+
+    def _out_of_scope(self, cluster: Cluster) -> frozenset[str]:
+        """Pods no plan may evict, not even to preempt them: outside placer's namespaces."""
+        return frozenset(p.key for p in cluster.pods if not self._in_scope(p))
+
+    def _recently_moved(self, cluster: Cluster) -> frozenset[str]:
+        """Pods moved less than the cooldown ago: never moved again meanwhile, but a strictly
+        higher priority still preempts them (``plan_batch``'s ``held``)."""
         cooldown = self.cfg.evictions.move_cooldown
         now = time.time()
         # moved_at is parsed once with the pod; an unreadable stamp is infinitely recent.
-        return frozenset(
-            p.key
-            for p in cluster.pods
-            if not self._in_scope(p) or (p.moved_at is not None and now - p.moved_at < cooldown)
-        )
+        return frozenset(p.key for p in cluster.pods if p.moved_at is not None and now - p.moved_at < cooldown)
 
     def _holding_plan(self, cluster: Cluster) -> Cluster:
         """The cluster with the running plan's room held: every bind still to come counts as a
@@ -562,7 +567,8 @@ class Runner:
             planning=planning,
             max_evictions=limits.per_cycle,
             max_per_node=limits.per_node,
-            frozen=self._frozen(cluster),
+            frozen=self._out_of_scope(cluster),
+            held=self._recently_moved(cluster),
         )
 
     def _submit(self, cluster: Cluster) -> None:

@@ -1,14 +1,20 @@
 """Which running pods a global plan may touch, and how.
 
-- never evicted: DaemonSet pods, mirror/static pods, pods annotated ``placer.io/evictable:
-  "false"`` or ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``, pods covered by more
-  than one PodDisruptionBudget (the Eviction API refuses them), and pods using host ports (kept
-  fixed: the plan does not model port clashes of moved pods);
+- never evicted: DaemonSet pods, mirror/static pods, pods placer cannot fully read
+  (``Pod.unevictable``), pods covered by more than one PodDisruptionBudget (the Eviction API
+  refuses them), and pods using host ports (kept fixed: the plan does not model port clashes of
+  moved pods);
+- opted out (``opted_out``): pods annotated ``placer.io/evictable: "false"`` or
+  ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``, and pods moved too recently (the
+  planner's ``held``): never moved or rebalanced, but preempted by a pod of strictly higher
+  ``spec.priority`` like any other (kube-scheduler ignores such opt-outs when it preempts, so no
+  tenant can shield its pods from a higher priority by annotating them);
 - movable: owned by a ReplicaSet whose template has the placer scheduler name (its replacement
   comes back and is bound where the plan says); for rebalancing (``jobs``) also owned by a Job
   with that scheduler name that opts in (``Job.opted_in``: evictions do not count as failures, or
   its owner accepted that a moved pod restarts its work);
-- preemptible: anything else not excluded above, as a victim of a strictly higher key only.
+- preemptible: anything else not excluded above, as a victim of a strictly higher key only (an
+  opted-out pod: of a strictly higher priority only).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from dataclasses import dataclass
 from placer.engine import Snapshot, selector_matches
 from placer.models import Cluster, Job, Pod, PodDisruptionBudget
 
-__all__ = ["Eligibility", "calm", "classify", "could_evict", "owning_job"]
+__all__ = ["Eligibility", "calm", "classify", "could_evict", "opted_out", "owning_job"]
 
 OPT_OUT = (("placer.io/evictable", "false"), ("cluster-autoscaler.kubernetes.io/safe-to-evict", "false"))
 
@@ -31,6 +37,26 @@ class Eligibility:
     movable: bool
     pdbs: tuple[int, ...]  # indices into Cluster.pdbs
     why_not: str = ""
+    opted_out: bool = False  # never moved; preempted by a strictly higher priority only
+
+
+def opted_out(pod: Pod) -> bool:
+    """The pod's annotations ask placer not to evict it (which holds against moves, not against
+    a strictly higher priority's preemption)."""
+    return any(pod.annotations.get(k) == v for k, v in OPT_OUT)
+
+
+def _never_evicted(pod: Pod) -> str:
+    """Why no plan may evict the pod at all, even to preempt it ('' when one may)."""
+    if pod.owner is not None and pod.owner.kind == "DaemonSet":
+        return "DaemonSet pod"
+    if pod.mirror:
+        return "mirror/static pod"
+    if pod.unevictable:
+        return f"placer cannot read it: {pod.unevictable}"
+    if pod.host_ports:
+        return "uses host ports"
+    return ""
 
 
 def _pdbs_of(pod: Pod, pdbs: Sequence[PodDisruptionBudget]) -> tuple[int, ...]:
@@ -47,19 +73,13 @@ def owning_job(cluster: Cluster, pod: Pod) -> Job | None:
 
 def classify(cluster: Cluster, pod: Pod, scheduler_name: str, *, jobs: bool = False) -> Eligibility:
     pdbs = _pdbs_of(pod, cluster.pdbs)
-    reason = ""
-    if pod.owner is not None and pod.owner.kind == "DaemonSet":
-        reason = "DaemonSet pod"
-    elif pod.mirror:
-        reason = "mirror/static pod"
-    elif any(pod.annotations.get(k) == v for k, v in OPT_OUT):
-        reason = "opted out of eviction"
-    elif len(pdbs) > 1:
+    reason = _never_evicted(pod)
+    if not reason and len(pdbs) > 1:
         reason = "covered by more than one PodDisruptionBudget"
-    elif pod.host_ports:
-        reason = "uses host ports"
     if reason:
         return Eligibility(pod=pod, evictable=False, movable=False, pdbs=pdbs, why_not=reason)
+    if opted_out(pod):
+        return Eligibility(pod=pod, evictable=True, movable=False, pdbs=pdbs, why_not="opted out", opted_out=True)
     movable = False
     if pod.owner is not None and pod.owner.kind == "ReplicaSet":
         movable = any(
@@ -74,15 +94,8 @@ def classify(cluster: Cluster, pod: Pod, scheduler_name: str, *, jobs: bool = Fa
 
 def could_evict(state: Snapshot) -> bool:
     """Whether any running pod could be evicted at all (a cheap test before keeping time for a
-    global plan): something not a DaemonSet, mirror, opted-out or host-port pod runs somewhere."""
-    return any(
-        not (p.owner is not None and p.owner.kind == "DaemonSet")
-        and not p.mirror
-        and not p.host_ports
-        and not any(p.annotations.get(k) == v for k, v in OPT_OUT)
-        for pods in state.running
-        for p in pods
-    )
+    global plan): something not a DaemonSet, mirror, unreadable or host-port pod runs somewhere."""
+    return any(not _never_evicted(p) for pods in state.running for p in pods)
 
 
 def calm(pending: Sequence[Pod], state: Snapshot) -> frozenset[str]:

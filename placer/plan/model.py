@@ -54,6 +54,9 @@ class Mover:
     pdbs: tuple[int, ...]
     targets: npt.NDArray[np.int64]  # nodes its replacement may be bound to (empty: not movable)
     preemptible: bool
+    # Opted out of moves (annotation, or moved too recently): preempted by a strictly higher
+    # spec.priority only, never by a higher restart tier at equal priority.
+    held: bool = False
 
 
 @dataclass
@@ -130,10 +133,14 @@ class PlanModel:
         return any(p.key in self.calm for p in group.pods)
 
     def may_preempt(self, group: Group, mover: Mover) -> bool:
-        return not self.calm_group(group) and outranks(group.pods[0], mover.pod, restart_tiers=self.batch.tiers)
+        return not self.calm_group(group) and self.may_preempt_pod(group.pods[0], mover)
 
-    def may_preempt_pod(self, preemptor: Pod, victim: Pod) -> bool:
-        return preemptor.key not in self.calm and outranks(preemptor, victim, restart_tiers=self.batch.tiers)
+    def may_preempt_pod(self, preemptor: Pod, mover: Mover) -> bool:
+        """``preemptor`` may cause evictions, outranks the mover, and has a strictly higher
+        priority if the mover opted out (``Mover.held``)."""
+        if mover.held and preemptor.priority <= mover.pod.priority:
+            return False
+        return preemptor.key not in self.calm and outranks(preemptor, mover.pod, restart_tiers=self.batch.tiers)
 
     def disruptions(self) -> _Disruptions:
         """Victims per key counted by group (a ``disruptionMode: all`` group once, by its first

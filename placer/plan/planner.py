@@ -59,7 +59,7 @@ from placer.models import (
     TierScope,
     step_kind,
 )
-from placer.plan.eligibility import calm, classify
+from placer.plan.eligibility import calm, classify, opted_out
 from placer.plan.groups import units, whole_units
 from placer.plan.model import Mover, PlanModel
 from placer.plan.steps import BindSpec, EvictSpec, StepSpec, order_steps
@@ -112,12 +112,14 @@ class Preemptible:
                 scope = p.namespace if tiers == "namespace" else ""
                 self.best_tier[scope] = max(self.best_tier.get(scope, 0), tier(p))
 
-    def __call__(self, pod: Pod) -> bool:
+    def __call__(self, pod: Pod, *, held: bool = False) -> bool:
+        """``held``: the pod opted out of moves (``Eligibility.opted_out``): only a strictly higher
+        priority preempts it."""
         if self.top is None or pod.priority > self.top:
             return False
         if pod.priority < self.top:
             return True
-        if self.tiers == "off":
+        if self.tiers == "off" or held:
             return False
         return self.best_tier.get(pod.namespace if self.tiers == "namespace" else "", 0) > tier(pod)
 
@@ -132,7 +134,10 @@ def _preemptible_use(state: Snapshot, preemptible: Preemptible) -> npt.NDArray[n
         rows = [
             [1 if r == "pods" else p.requests.get(r, 0) for r in names]
             for p in pods
-            if preemptible(p) and not p.mirror and not (p.owner is not None and p.owner.kind == "DaemonSet")
+            if preemptible(p, held=opted_out(p))
+            and not p.mirror
+            and not p.unevictable
+            and not (p.owner is not None and p.owner.kind == "DaemonSet")
         ]
         if rows:
             use[n] = np.sum(np.array(rows, dtype=np.int64), axis=0)
@@ -181,13 +186,16 @@ def plan_batch(
     max_evictions: int | None = None,
     max_per_node: int | None = None,
     frozen: frozenset[str] = frozenset(),
+    held: frozenset[str] = frozenset(),
     budget: Budget | None = None,
 ) -> Plan | None:
     """A plan that places more (higher-key) pods than ``first``, or None. ``budget``: what is left
     of the decision's time limit (a fresh one from the config by default).
 
     ``max_evictions`` caps moves + preemptions, ``max_per_node`` the evictions on any one node;
-    pods in ``frozen`` (for example moved too recently) are never evicted.
+    pods in ``frozen`` (outside placer's namespaces, standing in for a plan's binds) are never
+    evicted; pods in ``held`` (moved too recently) are never moved, and preempted only by a
+    strictly higher priority, like the pods opted out by annotation.
     """
     started = time.monotonic()
     # Pods that may cause no eviction (``calm``: preemptionPolicy Never, or victims evicted for
@@ -215,7 +223,9 @@ def plan_batch(
         e = elig[pod.key]
         if not e.evictable or pod.key in frozen or pod.key in sensitive:
             continue
-        if not (preemptible_pod(pod) or e.movable):
+        if pod.key in held:
+            e = elig[pod.key] = replace(e, movable=False, opted_out=True)
+        if not (preemptible_pod(pod, held=e.opted_out) or e.movable):
             continue
         chosen.append((pod, n))
 
@@ -244,7 +254,18 @@ def plan_batch(
         targets = np.zeros(0, dtype=np.int64)
         if e.movable and _may_move(pod, repelling, state.namespaces):
             targets = _move_targets(pod, n, batch, state, destinations)
-        movers.append(_mover(pod, n, batch, e.pdbs, targets, preemptible=preemptible_pod(pod), tiers=tiers))
+        movers.append(
+            _mover(
+                pod,
+                n,
+                batch,
+                e.pdbs,
+                targets,
+                preemptible=preemptible_pod(pod, held=e.opted_out),
+                held=e.opted_out,
+                tiers=tiers,
+            )
+        )
     model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer, calm=still_calm)
     model.build(
         pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs],
@@ -299,6 +320,7 @@ def _mover(
     targets: npt.NDArray[np.int64],
     *,
     preemptible: bool,
+    held: bool = False,
     tiers: TierScope,
 ) -> Mover:
     return Mover(
@@ -309,6 +331,7 @@ def _mover(
         pdbs=pdbs,
         targets=targets,
         preemptible=preemptible,
+        held=held,
     )
 
 
@@ -655,24 +678,34 @@ def _solve(
 
 
 def _improves(terms: list[Term], values: dict[int, int], before: dict[int, int]) -> bool:
-    """Placed-and-running pods per key strictly better than ``before``, highest key first. Where
-    only a term with side conditions improves (``restartTiers: namespace``: the restart tiers
-    inside namespaces), the plan must keep them against ``before`` too: the same count per
-    (namespace, priority) and no namespace's tiers worse, so no namespace pays for another's."""
+    """Placed-and-running pods per key strictly better than ``before``, highest first, term by
+    term. A term with ``floors`` (``restartTiers: namespace``: the tiers inside each namespace at
+    one priority) improves when no namespace is worse there in its own order and one is better, or
+    when the unheld reference before it (the pods of that priority, cluster-wide) grows: the plan
+    gives up no namespace's pod of that priority for another's on the tier alone."""
 
     def value(expr: cp_model.LinearExprT, at: dict[int, int]) -> int:
         return evaluate(expr, at) or 0
 
-    if [value(t.expr, values) for t in terms] <= [value(t.expr, before) for t in terms]:
-        return False
-    plain = [t for t in terms if not (t.fixed or t.floors)]
-    if [value(t.expr, values) for t in plain] != [value(t.expr, before) for t in plain]:
-        return True  # better before any term with side conditions
-    return all(
-        all(value(e, values) == value(e, before) for e in t.fixed)
-        and all(value(e, values) >= value(e, before) for e in t.floors)
-        for t in terms
-    )
+    reference: Term | None = None
+    for term in terms:
+        if not term.held:
+            reference = term
+            continue
+        if term.floors:
+            ours = [value(e, values) for e in term.floors]
+            theirs = [value(e, before) for e in term.floors]
+            if all(o >= t for o, t in zip(ours, theirs, strict=True)):
+                if ours != theirs:
+                    return True
+            else:
+                return reference is not None and value(reference.expr, values) > value(reference.expr, before)
+            reference = None
+            continue
+        mine, other = value(term.expr, values), value(term.expr, before)
+        if mine != other:
+            return mine > other
+    return False
 
 
 def _extract(
@@ -698,7 +731,7 @@ def _extract(
         if values[var.index]:
             m = model.movers[ri]
             homes = unit_homes[m.pod.disruption_unit] if m.pod.disruption_unit is not None else {m.home}
-            preemptors = sorted(pod.key for pod, n in placements if n in homes and model.may_preempt_pod(pod, m.pod))
+            preemptors = sorted(pod.key for pod, n in placements if n in homes and model.may_preempt_pod(pod, m))
             lower_stays = any(
                 values[model.p[rj].index] == 0
                 and model.movers[rj].home == m.home

@@ -52,6 +52,8 @@ def _why_not(cluster: Cluster, pod: Pod, config: RebalanceConfig, scheduler_name
     e = classify(cluster, pod, scheduler_name, jobs=True)
     if not e.evictable:
         return e.why_not
+    if e.opted_out:
+        return 'opted out of eviction (placer.io/evictable or safe-to-evict "false")'
     if not e.movable:
         if pod.owner.kind == "Job":
             job = owning_job(cluster, pod)

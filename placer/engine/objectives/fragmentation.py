@@ -255,7 +255,14 @@ class Fragmentation(StrategyObjective):
                 terms = [(e.sign * int(e.vec[col]), e.var) for e in entries if e.vec[col]]
                 held.append(cp_model.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms]))
         return Term(
-            inner.name, inner.expr, inner.maximize, inner.unit, inner.fixed + tuple(held), inner.floors, inner.aux
+            inner.name,
+            inner.expr,
+            inner.maximize,
+            inner.unit,
+            fixed=inner.fixed + tuple(held),
+            floors=inner.floors,
+            aux=inner.aux,
+            held=inner.held,
         )
 
 

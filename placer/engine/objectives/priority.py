@@ -4,19 +4,23 @@ One weighted sum is exact when weights fit: w(k) = 1 + sum over lower keys of w(
 so no number of lower-key placements can outweigh one more pod of a higher key. When the weights
 would overflow, the level is one sub-level per key instead, highest first.
 
-With ``restartTiers: namespace`` (the default) the restart tier ranks pods of one namespace only,
-so the level is two: first the pods per spec.priority, cluster-wide; then, with each namespace's
-count per priority held, the restart tiers inside each namespace, from the highest down, where no
-namespace may end below where the first part left it (a Pareto step: one namespace's better tiers
-are never bought with another's). No answer trades one namespace's pod for another namespace's pod
-of equal spec.priority on the tier alone.
+With ``restartTiers: namespace`` (the default) the restart tier ranks pods of one namespace only.
+Priorities are taken from the highest down. Where no namespace has pods of two tiers at a
+priority, only the count of its pods matters (consecutive such priorities share one
+lexicographic term). Elsewhere the priority is two terms: the most pods of that priority
+cluster-wide, a reference that is not held; then the restart tiers inside each namespace, in
+the thesis's lexicographic order (one Always pod outweighs any number of Never pods of its
+namespace and priority), where no namespace may end below the reference in its own order (a
+Pareto step: one namespace's better tiers are never bought with another's pods). So an Always
+pod takes the room of two Never pods of its own namespace, and no answer trades one namespace's
+pod for another namespace's pod of equal spec.priority on the tier alone.
 """
 
 from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from placer.engine.objectives.decisions import Decisions, Kept
+from placer.engine.objectives.decisions import Decisions
 from placer.engine.objectives.strategy import Term
 
 __all__ = ["LEVEL", "TIER_LEVEL", "build", "lex_weights"]
@@ -54,26 +58,22 @@ def _lexicographic(name: str, kept: Spans) -> list[Term]:
     return [Term(f"{name}-{rank}", cp_model.LinearExpr.sum(kept[rank][0]), True) for rank in sorted(kept, reverse=True)]
 
 
-def _tiers_per_namespace(model: Decisions, kept: Kept) -> list[Term]:
-    """The namespace mode's second part: restart tiers inside each (namespace, priority), with its
-    count held and its tier value never below the answer so far."""
-    priority_of = {rank: key[0] for key, rank in model.batch.key_rank.items()}
-    buckets: dict[tuple[str, int], Spans] = {}
-    for (rank, namespace), (exprs, span) in kept.items():
-        _merge(buckets.setdefault((namespace, priority_of[rank]), {}), rank, exprs, span)
-    fixed: list[cp_model.LinearExprT] = []
+def _priority_level(priority: int, namespaces: dict[str, Spans]) -> list[Term]:
+    """The namespace mode at one spec.priority where some namespace has pods of two tiers: the
+    most pods of that priority cluster-wide, as the reference (not held); then the restart tiers
+    inside each namespace, lexicographically (one pod of a higher tier outweighs any number of
+    lower-tier pods of its namespace), where no namespace may end below the reference in its own
+    order (``floors``): a namespace gives up pods of this priority only for a higher tier of its
+    own, never for another namespace's."""
+    everything = [e for bucket in namespaces.values() for es, _ in bucket.values() for e in es]
+    reference = Term(f"{LEVEL}-{priority}", cp_model.LinearExpr.sum(everything), True, held=False)
     floors: list[cp_model.LinearExprT] = []
-    for bucket in buckets.values():
-        if len(bucket) < 2:
-            continue  # one tier in this namespace at this priority: nothing to rank
+    for bucket in namespaces.values():
         weights = lex_weights({rank: span for rank, (_, span) in bucket.items()})
-        if weights is None:
-            continue  # cannot happen with counts of a batch (spans are pod counts); kept safe
-        fixed.append(cp_model.LinearExpr.sum([e for es, _ in bucket.values() for e in es]))
+        if weights is None:  # cannot happen with counts of a batch (spans are pod counts); kept safe
+            weights = {rank: 1 for rank in bucket}
         floors.append(cp_model.LinearExpr.sum([weights[r] * e for r, (es, _) in bucket.items() for e in es]))
-    if not floors:
-        return []
-    return [Term(TIER_LEVEL, cp_model.LinearExpr.sum(floors), True, fixed=tuple(fixed), floors=tuple(floors))]
+    return [reference, Term(f"{TIER_LEVEL}-{priority}", cp_model.LinearExpr.sum(floors), True, floors=tuple(floors))]
 
 
 def build(model: Decisions) -> list[Term]:
@@ -85,10 +85,25 @@ def build(model: Decisions) -> list[Term]:
         for (rank, _), (exprs, span) in kept.items():
             _merge(by_rank, rank, exprs, span)
         return _lexicographic(LEVEL, by_rank)
-    # Ranks of the first part are spec.priorities (ranked among themselves), tiers ignored.
-    priorities = sorted({key[0] for key in model.batch.key_rank})
-    priority_rank = {key_rank: priorities.index(key[0]) for key, key_rank in model.batch.key_rank.items()}
-    by_priority: Spans = {}
-    for (rank, _), (exprs, span) in kept.items():
-        _merge(by_priority, priority_rank[rank], exprs, span)
-    return [*_lexicographic(LEVEL, by_priority), *_tiers_per_namespace(model, kept)]
+    # Per spec.priority, highest first: where no namespace has two tiers, only counts matter and
+    # consecutive such priorities form one lexicographic term; elsewhere ``_priority_level``.
+    priority_of = {rank: key[0] for key, rank in model.batch.key_rank.items()}
+    per_priority: dict[int, dict[str, Spans]] = {}
+    for (rank, namespace), (exprs, span) in kept.items():
+        _merge(per_priority.setdefault(priority_of[rank], {}).setdefault(namespace, {}), rank, exprs, span)
+    terms: list[Term] = []
+    plain: Spans = {}
+    for priority in sorted(per_priority, reverse=True):
+        namespaces = per_priority[priority]
+        if all(len(bucket) < 2 for bucket in namespaces.values()):
+            for bucket in namespaces.values():
+                for exprs, span in bucket.values():
+                    _merge(plain, priority, exprs, span)
+            continue
+        if plain:
+            terms += _lexicographic(LEVEL, plain)
+            plain = {}
+        terms += _priority_level(priority, namespaces)
+    if plain:
+        terms += _lexicographic(LEVEL, plain)
+    return terms

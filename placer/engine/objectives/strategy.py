@@ -53,8 +53,9 @@ class Term:
     """An integer objective and the factor from its float meaning: float value = value / unit.
 
     ``fixed`` expressions keep the value they have in the answer so far while this objective is
-    optimised (and after it); ``floors`` may grow but not fall below it; ``aux`` are the variables
-    the objective added."""
+    optimised (and after it); ``floors`` may grow but not fall below theirs; ``aux`` are the
+    variables the objective added. ``held`` False: the optimum found is not kept for later levels
+    (a reference answer whose next term keeps what matters of it through its floors)."""
 
     name: str
     expr: cp_model.LinearExprT
@@ -63,6 +64,7 @@ class Term:
     fixed: tuple[cp_model.LinearExprT, ...] = ()
     floors: tuple[cp_model.LinearExprT, ...] = ()
     aux: tuple[Aux, ...] = ()
+    held: bool = True
 
 
 class StrategyObjective(ABC):
