@@ -62,7 +62,15 @@ sys.path.insert(0, str(REPO / "tests" / "e2e"))
 import kube_helpers as kh  # noqa: E402
 
 from benchmarks import e2e_shapes as shapes_mod  # noqa: E402
-from benchmarks.e2e_shapes import GANG_SIZE, PRIORITIES, Json, Shape, gang_name, node_labels  # noqa: E402
+from benchmarks.e2e_shapes import (  # noqa: E402
+    GANG_SIZE,
+    POD_GROUP_API,
+    PRIORITIES,
+    Json,
+    Shape,
+    gang_name,
+    node_labels,
+)
 from placer.inputs.kubectl import parse_node, parse_pod  # noqa: E402
 from placer.kube.client import Http, api_client  # noqa: E402
 from placer.kube.policy import Timeouts  # noqa: E402
@@ -74,8 +82,9 @@ BIND_ONLY = "bind-only"  # --ceiling: benchmarks/bindonly.py, binds without deci
 RUNNERS = (*WHO, BIND_ONLY)
 SHIPPED_CONFIG = REPO / "k8s" / "config.yaml"  # placer runs with it, changing only window, QPS, port, election
 TIMEOUTS = Timeouts(connect=10, read=60)
-GANG_GATES = "GenericWorkload=true,GangScheduling=true"
-GANG_RUNTIME = "scheduling.k8s.io/v1alpha2=true"
+# The gang cluster: testenv's Cluster(workloads=True) (1.37's workload APIs, kube-scheduler's gang
+# and topology plugins); the report names the gates and APIs from there.
+GANG_GATES, GANG_RUNTIME = testenv.WORKLOAD_GATES_VALUE, testenv.WORKLOAD_RUNTIME_VALUE
 
 
 def log(msg: str) -> None:
@@ -257,7 +266,7 @@ class Bench:
         tag = {"kube-scheduler": "ks", "placer": "pl"}.get(who, "bo")
         ns = kh.create_namespace(self.core, kh.unique(f"{shape.name}-{tag}"))
         for group in shape.pod_groups(self.args.pods):
-            self._post(f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups", group)
+            self._post(f"/apis/{POD_GROUP_API}/namespaces/{ns}/podgroups", group)
         tmp = Path(self.args.logs or self.c.workdir or "/tmp")
         tmp.mkdir(parents=True, exist_ok=True)
         proc = None  # kube-scheduler: the control plane's own
@@ -419,8 +428,7 @@ def _cluster(args: argparse.Namespace, gangs: bool) -> testenv.Cluster:
         return testenv.Cluster(
             with_scheduler=True,
             scheduler_config=sched,
-            feature_gates=GANG_GATES,
-            runtime_config=GANG_RUNTIME,
+            workloads=True,
             controller_manager_args=GRACE,
         )
     return testenv.Cluster(with_scheduler=True, scheduler_config=sched, controller_manager_args=GRACE)
@@ -681,7 +689,8 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], out: Path, hist
         f"{os.cpu_count()} cores shared "
         f"with other work (load average at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}).",
         "",
-        f"One control plane (testenv: etcd, kube-apiserver, kube-controller-manager, kube-scheduler 1.36, kwok) with "
+        "One control plane (testenv: etcd, kube-apiserver, kube-controller-manager, kube-scheduler "
+        f"{testenv.read_versions()['K8S_VERSION']}, kwok) with "
         f"{args.nodes} kwok nodes of 16 cpu / 64Gi / 110 pods in 10 zones; "
         + ("all shapes on it, with" if args.one_cluster else "gangs in a second one with")
         + f" feature gates `{GANG_GATES}` and `--runtime-config={GANG_RUNTIME}`; kube-controller-manager with "

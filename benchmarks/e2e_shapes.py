@@ -167,12 +167,17 @@ def preemption(n: int, nodes: int) -> list[Phase]:
     return [Phase(fill, measured=False), Phase(arrivals)]
 
 
+# Kubernetes 1.37 serves PodGroups as scheduling.k8s.io/v1beta1 (v1alpha2 is gone); the e2e
+# benchmark's control plane runs with testenv's Cluster(workloads=True).
+POD_GROUP_API = "scheduling.k8s.io/v1beta1"
+
+
 def gang_name(i: int) -> str:
     return f"gang-{i // GANG_SIZE}"
 
 
 def gangs(n: int) -> list[Phase]:
-    """Gangs of 8 pods of 2 cpu each: a PodGroup (scheduling.k8s.io/v1alpha2, gang minCount 8) that
+    """Gangs of 8 pods of 2 cpu each: a PodGroup (POD_GROUP_API, gang minCount 8) that
     every member names in spec.schedulingGroup; placer reads the same pods' placer.io/gang
     annotations (its reader of the Workload API lives on another branch)."""
 
@@ -188,7 +193,7 @@ def gangs(n: int) -> list[Phase]:
 def pod_groups(n: int) -> list[Json]:
     return [
         {
-            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "apiVersion": POD_GROUP_API,
             "kind": "PodGroup",
             "metadata": {"name": f"gang-{g}"},
             "spec": {"schedulingPolicy": {"gang": {"minCount": GANG_SIZE}}},

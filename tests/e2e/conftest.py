@@ -66,7 +66,7 @@ def cluster() -> Iterator[testenv.Cluster]:
         if e2e_required():
             pytest.fail(msg + " (CI: the e2e environment is required)", pytrace=False)
         pytest.skip(msg)
-    c = testenv.Cluster(with_scheduler=True)
+    c = testenv.Cluster(with_scheduler=True, workloads=True)  # 1.37's workload APIs and gates on
     c.start()  # ClusterError (with the failing component's log) -> error, never a skip
     _STARTED.append(c)
     try:

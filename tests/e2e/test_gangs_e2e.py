@@ -29,6 +29,14 @@ from testenv import cluster as testenv
 
 GROUP, VERSION = "scheduling.k8s.io", "v1alpha2"
 
+# The testenv runs Kubernetes 1.37.2, which no longer serves scheduling.k8s.io/v1alpha2 (k8s.io/api
+# v0.37.2 has scheduling v1, v1beta1 and v1alpha3 only). placer reads v1alpha2 PodGroups until
+# issue 30 item 1 teaches it v1beta1; that change moves this module to v1beta1 (the session
+# cluster serves it: Cluster(workloads=True)) and drops the skip.
+pytestmark = pytest.mark.skip(
+    reason="scheduling.k8s.io/v1alpha2 is not served by Kubernetes 1.37; placer's v1beta1 reader: issue 30 item 1"
+)
+
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[testenv.Cluster]:
