@@ -149,7 +149,7 @@ def render_markdown(rows: list[Row], command: str, info: dict[str, str]) -> str:
 def plot(rows: list[Row], path: Path) -> None:
     methods = (*VARIANTS, REFERENCE)
     families = _families(rows)
-    fig = Figure(figsize=(9, 4))
+    fig = Figure(figsize=(10, 4))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     width = 0.8 / len(methods)
@@ -161,7 +161,7 @@ def plot(rows: list[Row], path: Path) -> None:
     ax.set_xticks(np.arange(len(families)) + 0.4 - width / 2, families)
     ax.set_ylabel("share of instances packed")
     ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path)
 
