@@ -259,3 +259,15 @@ def test_a_budget_refusal_reaches_the_caller_untouched() -> None:
     out = _actions(http).evict("ns/p", "u1")
     assert out.result is Result.REFUSED and out.status == 429 and "disruption budget" in out.reason
     assert len(http.sent) == 1
+
+
+def test_a_read_back_refused_by_rbac_falls_back_to_a_list_of_that_one_pod() -> None:
+    listed = Response(200, json.dumps({"items": [json.loads(_pod("n1").data)]}).encode())
+    http = FakeHttp({("POST", "/binding"): [_reset()], ("GET", "/pods/p"): [Response(403)], ("GET", "/pods"): [listed]})
+    out = _actions(http).bind("ns/p", "n1", "u1")
+    assert out.ok and "confirmed" in out.reason
+    assert [s[1] for s in http.sent] == ["/api/v1/namespaces/ns/pods/p/binding", "/api/v1/namespaces/ns/pods/p",
+                                         "/api/v1/namespaces/ns/pods"]  # fmt: skip
+    gone = FakeHttp({("POST", "/binding"): [_reset()], ("GET", "/pods/p"): [Response(403)],
+                     ("GET", "/pods"): [Response(200, b'{"items": []}')]})  # fmt: skip
+    assert _actions(gone).bind("ns/p", "n1", "u1").result is Result.GONE

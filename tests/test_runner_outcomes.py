@@ -389,3 +389,21 @@ def test_the_probes_answer_with_their_reason_and_metrics_show_ages() -> None:
         assert "placer_plan_in_progress 0.0" in text and "placer_cycle_errors_total" in text
     finally:
         server.shutdown()
+
+
+def test_a_bind_no_read_back_can_settle_is_released_once_the_watch_shows_it_unbound() -> None:
+    """Read-backs refused for ever (an RBAC without get pods): after a bounded number the pod
+    watch decides; the room is not booked for ever and the pod is batched again."""
+    refused = Outcome(
+        ok=False, status=403, reason="outcome unknown, read back failed: forbidden", result=Result.UNKNOWN
+    )
+    binder = Binder([Outcome(ok=False, result=Result.UNKNOWN)], reads=[refused] * 20)
+    r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
+    r._bind_all([(P, "n1")])
+    for _ in range(12):
+        _settle(r)
+    assert P in r.assumed  # the watch has said nothing since the bind: the room stays booked
+    r.assumed.get(P).since -= 60  # type: ignore[union-attr]  # the bind was sent a minute ago ...
+    r.informers["Pod"].last_event = time.monotonic()  # ... and the watch delivered just now
+    _settle(r)
+    assert P not in r.assumed and not r._recheck

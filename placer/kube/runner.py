@@ -102,6 +102,8 @@ PDB_ATTEMPTS = 3  # evictions refused by a PodDisruptionBudget are tried this ma
 PDB_RETRY_DELAY = 5.0  # ... this many seconds apart, before the plan step fails
 WRITERS = 4  # connections kept for writes besides the bind workers' (the loop's own, reports, read-backs)
 MIN_STALL = 30.0  # /healthz never calls a loop stuck sooner, however short the batch window
+READBACKS = 6  # read-backs of a bind of unknown outcome (1+2+4+8+16+30 s) before the watch decides
+WATCH_SETTLE = 10.0  # ... if it delivered something this long after the bind was sent
 
 
 def _epoch(stamp: str) -> float:
@@ -912,6 +914,14 @@ class Runner:
             checks = self.assumed.mark_unknown(pod)
             if checks == 0:  # the watch has settled it meanwhile (bound or gone)
                 return
+            if checks > READBACKS and self._watch_settled(pod):
+                # No read could tell (refused, or the API keeps failing them) for about a minute,
+                # while the watch kept delivering and still shows the pod unbound: a bind that
+                # landed would have shown by now. The room is freed and the pod queued again.
+                self.assumed.release(pod)
+                log.error("bind of %s to %s: no read-back could tell (%s); the watch shows it unbound: "
+                          "re-queued", pod.key, node, out.reason)  # fmt: skip
+                return
             delay = min(30.0, 2.0 ** max(0, checks - 1))
             self._recheck[pod.uid or pod.key] = (pod, node, time.monotonic() + delay)
             log.info("bind of %s to %s: %s; reading the pod back in %.0fs", pod.key, node, out.reason, delay)
@@ -924,6 +934,16 @@ class Runner:
             log.info("bind of %s to %s dropped: %s", pod.key, node, out.reason)
         else:
             log.info("bind of %s to %s refused (%s %s): re-queued", pod.key, node, out.status, out.reason)
+
+    def _watch_settled(self, pod: Pod) -> bool:
+        """The pod watch has delivered an event (a bookmark will do) at least ``WATCH_SETTLE``
+        seconds after the pod's bind was sent, so a bind that landed would be in its cache."""
+        found = self.assumed.get(pod)
+        inf = self.informers.get("Pod")
+        if found is None or inf is None or inf.last_event is None:
+            return False
+        sent_ago = time.time() - found.since
+        return time.monotonic() - inf.last_event < sent_ago - WATCH_SETTLE
 
     def _check_labels(self, cluster: Cluster) -> None:
         nodes = {n.name: n for n in cluster.nodes}
