@@ -70,7 +70,7 @@ from placer.kube.client import Http
 from placer.kube.events import EventRecorder
 from placer.kube.index import ParsedIndex, PodIndex
 from placer.kube.informers import PLUGINS_POD_GROUP, WORKLOAD_POD_GROUP, Informer, informers, optional_informers
-from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence
+from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence, unique_identity
 from placer.kube.policy import Policy, Result
 from placer.kube.rebalancing import Rebalancing
 from placer.kube.serving import Metrics, serve
@@ -147,7 +147,7 @@ def _view(pod: Pod) -> PodView:
 class Runner:
     def __init__(self, api: client.ApiClient, cfg: ControllerConfig, identity: str) -> None:
         self.cfg = cfg
-        self.identity = identity
+        self.identity = unique_identity(identity)  # the Lease holder and the events' reporting instance
         self.metrics = Metrics()
         election = cfg.leader_election
         self.fence = LeaseFence(always=not election.enabled)
@@ -161,7 +161,7 @@ class Runner:
             Http(_own_client(api)),  # its own connection pool, as kube-scheduler's event client
             self.policy,  # the same fence: a replica that may no longer write sends no event
             scheduler_name=cfg.scheduler_name,
-            identity=identity,
+            identity=self.identity,
             qps=cfg.event_qps or cfg.api_qps,
             burst=cfg.event_burst or cfg.api_burst,
             dry_run=cfg.dry_run,
@@ -174,7 +174,7 @@ class Runner:
             Http(_own_client(api, connections=cfg.bind_workers + WRITERS)),
             self.policy,
             scheduler_name=cfg.scheduler_name,
-            identity=identity,
+            identity=self.identity,
             dry_run=cfg.dry_run,
             qps=cfg.api_qps,
             burst=cfg.api_burst,
@@ -191,7 +191,7 @@ class Runner:
         elector = None
         if election.enabled:
             leases = ApiLeases(http, self.policy, election)  # reads: the fence does not apply
-            elector = Elector(leases, election, identity, self.fence)
+            elector = Elector(leases, election, self.identity, self.fence)
         self.leadership = Leadership(elector, self._lost, fence=self.fence)
         self.assumed = AssumeCache()
         self._recheck: dict[str, tuple[Pod, str, float]] = {}  # binds of unknown outcome -> next read-back

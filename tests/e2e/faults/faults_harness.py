@@ -383,10 +383,16 @@ def closing_checks(
     return figs
 
 
+def _name(holder: object) -> str | None:
+    """The replica's name of a Lease holder: placer suffixes the name it is given (``--identity``)
+    with ``_<random>``, unique per process."""
+    return str(holder).rsplit("_", 1)[0] if holder else None
+
+
 def wait_lease_holder(coord: client.CoordinationV1Api, lease: str, timeout: float = 60.0) -> str:
     def holder() -> str | None:
         spec = coord.read_namespaced_lease(lease, SA_NAMESPACE).spec
-        return str(spec.holder_identity) if spec and spec.holder_identity else None
+        return _name(spec.holder_identity) if spec else None
 
     return kh.wait_for(f"a holder of lease {lease}", holder, timeout)
 
@@ -396,7 +402,7 @@ def lease_holder(coord: client.CoordinationV1Api, lease: str) -> str | None:
         spec = coord.read_namespaced_lease(lease, SA_NAMESPACE).spec
     except client.ApiException:
         return None
-    return str(spec.holder_identity) if spec and spec.holder_identity else None
+    return _name(spec.holder_identity) if spec else None
 
 
 def timeline(events: list[tuple[float, str]], t0: float) -> list[str]:
