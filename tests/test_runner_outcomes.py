@@ -407,3 +407,18 @@ def test_a_bind_no_read_back_can_settle_is_released_once_the_watch_shows_it_unbo
     r.informers["Pod"].last_event = time.monotonic()  # ... and the watch delivered just now
     _settle(r)
     assert P not in r.assumed and not r._recheck
+
+
+def test_healthz_fails_while_an_informer_has_failed_for_minutes_and_the_api_answers() -> None:
+    """A watch resumed for ever from a version the server refuses (504) left /healthz at 200."""
+    r = make_runner(metricsPort=0)
+    now = time.monotonic()
+    r.policy.last_answer = now
+    pods = r.informers["Pod"]
+    pods.failing_since, pods.last_error = now - 5, "TooLargeError: too large resource version"
+    assert r.health()[0]  # a few seconds of errors: the loop backs off and retries
+    pods.failing_since = now - 600
+    ok, why = r.health()
+    assert not ok and "Pod watch" in why and "too large" in why
+    r.policy.last_answer = now - 600  # an API outage: restarting would not help
+    assert r.health()[0]

@@ -103,6 +103,7 @@ PDB_RETRY_DELAY = 5.0  # ... this many seconds apart, before the plan step fails
 WRITERS = 4  # connections kept for writes besides the bind workers' (the loop's own, reports, read-backs)
 MIN_STALL = 30.0  # /healthz never calls a loop stuck sooner, however short the batch window
 READBACKS = 6  # read-backs of a bind of unknown outcome (1+2+4+8+16+30 s) before the watch decides
+INFORMER_STUCK = 120.0  # /healthz fails when an informer has failed this long (or the stall limit)
 WATCH_SETTLE = 10.0  # ... if it delivered something this long after the bind was sent
 
 
@@ -251,6 +252,9 @@ class Runner:
         A standby, or any replica during an API outage, stays healthy (no crash loop)."""
         now = time.monotonic()
         limit = max(MIN_STALL, self.cfg.healthz_stall_windows * self.cfg.batch_window)
+        blind = self._blind(now, max(INFORMER_STUCK, limit))
+        if blind is not None:
+            return False, blind
         stalled = now - self._last_cycle
         if stalled < limit:
             return True, "ok"
@@ -262,6 +266,19 @@ class Runner:
         if answered is None or now - answered > limit:
             return True, "ok (the API is not answering)"
         return False, f"stuck: no scheduling cycle completed for {stalled:.0f}s with {self._pending} pods pending"
+
+    def _blind(self, now: float, limit: float) -> str | None:
+        """An informer whose list/watch loop has failed for ``limit`` seconds while the API answers
+        (a 504 resumed for ever, a 410 storm): its cache is stale, restarting rebuilds it. During
+        an API outage every loop fails and nothing is said (no crash loop)."""
+        answered = self.policy.last_answer
+        if answered is None or now - answered > limit:
+            return None
+        for inf in self.informers.values():
+            since = inf.failing_since
+            if since is not None and now - since > limit:
+                return f"stuck: the {inf.kind} watch has failed for {now - since:.0f}s ({inf.last_error})"
+        return None
 
     def healthy(self) -> bool:
         return self.health()[0]
