@@ -78,13 +78,14 @@ class Actions:
         content_type: str = "application/json",
         idempotent: bool = True,
         gone_ok: bool = False,
+        reserve: float = 0.0,
     ) -> Outcome:
         """One rate-limited API write under the policy; dry-run logs it instead; 404 counts as
         done where asked (and a failed UID precondition then means the pod meant is gone)."""
         if self.dry_run:
             log.info("dry-run: would %s %s", what, key)
             return Outcome(ok=True)
-        self.limit.acquire()
+        self.limit.acquire(reserve)
         call: Call = self.http.call(method, path, body=body, content_type=content_type)
         out = self.policy.call(f"{what} {key}", call, write=True, idempotent=idempotent)
         if gone_ok and out.result in (Result.GONE, Result.CONFLICT):
@@ -191,7 +192,13 @@ class Actions:
             "message": message,
             "lastTransitionTime": _now().strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
-        return self._patch_status("mark unschedulable", key, {"status": {"conditions": [condition]}})
+        # A report, never ahead of a bind: it takes only write tokens beyond half the burst.
+        ns, name = _split(key)
+        path = f"/api/v1/namespaces/{ns}/pods/{name}/status"
+        body: dict[str, object] = {"status": {"conditions": [condition]}}
+        return self._write(
+            "mark unschedulable", key, "PATCH", path, body, content_type=STRATEGIC, reserve=self.limit.burst / 2
+        )
 
     def nominate(self, key: str, node: str | None) -> Outcome:
         return self._patch_status(f"nominate {node} for", key, {"status": {"nominatedNodeName": node}})

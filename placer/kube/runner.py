@@ -73,6 +73,7 @@ from placer.kube.informers import PLUGINS_POD_GROUP, WORKLOAD_POD_GROUP, Informe
 from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence, unique_identity
 from placer.kube.policy import Policy, Result
 from placer.kube.rebalancing import Rebalancing
+from placer.kube.reports import ReportQueue
 from placer.kube.serving import Metrics, serve
 from placer.models import (
     UNPLACED_CODES,
@@ -83,7 +84,6 @@ from placer.models import (
     Node,
     Pod,
     PodDisruptionBudget,
-    Reason,
     ReplicaSet,
     Step,
     describe,
@@ -203,7 +203,10 @@ class Runner:
         self._left_as: dict[str, str] = {}  # pending pod -> the unplaced code its last solve gave
         self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="binder")
         # Unschedulable reports (a status patch, then an event) wait here, not in front of binds.
-        self.reports = ThreadPoolExecutor(1, thread_name_prefix="reports")
+        reported = self.metrics.reports.labels
+        self.reports = ReportQueue(
+            lambda: self.actions, current=self._unschedulable_now, counted=lambda result: reported(result=result).inc()
+        )
         # The informer caches parsed (each object once per resourceVersion), pods with the queue.
         self.pods = PodIndex(cfg.scheduler_name, self._in_scope)
         self._nodes = ParsedIndex[Node]("Node", parse_node)
@@ -348,7 +351,7 @@ class Runner:
                 inf.stop()
             self.pool.shutdown(wait=False, cancel_futures=True)  # queued binds are dropped
             self.solver.shutdown(wait=False, cancel_futures=True)  # a solve in flight writes nothing
-            self.reports.shutdown(wait=False, cancel_futures=True)
+            self.reports.shutdown()
             self.events.close()
             if server is not None:
                 server.shutdown()
@@ -620,7 +623,7 @@ class Runner:
                 if self.plan is not None:
                     self.batcher.hold(pod.key)
                 continue
-            self.reports.submit(self._report_unschedulable, pod, reason)
+            self.reports.submit(pod, describe(reason))  # kube-scheduler's words, formatted at the edge
             self.batcher.defer(pod.key, time.monotonic())
         if decision.plan is None:
             self._bind_all([(pod, names[n]) for pod, n in decision.placements])
@@ -854,11 +857,19 @@ class Runner:
             self.actions.event(pod.key, pod.uid, reason="FailedScheduling", note=note, kind="Warning")
             self.batcher.defer(pod.key, time.monotonic())
 
-    def _report_unschedulable(self, pod: Pod, reason: Reason) -> None:
-        """The condition and event carry kube-scheduler's words for the reason (formatted here, at the edge)."""
-        message = describe(reason)
-        self.actions.unschedulable(pod.key, message)
-        self.actions.event(pod.key, pod.uid, reason="FailedScheduling", note=message, kind="Warning")
+    def _unschedulable_now(self, key: str) -> str | None:
+        """The message of the pod's PodScheduled=False/Unschedulable condition, as the cache has it."""
+        inf = self.informers.get("Pod")
+        raw = inf.get(key) if inf is not None else None
+        conditions = ((raw or {}).get("status") or {}).get("conditions")
+        for c in conditions if isinstance(conditions, list) else ():
+            if isinstance(c, dict) and (c.get("type"), c.get("status"), c.get("reason")) == (
+                "PodScheduled",
+                "False",
+                "Unschedulable",
+            ):
+                return str(c.get("message") or "")
+        return None
 
     def _select_nodes(self, pod: Pod, node: str) -> Outcome:
         """kube-scheduler's VolumeBinding PreBind for dynamic provisioning: every unbound

@@ -75,6 +75,13 @@ class Metrics:
             ["stage"],
             registry=r,
         )
+        self.reports = Counter(
+            "placer_reports_total",
+            "Unschedulable reports by what became of them: patched, unchanged (the pod already says so), "
+            "coalesced (a newer one replaced it in the queue), dropped (queue full), failed",
+            ["result"],
+            registry=r,
+        )
         self.api_retries = Counter(
             "placer_api_retries_total", "API calls retried, by cause (connection or HTTP status)", ["cause"], registry=r
         )
