@@ -240,6 +240,9 @@ class ControllerConfig(_Strict):
     requeue_backoff: float = Field(5.0, gt=0, alias="requeueBackoffSeconds")
     max_requeue_backoff: float = Field(60.0, gt=0, alias="maxRequeueBackoffSeconds")
     metrics_port: int = Field(8080, ge=0, le=65535, alias="metricsPort")
+    # The address /healthz, /readyz and /metrics listen on (all interfaces: the kubelet probes the
+    # pod's IP; k8s/networkpolicy.yaml admits only this port).
+    metrics_address: str = Field("0.0.0.0", min_length=1, alias="metricsAddress")
     api_qps: float = Field(50.0, gt=0, alias="apiQPS")  # client-side limit of API writes (kube-scheduler's default)
     api_burst: int = Field(100, ge=1, alias="apiBurst")
     # Events have a client and a limit of their own, as kube-scheduler's event broadcaster

@@ -332,7 +332,9 @@ class Runner:
         for inf in self.informers.values():
             inf.start()
         server = (
-            serve(self.cfg.metrics_port, self.metrics, self.health, self.readiness) if self.cfg.metrics_port else None
+            serve(self.cfg.metrics_port, self.metrics, self.health, self.readiness, address=self.cfg.metrics_address)
+            if self.cfg.metrics_port
+            else None
         )
         for inf in self.informers.values():
             if not inf.wait_synced(60):
