@@ -12,6 +12,10 @@ that arrive while one is still queued are merged into it, so a pod re-reported e
 one write per send, not one object per report. A full queue drops the newest event (counted), as
 the broadcaster's bounded channel does: events are best effort and never hold scheduling up.
 
+An event never names a pod of another namespace (kube-scheduler treated a victim's event naming its
+preemptor in another namespace as a leak): every ``namespace/name`` in a note that is a pod of a
+namespace other than the event's is replaced by "a pod in another namespace" before it is queued.
+
 Every write still goes through the call policy: the leader's fence applies (a replica that may no
 longer write sends no event), and a create whose answer was lost is not sent again.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -38,6 +43,19 @@ MERGE = "application/merge-patch+json"
 SERIES_WINDOW = 360.0  # client-go's events: an isomorphic event within 6 minutes joins the series
 KNOWN_MAX = 4096  # sent events remembered for aggregation (least recently seen forgotten first)
 QUEUE_MAX = 1000  # client-go's broadcaster queues at most 1000 events
+OTHER = "a pod in another namespace"
+# A ``namespace/name`` key: a DNS label, a slash, a DNS subdomain (not inside a longer token).
+_KEY = re.compile(r"(?<![\w./-])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)/([a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)(?![\w/-])")
+
+
+def redact(note: str, namespace: str, is_pod: Callable[[str], bool]) -> str:
+    """``note`` with every pod of a namespace other than ``namespace`` it names replaced by ``OTHER``."""
+
+    def one(match: re.Match[str]) -> str:
+        key = match.group(0)
+        return OTHER if match.group(1) != namespace and is_pod(key) else key
+
+    return _KEY.sub(one, note)
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,7 @@ class EventRecorder:
         queue_max: int = QUEUE_MAX,
         clock: Callable[[], float] = time.monotonic,
         counted: Callable[[str], None] | None = None,
+        is_pod: Callable[[str], bool] = lambda key: False,
     ) -> None:
         self.http = http  # placer.kube.client.Http on a client of its own (tests pass a fake)
         self.policy = policy
@@ -86,6 +105,7 @@ class EventRecorder:
         self.scheduler_name, self.identity, self.dry_run = scheduler_name, identity, dry_run
         self._senders, self._queue_max, self._clock = senders, queue_max, clock
         self._counted = counted or (lambda _result: None)
+        self._is_pod = is_pod  # whether a ``namespace/name`` in a note is a pod (of the cache)
         self._pending: OrderedDict[_Identity, int] = OrderedDict()  # queued -> occurrences merged
         self._busy: set[_Identity] = set()  # being sent: a repeat waits for its name
         self._known: OrderedDict[_Identity, _Sent] = OrderedDict()
@@ -106,6 +126,7 @@ class EventRecorder:
     ) -> None:
         """Queue one occurrence of an event on the pod ``key`` (or, with ``regarding="Node"``, on
         the node ``default/NAME``) and return at once."""
+        note = redact(note, key.split("/", 1)[0], self._is_pod)
         if self.dry_run:
             log.info("dry-run: event %s on %s %s: %s", reason, regarding, key, note)
             return

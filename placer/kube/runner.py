@@ -167,6 +167,7 @@ class Runner:
             burst=cfg.event_burst or cfg.api_burst,
             dry_run=cfg.dry_run,
             counted=lambda result: counted(result=result).inc(),
+            is_pod=lambda key: key in self.plan_pods or self.informers["Pod"].get(key) is not None,
         )
         self.actions = Actions(
             # Writes on a pool of their own, keeping a connection for every bind worker: the shared
