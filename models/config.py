@@ -231,6 +231,9 @@ class ControllerConfig(_Strict):
     # /healthz fails on a leader with pods pending and the API answering when no scheduling cycle has
     # completed for this many batch windows (at least 30 s).
     healthz_stall_windows: float = Field(4.0, gt=0, alias="healthzStallWindows")
+    # /healthz fails while a batch's solve has run this many times its time limit (and at least
+    # 30 s): a hung or runaway solve is visible, and a restart ends it.
+    healthz_solve_overrun: float = Field(4.0, gt=1, alias="healthzSolveOverrun")
     # Anytime solving: a batch is solved while the next one gathers. With a full batch already
     # waiting, or its own pods two windows late, its solve gets engine.solver.timeLimit (the floor);
     # otherwise what is left of the waiting pods' batch window (all of it when none wait), at most

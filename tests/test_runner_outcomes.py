@@ -422,3 +422,24 @@ def test_healthz_fails_while_an_informer_has_failed_for_minutes_and_the_api_answ
     assert not ok and "Pod watch" in why and "too large" in why
     r.policy.last_answer = now - 600  # an API outage: restarting would not help
     assert r.health()[0]
+
+
+def test_healthz_fails_while_a_solve_overruns_its_budget_by_the_stated_factor() -> None:
+    """A hung or runaway solve (the greedy pass once took 120 s on a 1 s limit) was invisible."""
+    from concurrent.futures import Future  # noqa: PLC0415
+
+    from placer.kube.anytime import SolveJob  # noqa: PLC0415
+
+    r = make_runner(metricsPort=0, healthzSolveOverrun=4)
+    job = SolveJob.__new__(SolveJob)
+    object.__setattr__(job, "budget", 10.0)
+    hung: Future[Any] = Future()
+    r.solving = (job, hung)
+    now = time.monotonic()
+    r._solve_started = now - 35  # 3.5 times the budget: still within the factor
+    assert r.health()[0]
+    r._solve_started = now - 45
+    ok, why = r.health()
+    assert not ok and "10.0s budget" in why
+    hung.set_result(None)  # done: the loop applies it on its next tick
+    assert r.health()[0]

@@ -233,6 +233,7 @@ class Runner:
         self._last_cycle = time.monotonic()  # the last tick all of whose stages completed
         self._pending = 0
         self._plan_started: float | None = None
+        self._solve_started: float | None = None  # when the solve in flight was submitted
         self._refused: dict[tuple[int, str], tuple[int, float]] = {}  # plan evictions a PDB refused
         self._errors_said: dict[str, float] = {}
         self._label_checked = 0.0
@@ -251,14 +252,19 @@ class Runner:
         return max(known) if known else None
 
     def health(self) -> tuple[bool, str]:
-        """Unhealthy only when restarting would help: a leader with pods pending and the API
-        answering, whose loop has completed no cycle for ``healthzStallWindows`` batch windows.
-        A standby, or any replica during an API outage, stays healthy (no crash loop)."""
+        """Unhealthy only when restarting would help: an informer failing for minutes while the
+        API answers; a solve running ``healthzSolveOverrun`` times its budget; a leader with pods
+        pending and the API answering, whose loop has completed no cycle for
+        ``healthzStallWindows`` batch windows. A standby's loop, or any replica during an API
+        outage, stays healthy (no crash loop)."""
         now = time.monotonic()
         limit = max(MIN_STALL, self.cfg.healthz_stall_windows * self.cfg.batch_window)
         blind = self._blind(now, max(INFORMER_STUCK, limit))
         if blind is not None:
             return False, blind
+        overrun = self._overrun(now)
+        if overrun is not None:
+            return False, overrun
         stalled = now - self._last_cycle
         if stalled < limit:
             return True, "ok"
@@ -270,6 +276,21 @@ class Runner:
         if answered is None or now - answered > limit:
             return True, "ok (the API is not answering)"
         return False, f"stuck: no scheduling cycle completed for {stalled:.0f}s with {self._pending} pods pending"
+
+    def _overrun(self, now: float) -> str | None:
+        """The solve in flight has run ``healthzSolveOverrun`` times its budget (and at least
+        ``MIN_STALL``): hung or runaway, it holds every batch behind it."""
+        solving, started = self.solving, self._solve_started
+        if solving is None or started is None or solving[1].done():
+            return None
+        budget = solving[0].budget
+        ran = now - started
+        if ran < max(MIN_STALL, self.cfg.healthz_solve_overrun * budget):
+            return None
+        return (
+            f"stuck: a batch's solve has run {ran:.0f}s on a {budget:.1f}s budget "
+            f"(more than {self.cfg.healthz_solve_overrun:g} times it)"
+        )
 
     def _blind(self, now: float, limit: float) -> str | None:
         """An informer whose list/watch loop has failed for ``limit`` seconds while the API answers
@@ -580,6 +601,7 @@ class Runner:
         future = self.solver.submit(job.run)
         future.add_done_callback(lambda _: self._wake.set())
         self.solving = (job, future)
+        self._solve_started = time.monotonic()
 
     def _solve(self, cluster: Cluster) -> None:
         """Take the next batch, solve it and apply the answer, here and now."""
