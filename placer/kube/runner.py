@@ -131,8 +131,9 @@ def _own_client(api: client.ApiClient, *, connections: int | None = None) -> cli
     return own
 
 
-def _view(pod: Pod) -> PodView:
-    """What the plan executor needs to see of a pod."""
+def _view(pod: Pod, ours: bool = True) -> PodView:
+    """What the plan executor needs to see of a pod (``ours``: addressed to this scheduler and in
+    its namespaces, so a replacement it may bind)."""
     return PodView(
         key=pod.key,
         uid=pod.uid,
@@ -142,6 +143,7 @@ def _view(pod: Pod) -> PodView:
         requests={**pod.requests, "pods": 1},
         deleting=pod.terminating,
         completion_index=pod.completion_index,
+        ours=ours,
     )
 
 
@@ -753,7 +755,8 @@ class Runner:
             node.name: dict(zip(snap.resources, snap.free[i].tolist(), strict=True))
             for i, node in enumerate(snap.nodes)
         }
-        views = {p.key: _view(p) for p in cluster.pods}
+        name = self.cfg.scheduler_name
+        views = {p.key: _view(p, p.scheduler_name == name and self._in_scope(p)) for p in cluster.pods}
         return World(now=time.time(), pods=views, free=free)
 
     def _advance(self, cluster: Cluster) -> None:
