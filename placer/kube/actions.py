@@ -126,6 +126,12 @@ class Actions:
         if out.result is Result.UNKNOWN:
             log.info("bind of %s to %s: %s; reading the pod back", key, node, out.reason)
             return self.confirm_bind(key, uid, node)
+        if out.result is Result.CONFLICT:
+            # "already assigned": maybe to this very node, by an earlier try whose answer was lost.
+            # Only a read tells whether the room is taken (by this pod) or free.
+            got = self.confirm_bind(key, uid, node)
+            if got.ok or got.result is Result.UNKNOWN:
+                return got
         return out
 
     def confirm_bind(self, key: str, uid: str | None, node: str) -> Outcome:
@@ -156,19 +162,34 @@ class Actions:
             "deleteOptions": _preconditions(uid),
         }
         path = f"/api/v1/namespaces/{ns}/pods/{name}/eviction"
-        out = self._write("evict (Eviction API)", key, "POST", path, body, idempotent=False, gone_ok=True)
-        if out.result is not Result.UNKNOWN:
+        out = self._write("evict (Eviction API)", key, "POST", path, body, idempotent=False)
+        if out.result is Result.GONE:
+            return Outcome(ok=True, status=out.status, reason="already gone", result=Result.GONE)
+        if out.result not in (Result.UNKNOWN, Result.CONFLICT):
             return out
-        # The answer was lost: the pod tells whether the eviction landed; if not, it is sent once more.
+        # The answer was lost, or a conflict (the UID precondition failed: the pod was replaced; or
+        # the disruption budget was updated concurrently: not evicted). The pod tells which.
+        landed = self._evicted(key, uid)
+        if landed is not None:
+            return landed
+        if out.result is Result.CONFLICT:
+            return out  # the pod is there and not deleting: not done (the caller tries again later)
+        again = self._write("evict (Eviction API, again)", key, "POST", path, body, idempotent=False)
+        if again.result is Result.GONE:
+            return Outcome(ok=True, status=again.status, reason="already gone", result=Result.GONE)
+        return again
+
+    def _evicted(self, key: str, uid: str | None) -> Outcome | None:
+        """Whether the pod meant is gone or going, from a read (None: it is there, or unknown)."""
         got = self._read_pod(key)
         if got.result is Result.GONE:
             return Outcome(ok=True, status=404, reason="already gone", result=Result.GONE)
         if not got.ok:
-            return out
+            return None
         meta = (got.json() or {}).get("metadata") or {}
         if (uid and meta.get("uid") != uid) or meta.get("deletionTimestamp"):
             return Outcome(ok=True, reason="eviction confirmed by reading the pod")
-        return self._write("evict (Eviction API, again)", key, "POST", path, body, idempotent=False, gone_ok=True)
+        return None
 
     def delete(self, key: str, uid: str | None = None) -> Outcome:
         ns, name = _split(key)

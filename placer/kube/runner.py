@@ -861,11 +861,12 @@ class Runner:
         return []
 
     def _refused_again(self, action: Evict, out: Outcome) -> bool:
-        """A PodDisruptionBudget's refusal is tried again a few times, spaced out, before the plan
+        """A PodDisruptionBudget's refusal (or a 409: the budget was updated concurrently, the pod
+        is still there) is tried again a few times, spaced out, before the plan
         hears of it (budgets often allow the eviction a moment later, once a pod is ready again).
         True: retried later, the step keeps running."""
         key = (action.step, action.pod)
-        if out.result is not Result.REFUSED:
+        if out.result not in (Result.REFUSED, Result.CONFLICT):  # a conflict: the budget changed meanwhile
             self._refused.pop(key, None)
             return False
         tries = self._refused.get(key, (0, 0.0))[0] + 1
