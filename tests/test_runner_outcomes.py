@@ -443,3 +443,17 @@ def test_healthz_fails_while_a_solve_overruns_its_budget_by_the_stated_factor() 
     assert not ok and "10.0s budget" in why
     hung.set_result(None)  # done: the loop applies it on its next tick
     assert r.health()[0]
+
+
+def test_a_refused_bind_backs_the_pod_off_growing_not_every_batch() -> None:
+    """A bind answered 403 or 422 was re-queued at once: tried again every batch, for ever."""
+    refused = [Outcome(ok=False, status=s, reason="Forbidden", result=Result.REJECTED) for s in (403, 422, 403)]
+    binder = Binder(list(refused))
+    r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
+    delays = []
+    for _ in range(3):
+        r._bind_all([(P, "n1")])
+        _settle(r)
+        assert P not in r.assumed
+        delays.append(r.batcher._deferred["default/p"][1])
+    assert delays[0] > 0 and delays[1] > delays[0] and delays[2] > delays[1]

@@ -989,8 +989,11 @@ class Runner:
             log.info("%s not bound to %s (%s: %s): retried in %.1fs", pod.key, node, out.result, out.reason, delay)
         elif out.result is Result.FENCED:
             log.info("bind of %s to %s dropped: %s", pod.key, node, out.reason)
-        else:
-            log.info("bind of %s to %s refused (%s %s): re-queued", pod.key, node, out.status, out.reason)
+        elif out.result in (Result.CONFLICT, Result.GONE):  # bound elsewhere, or gone: the watch shows it
+            log.info("bind of %s to %s: %s (%s): re-queued", pod.key, node, out.result, out.reason)
+        else:  # refused (403, 422 ...): backed off like an unplaced pod, not retried every batch
+            delay = self.batcher.defer(pod.key, time.monotonic())
+            log.info("bind of %s to %s refused (%s %s): retried in %.1fs", pod.key, node, out.status, out.reason, delay)
 
     def _watch_settled(self, pod: Pod) -> bool:
         """The pod watch has delivered an event (a bookmark will do) at least ``WATCH_SETTLE``
