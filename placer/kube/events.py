@@ -161,14 +161,8 @@ class EventRecorder:
 
     def idle(self, timeout: float) -> bool:
         """Wait until nothing is queued or being sent (tests); False if still busy at ``timeout``."""
-        deadline = time.monotonic() + timeout
         with self._cv:
-            while self._pending or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cv.wait(min(left, 0.05))
-        return True
+            return self._cv.wait_for(lambda: not (self._pending or self._busy), timeout)
 
     def _next(self) -> tuple[_Identity, int] | None:
         with self._cv:

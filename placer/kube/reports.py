@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -80,14 +79,9 @@ class ReportQueue:
             self._cv.notify_all()
 
     def idle(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
+        """Wait until nothing is queued or being sent (tests); False if still busy at ``timeout``."""
         with self._cv:
-            while self._pending or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cv.wait(min(left, 0.05))
-        return True
+            return self._cv.wait_for(lambda: not (self._pending or self._busy), timeout)
 
     def _next(self) -> tuple[Pod, str] | None:
         with self._cv:
