@@ -109,6 +109,7 @@ class Replica:
     tls: TlsProxy | None = None
     proc: subprocess.Popen[bytes] | None = None
     health_port: int = 0  # placer's metricsPort (/healthz), probed like the kubelet would
+    name: str = ""  # --identity when it is not the ServiceAccount's name (two replicas, one name)
     restarts: int = 0
     liveness_kills: int = 0
     exits: list[int] = field(default_factory=list)
@@ -129,7 +130,7 @@ class Replica:
     def _spawn(self) -> None:
         placer = Path(sys.executable).parent / "placer"
         cmd = [str(placer), "run", "--kubeconfig", str(self.kubeconfig), "--config", str(self.config)]
-        cmd += ["--identity", self.identity]
+        cmd += ["--identity", self.name or self.identity]
         with self.log.open("ab") as out:
             out.write(f"--- harness: start #{self.restarts + 1} at {time.strftime('%H:%M:%S')}\n".encode())
             out.flush()
@@ -163,6 +164,15 @@ class Replica:
 
     def notes(self) -> dict[str, Any]:
         return {"restarts": self.restarts, "liveness_kills": self.liveness_kills, "exit_codes": list(self.exits)}
+
+    def threads(self) -> int:
+        """The process's thread count (Linux /proc)."""
+        if self.proc is None:
+            return 0
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+        return 0
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -452,3 +462,38 @@ def wait_controllers_back(core: client.CoreV1Api, timeout: float = 120.0) -> flo
     ns = kh.create_namespace(core, timeout=timeout)
     kh.delete_namespace(core, ns)
     return time.monotonic() - t0
+
+
+def non_leader_writes(writes: list[audit.Write], users: Iterable[str], lease: str) -> list[str]:
+    """Writes (other than to the Lease) by one of ``users`` while it was not the leader, from the
+    audit log: the last successful write of the Lease received before the write must be the
+    writer's own, within the renew deadline, and its term (its run of successful Lease writes with
+    nobody else's in between) must have begun at least a lease duration before. Two replicas
+    leading at once (a deleted Lease, one identity twice) show as writes breaking it."""
+    mine = set(users)
+    renewals = sorted(
+        (w for w in writes if w.user in mine and w.resource == "leases" and w.name == lease and w.ok),
+        key=lambda w: w.received,
+    )
+    terms: list[tuple[str, Any, Any]] = []  # (user, first, last) of each run of one user's Lease writes
+    for w in renewals:
+        if terms and terms[-1][0] == w.user:
+            terms[-1] = (w.user, terms[-1][1], w.received)
+        else:
+            terms.append((w.user, w.received, w.received))
+    bad = []
+    for w in writes:
+        if w.user not in mine or w.resource == "leases":
+            continue
+        term = next((t for t in reversed(terms) if t[1] <= w.received), None)
+        last = max((r.received for r in renewals if r.user == w.user and r.received <= w.received), default=None)
+        why = ""
+        if term is None or term[0] != w.user:
+            why = "another replica held the Lease"
+        elif last is None or (w.received - last).total_seconds() > RENEW:
+            why = "past its renew deadline"
+        elif (w.received - term[1]).total_seconds() < LEASE - 0.5:
+            why = "within a lease duration of taking the Lease"
+        if why:
+            bad.append(f"{w.received.time()} {w.user} {w.verb} {w.resource} {w.name} {w.code}: {why}")
+    return bad
