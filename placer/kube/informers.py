@@ -376,7 +376,7 @@ class ApiListWatch:
         try:
             if resp.status == 410:
                 raise GoneError(f"watch {self._path}: 410")
-            if too_large(resp.status, resp.data[:2000].decode("utf-8", "replace")):
+            if resp.status == 504 and too_large(504, resp.data[:2000].decode("utf-8", "replace")):
                 raise TooLargeError(f"watch {self._path}: 504 too large resource version")
             if resp.status != 200:
                 raise RuntimeError(f"watch {self._path}: HTTP {resp.status} {resp.data[:200]!r}")
