@@ -321,3 +321,22 @@ def test_identities_are_unique_per_process() -> None:
     first, second = make_runner(metricsPort=0), make_runner(metricsPort=0)
     assert first.identity != second.identity
     assert first.identity.startswith("test_") and second.identity.startswith("test_")
+
+
+def test_a_renewal_whose_answer_was_lost_is_not_taken_for_another_writer() -> None:
+    clock, leases = Clock(), Leases()
+    a = _replica(leases, "a", clock)
+    _lead(a, clock)
+
+    class LostAnswer(Leases):
+        def update(self, body: dict[str, Any]) -> Outcome:
+            leases.update(body)  # it landed ...
+            return Outcome(ok=False, reason="read timed out", result=Result.UNKNOWN)  # ... unheard
+
+    a._store = LostAnswer()
+    a._store.get = leases.get  # type: ignore[method-assign]
+    clock.now += SETTINGS.retry_period
+    assert not a.attempt()
+    a._store = leases
+    clock.now += SETTINGS.retry_period
+    assert a.attempt() and a.fence.allows()  # its own write, not a second process

@@ -167,6 +167,8 @@ class Elector:
 
     def _failed(self, what: str, out: Outcome) -> bool:
         ns = self._s.namespace
+        if what != "get":  # a write whose answer was lost may have landed: its version is unknown
+            self._wrote = None
         if what == "create" and out.result is Result.GONE:
             self.problem = (
                 f"the Lease namespace {ns!r} does not exist: create it (kubectl create namespace {ns}), "
