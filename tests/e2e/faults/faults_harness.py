@@ -466,10 +466,11 @@ def wait_controllers_back(core: client.CoreV1Api, timeout: float = 120.0) -> flo
 
 def non_leader_writes(writes: list[audit.Write], users: Iterable[str], lease: str) -> list[str]:
     """Writes (other than to the Lease) by one of ``users`` while it was not the leader, from the
-    audit log: the last successful write of the Lease received before the write must be the
-    writer's own, within the renew deadline, and its term (its run of successful Lease writes with
-    nobody else's in between) must have begun at least a lease duration before. Two replicas
-    leading at once (a deleted Lease, one identity twice) show as writes breaking it."""
+    audit log. A replica's term is its run of successful Lease writes with nobody else's in
+    between; it may write from a lease duration after the term's first write (a replica that
+    creates or takes the Lease waits that long) until its renew deadline after the term's last.
+    A write outside its own window, or inside another replica's, breaks the rule: two replicas
+    leading at once (a deleted Lease, one identity twice) show that way."""
     mine = set(users)
     renewals = sorted(
         (w for w in writes if w.user in mine and w.resource == "leases" and w.name == lease and w.ok),
@@ -481,19 +482,22 @@ def non_leader_writes(writes: list[audit.Write], users: Iterable[str], lease: st
             terms[-1] = (w.user, terms[-1][1], w.received)
         else:
             terms.append((w.user, w.received, w.received))
+
+    def window(term: tuple[str, Any, Any], at: Any) -> bool:
+        return (at - term[1]).total_seconds() - LEASE + 0.5 >= 0 and (at - term[2]).total_seconds() <= RENEW
+
     bad = []
     for w in writes:
         if w.user not in mine or w.resource == "leases":
             continue
-        term = next((t for t in reversed(terms) if t[1] <= w.received), None)
-        last = max((r.received for r in renewals if r.user == w.user and r.received <= w.received), default=None)
+        own = [t for t in terms if t[0] == w.user and t[1] <= w.received]
         why = ""
-        if term is None or term[0] != w.user:
-            why = "another replica held the Lease"
-        elif last is None or (w.received - last).total_seconds() > RENEW:
-            why = "past its renew deadline"
-        elif (w.received - term[1]).total_seconds() < LEASE - 0.5:
-            why = "within a lease duration of taking the Lease"
+        if not own or not window(own[-1], w.received):
+            why = "outside its own term (before a lease duration, or past its renew deadline)"
+        else:
+            other = next((t for t in terms if t[0] != w.user and window(t, w.received)), None)
+            if other is not None:
+                why = f"while {other[0]} led"
         if why:
             bad.append(f"{w.received.time()} {w.user} {w.verb} {w.resource} {w.name} {w.code}: {why}")
     return bad
