@@ -34,6 +34,7 @@ from typing import Any
 
 from placer.kube.policy import Budget, Outcome, Policy, Result
 from placer.kube.ratelimit import TokenBucket
+from placer.kube.sendqueue import SendQueue
 
 __all__ = ["EVENT_BUDGET", "EventRecorder"]
 
@@ -82,7 +83,7 @@ def _stamp() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-class EventRecorder:
+class EventRecorder(SendQueue):
     def __init__(
         self,
         http: Any,
@@ -99,6 +100,7 @@ class EventRecorder:
         counted: Callable[[str], None] | None = None,
         is_pod: Callable[[str], bool] = lambda key: False,
     ) -> None:
+        super().__init__()
         self.http = http  # placer.kube.client.Http on a client of its own (tests pass a fake)
         self.policy = policy
         self.limit = TokenBucket(qps, burst)
@@ -109,9 +111,7 @@ class EventRecorder:
         self._pending: OrderedDict[_Identity, int] = OrderedDict()  # queued -> occurrences merged
         self._busy: set[_Identity] = set()  # being sent: a repeat waits for its name
         self._known: OrderedDict[_Identity, _Sent] = OrderedDict()
-        self._cv = threading.Condition()
         self._threads: list[threading.Thread] = []
-        self._closed = False
 
     def record(
         self,
@@ -151,18 +151,6 @@ class EventRecorder:
             t = threading.Thread(target=self._run, name=f"events-{i}", daemon=True)
             t.start()
             self._threads.append(t)
-
-    def close(self) -> None:
-        """Stop the senders; what is still queued is dropped (events are best effort)."""
-        with self._cv:
-            self._closed = True
-            self._pending.clear()
-            self._cv.notify_all()
-
-    def idle(self, timeout: float) -> bool:
-        """Wait until nothing is queued or being sent (tests); False if still busy at ``timeout``."""
-        with self._cv:
-            return self._cv.wait_for(lambda: not (self._pending or self._busy), timeout)
 
     def _next(self) -> tuple[_Identity, int] | None:
         with self._cv:

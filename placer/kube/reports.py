@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from placer.kube.sendqueue import SendQueue
 from placer.models import Pod
 
 __all__ = ["QUEUE_MAX", "ReportQueue"]
@@ -27,7 +28,7 @@ QUEUE_MAX = 5000  # pods with a report waiting
 SENT_MAX = 20000  # last message patched per pod, remembered (least recent forgotten first)
 
 
-class ReportQueue:
+class ReportQueue(SendQueue):
     def __init__(
         self,
         actions: Callable[[], Any],
@@ -36,6 +37,7 @@ class ReportQueue:
         counted: Callable[[str], None] | None = None,
         queue_max: int = QUEUE_MAX,
     ) -> None:
+        super().__init__()
         self._actions = actions  # the writer: placer.kube.actions.Actions now (tests swap in a fake)
         self._current = current  # the pod's Unschedulable message as the cache has it, if any
         self._counted = counted or (lambda _result: None)
@@ -43,8 +45,6 @@ class ReportQueue:
         self._pending: OrderedDict[str, tuple[Pod, str]] = OrderedDict()
         self._sent: OrderedDict[str, str] = OrderedDict()
         self._busy = False
-        self._closed = False
-        self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
 
     def __len__(self) -> int:
@@ -73,15 +73,7 @@ class ReportQueue:
         """Stop; with ``wait``, once everything queued has been sent (tests)."""
         if wait:
             self.idle(60.0)
-        with self._cv:
-            self._closed = True
-            self._pending.clear()
-            self._cv.notify_all()
-
-    def idle(self, timeout: float) -> bool:
-        """Wait until nothing is queued or being sent (tests); False if still busy at ``timeout``."""
-        with self._cv:
-            return self._cv.wait_for(lambda: not (self._pending or self._busy), timeout)
+        self.close()
 
     def _next(self) -> tuple[Pod, str] | None:
         with self._cv:
