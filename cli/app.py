@@ -339,7 +339,12 @@ def run(
     ] = None,
     scheduler_name: Annotated[str | None, typer.Option(help="schedule pods with this schedulerName")] = None,
     metrics_port: Annotated[int | None, typer.Option(min=0, max=65535, help="/healthz /readyz /metrics port")] = None,
-    identity: Annotated[str | None, typer.Option(help="leader-election identity (default: hostname)")] = None,
+    identity: Annotated[
+        str | None,
+        typer.Option(
+            help="leader-election identity (default: $POD_NAME or hostname), suffixed with a random id per process"
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
 ) -> None:
     """Run the controller: batch pending pods, bind them, execute global plans."""

@@ -231,6 +231,9 @@ class ControllerConfig(_Strict):
     # /healthz fails on a leader with pods pending and the API answering when no scheduling cycle has
     # completed for this many batch windows (at least 30 s).
     healthz_stall_windows: float = Field(4.0, gt=0, alias="healthzStallWindows")
+    # /healthz fails while a batch's solve has run this many times its time limit (and at least
+    # 30 s): a hung or runaway solve is visible, and a restart ends it.
+    healthz_solve_overrun: float = Field(4.0, gt=1, alias="healthzSolveOverrun")
     # Anytime solving: a batch is solved while the next one gathers. With a full batch already
     # waiting, or its own pods two windows late, its solve gets engine.solver.timeLimit (the floor);
     # otherwise what is left of the waiting pods' batch window (all of it when none wait), at most
@@ -240,6 +243,9 @@ class ControllerConfig(_Strict):
     requeue_backoff: float = Field(5.0, gt=0, alias="requeueBackoffSeconds")
     max_requeue_backoff: float = Field(60.0, gt=0, alias="maxRequeueBackoffSeconds")
     metrics_port: int = Field(8080, ge=0, le=65535, alias="metricsPort")
+    # The address /healthz, /readyz and /metrics listen on (all interfaces: the kubelet probes the
+    # pod's IP; k8s/networkpolicy.yaml admits only this port).
+    metrics_address: str = Field("0.0.0.0", min_length=1, alias="metricsAddress")
     api_qps: float = Field(50.0, gt=0, alias="apiQPS")  # client-side limit of API writes (kube-scheduler's default)
     api_burst: int = Field(100, ge=1, alias="apiBurst")
     # Events have a client and a limit of their own, as kube-scheduler's event broadcaster

@@ -9,6 +9,11 @@ either answers it itself or relays it to kube-apiserver over a fresh TLS connect
   Kubernetes ``Status`` body, without reaching the API server (seeded: runs are repeatable);
 * ``freeze_watches()``: every watch stream open now stops delivering bytes while its
   connection stays open (a watch that goes silent without closing); watches opened later flow.
+* ``inject(..., watches=True, message=...)``: only watch requests (``?watch=true``) get the forged
+  answer, e.g. 410 Gone, or 504 with kube-apiserver's "Too large resource version" message;
+* ``lose(methods, path, count)``: the next ``count`` matching requests reach the API server and
+  are carried out, but their answer is dropped and the client's connection reset (a write whose
+  outcome the client cannot know).
 
 Bearer tokens pass through unchanged (client certificates cannot, which is why the suite gives
 each replica a ServiceAccount token). Responses are relayed as they arrive, chunk by chunk, so
@@ -35,7 +40,13 @@ from testenv.cluster import Pki
 
 T = TypeVar("T")
 HEAD_LIMIT = 1 << 20
-REASONS = {429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
+REASONS = {
+    410: "Gone",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
 
 
 @dataclass(frozen=True)
@@ -45,12 +56,18 @@ class Injection:
     retry_after: int = 1
     methods: frozenset[str] = frozenset({"POST", "PUT", "PATCH", "DELETE"})
     path: str = ""  # regex searched in the request path (query string excluded); "" matches all
+    watches: bool | None = None  # True: only watch requests; False: none; None: either
+    message: str = ""  # the Status message (default: "injected by the fault suite: <reason>")
 
-    def matches(self, method: str, path: str) -> bool:
-        return method in self.methods and (not self.path or re.search(self.path, path) is not None)
+    def matches(self, method: str, path: str, watch: bool = False) -> bool:
+        return (
+            method in self.methods
+            and (not self.path or re.search(self.path, path) is not None)
+            and (self.watches is None or self.watches == watch)
+        )
 
 
-def forged_response(status: int, retry_after: int) -> bytes:
+def forged_response(status: int, retry_after: int, message: str = "") -> bytes:
     reason = REASONS.get(status, "Error")
     body = json.dumps(
         {
@@ -58,7 +75,7 @@ def forged_response(status: int, retry_after: int) -> bytes:
             "apiVersion": "v1",
             "metadata": {},
             "status": "Failure",
-            "message": f"injected by the fault suite: {reason}",
+            "message": message or f"injected by the fault suite: {reason}",
             "reason": "TooManyRequests" if status == 429 else "ServiceUnavailable",
             "details": {"retryAfterSeconds": retry_after},
             "code": status,
@@ -69,6 +86,16 @@ def forged_response(status: int, retry_after: int) -> bytes:
         f"Retry-After: {retry_after}\r\nContent-Length: {len(body)}\r\n\r\n"
     )
     return head.encode() + body
+
+
+class _Sink:
+    """A writer that drops what it is given (a lost answer)."""
+
+    def write(self, data: bytes) -> None:
+        return
+
+    async def drain(self) -> None:
+        return
 
 
 @dataclass
@@ -127,6 +154,8 @@ class TlsProxy:
     _writers: set[asyncio.StreamWriter] = field(init=False, default_factory=set)
     held: list[str] = field(init=False, default_factory=list)
     _hold: Injection | None = field(init=False, default=None)
+    _lose: tuple[Injection, int] | None = field(init=False, default=None)
+    lost: list[str] = field(init=False, default_factory=list)
     _release: asyncio.Event | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -200,9 +229,17 @@ class TlsProxy:
         retry_after: int = 1,
         methods: frozenset[str] | set[str] = frozenset({"POST", "PUT", "PATCH", "DELETE"}),
         path: str = "",
+        *,
+        watches: bool | None = None,
+        message: str = "",
     ) -> None:
-        inj = Injection(status, rate, retry_after, frozenset(methods), path)
+        inj = Injection(status, rate, retry_after, frozenset(methods), path, watches, message)
         self._call(lambda: setattr(self, "_injection", inj))
+
+    def lose(self, methods: frozenset[str] | set[str] = frozenset({"POST"}), path: str = "", count: int = 1) -> None:
+        """Forward the next ``count`` matching requests, drop their answers, reset the client."""
+        spec = Injection(rate=1.0, methods=frozenset(methods), path=path)
+        self._call(lambda: setattr(self, "_lose", (spec, count)))
 
     def clear(self) -> None:
         self._call(lambda: setattr(self, "_injection", Injection()))
@@ -270,10 +307,11 @@ class TlsProxy:
                 body = await self._read_body(reader, req, writer=None)
                 method, target = ([*req.first.split(" "), "", ""])[:2]
                 path, _, query = target.partition("?")
+                is_watch = re.search(r"(^|&)watch=(true|1)", query) is not None
                 inj = self._injection
-                if inj.rate > 0 and inj.matches(method, path) and self._rng.random() < inj.rate:
+                if inj.rate > 0 and inj.matches(method, path, is_watch) and self._rng.random() < inj.rate:
                     self.injected[(inj.status, method, re.sub(r"/(namespaces|pods)/[^/]+(?=/)", r"/\1/*", path))] += 1
-                    writer.write(forged_response(inj.status, inj.retry_after))
+                    writer.write(forged_response(inj.status, inj.retry_after, inj.message))
                     await writer.drain()
                     continue
                 if self._hold is not None and self._hold.matches(method, path):
@@ -292,7 +330,12 @@ class TlsProxy:
                 self.forwarded += 1
                 up[1].write(raw + body)
                 await up[1].drain()
-                is_watch = re.search(r"(^|&)watch=(true|1)", query) is not None
+                lose = self._lose
+                if lose is not None and lose[1] > 0 and lose[0].matches(method, path):
+                    self._lose = (lose[0], lose[1] - 1)
+                    await self._relay_response(up[0], _Sink(), reader, method, None)  # type: ignore[arg-type]
+                    self.lost.append(f"{method} {path}")
+                    return  # the client's connection is reset (finally)
                 keep = await self._relay_response(up[0], writer, reader, method, path if is_watch else None)
                 if not keep or req.closes:
                     return

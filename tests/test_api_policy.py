@@ -246,12 +246,41 @@ def test_an_eviction_whose_answer_was_lost_is_sent_again_only_if_it_did_not_land
 
 
 def test_evictions_and_deletes_carry_the_uid_and_a_failed_precondition_means_gone() -> None:
-    http = FakeHttp({("POST", "/eviction"): [Response(409)], ("DELETE", "/pods/p"): [Response(409)]})
+    replaced = _pod("n1", uid="u2")  # a new pod of that name: the one meant is gone
+    http = FakeHttp(
+        {("POST", "/eviction"): [Response(409)], ("GET", "/pods/p"): [replaced], ("DELETE", "/pods/p"): [Response(409)]}
+    )
     a = _actions(http)
     evicted, deleted = a.evict("ns/p", "u1"), a.delete("ns/p", "u1")
-    assert evicted.ok and evicted.result is Result.GONE
+    assert evicted.ok
     assert deleted.ok and deleted.result is Result.GONE
-    assert http.sent[1][2]["preconditions"] == {"uid": "u1"}
+    assert http.sent[0][2]["deleteOptions"] == {"preconditions": {"uid": "u1"}}
+    assert http.sent[-1][2]["preconditions"] == {"uid": "u1"}
+
+
+def test_an_eviction_answered_409_with_the_pod_still_there_is_a_conflict_not_done() -> None:
+    """409 also answers an eviction whose disruption budget was updated concurrently: nothing was
+    evicted. It counted as done, and the plan went on to bind into room still taken."""
+    http = FakeHttp({("POST", "/eviction"): [Response(409)], ("GET", "/pods/p"): [_pod("n1")]})
+    out = _actions(http).evict("ns/p", "u1")
+    assert not out.ok and out.result is Result.CONFLICT
+    assert [s[0] for s in http.sent] == ["POST", "GET"]  # not sent again blindly
+
+
+@pytest.mark.parametrize(
+    ("read_back", "ok", "result"),
+    [
+        (_pod("n1"), True, Result.OK),  # an earlier try whose answer was lost landed here: the room is taken
+        (_pod("n2"), False, Result.CONFLICT),  # bound elsewhere by someone else
+        (_reset(), False, Result.UNKNOWN),  # cannot tell: the room stays booked, read again later
+    ],
+)
+def test_a_bind_answered_409_reads_the_pod_before_dropping_its_room(
+    read_back: Response | Exception, ok: bool, result: Result
+) -> None:
+    http = FakeHttp({("POST", "/binding"): [Response(409)], ("GET", "/pods/p"): [read_back]})
+    out = _actions(http).bind("ns/p", "n1", "u1")
+    assert out.ok is ok and out.result is result
 
 
 def test_a_budget_refusal_reaches_the_caller_untouched() -> None:
@@ -259,3 +288,15 @@ def test_a_budget_refusal_reaches_the_caller_untouched() -> None:
     out = _actions(http).evict("ns/p", "u1")
     assert out.result is Result.REFUSED and out.status == 429 and "disruption budget" in out.reason
     assert len(http.sent) == 1
+
+
+def test_a_read_back_refused_by_rbac_falls_back_to_a_list_of_that_one_pod() -> None:
+    listed = Response(200, json.dumps({"items": [json.loads(_pod("n1").data)]}).encode())
+    http = FakeHttp({("POST", "/binding"): [_reset()], ("GET", "/pods/p"): [Response(403)], ("GET", "/pods"): [listed]})
+    out = _actions(http).bind("ns/p", "n1", "u1")
+    assert out.ok and "confirmed" in out.reason
+    assert [s[1] for s in http.sent] == ["/api/v1/namespaces/ns/pods/p/binding", "/api/v1/namespaces/ns/pods/p",
+                                         "/api/v1/namespaces/ns/pods"]  # fmt: skip
+    gone = FakeHttp({("POST", "/binding"): [_reset()], ("GET", "/pods/p"): [Response(403)],
+                     ("GET", "/pods"): [Response(200, b'{"items": []}')]})  # fmt: skip
+    assert _actions(gone).bind("ns/p", "n1", "u1").result is Result.GONE

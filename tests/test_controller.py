@@ -7,6 +7,8 @@ evictions are refused or reality diverges.
 
 from __future__ import annotations
 
+import pytest
+
 from placer.controller.batcher import Batcher
 from placer.controller.executor import Abandon, Bind, Evict, PlanRun, PodView, World
 from placer.models import Step
@@ -173,11 +175,39 @@ def test_no_replacement_in_time_abandons_only_that_bind() -> None:
 
 def test_an_old_pod_of_the_same_owner_is_not_taken_for_the_replacement() -> None:
     run, victim = _move_plan()
-    run.advance(World(100, _views(victim), {"a": {"cpu": 2500}, "b": {"cpu": 15000}}))
-    run.evicted(1, 100, ok=True)
     old_sibling = PodView("ns/backend-1", "uid-s", None, "rs-uid", created=10.0, requests=CPU)
+    run.advance(World(100, _views(victim, old_sibling), {"a": {"cpu": 2500}, "b": {"cpu": 15000}}))
+    run.evicted(1, 100, ok=True)
     actions = run.advance(World(101, _views(old_sibling), {"a": {"cpu": 7500}, "b": {"cpu": 15000}}))
     assert not any(isinstance(a, Bind) and a.step == 4 for a in actions)
+
+
+@pytest.mark.parametrize(
+    ("impostor", "why"),
+    [
+        (PodView("other/backend-x", "uid-o", None, "rs-uid", created=101.0, requests=CPU), "another namespace"),
+        (PodView("ns/backend-y", "uid-y", None, "rs-uid", created=101.0, requests=CPU, ours=False), "not ours"),
+    ],
+)
+def test_a_replacement_is_not_captured_by_owner_uid_alone(impostor: PodView, why: str) -> None:
+    """An owner reference is written by whoever creates the pod: a pod of another namespace (or
+    another scheduler's, or outside placer's namespaces) naming the victim's owner is not bound."""
+    run, victim = _move_plan()
+    run.advance(World(100, _views(victim), {"a": {"cpu": 2500}, "b": {"cpu": 15000}}))
+    run.evicted(1, 100, ok=True)
+    actions = run.advance(World(101, _views(impostor), {"a": {"cpu": 7500}, "b": {"cpu": 15000}}))
+    assert not any(isinstance(a, Bind) and a.step == 4 for a in actions), why
+
+
+def test_a_replacement_is_captured_whatever_the_clock_skew_to_the_api_server() -> None:
+    """Creation times are the API server's; the eviction's time is this replica's. A server clock
+    a minute behind made every replacement look older than its eviction: none was captured."""
+    run, victim = _move_plan()
+    run.advance(World(100, _views(victim), {"a": {"cpu": 2500}, "b": {"cpu": 15000}}))
+    run.evicted(1, 100, ok=True)
+    replacement = PodView("ns/backend-x", "uid-r", None, "rs-uid", created=40.0, requests=CPU)  # server time
+    actions = run.advance(World(101, _views(replacement), {"a": {"cpu": 7500}, "b": {"cpu": 15000}}))
+    assert any(isinstance(a, Bind) and (a.step, a.pod) == (4, "ns/backend-x") for a in actions)
 
 
 def test_a_gang_is_never_split_across_batches() -> None:

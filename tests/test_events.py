@@ -142,3 +142,29 @@ def test_an_event_never_holds_up_the_bind_that_caused_it() -> None:
     events_http.gate.set()
     assert rec.idle(5)
     assert [p.rsplit("/", 1)[-1] for _, p, _ in events_http.sent] == ["events"]
+
+
+def test_an_event_never_names_a_pod_of_another_namespace() -> None:
+    """A victim's Preempted event named its preemptor from another namespace (a leak upstream fixed)."""
+    pods = {"team-b/urgent", "team-a/low", "team-a/web"}
+    http = RecordingHttp()
+    rec = _recorder(http, is_pod=pods.__contains__)
+    note = (
+        "evicted by placer's plan (placer-0_ab12): preempted to make room for team-b/urgent, team-a/web; "
+        "outranked by team-b/urgent; 0/3 nodes are available; node a/b lacked cpu"
+    )
+    rec.record("team-a/low", "u1", reason="Preempted", note=note)
+    assert rec.idle(5)
+    (body,) = [b for m, _, b in http.sent if m == "POST"]
+    assert "team-b" not in body["note"]
+    assert "make room for a pod in another namespace, team-a/web" in body["note"]
+    assert "0/3 nodes are available" in body["note"] and "node a/b lacked" in body["note"]  # not pods
+    rec.close()
+
+
+def test_the_runner_tells_its_recorder_which_names_are_pods() -> None:
+    from runner_support import feed, make_runner  # noqa: PLC0415
+
+    r = make_runner(metricsPort=0)
+    feed(r, "Pod", {"metadata": {"name": "urgent", "namespace": "team-b"}, "spec": {}})
+    assert r.events._is_pod("team-b/urgent") and not r.events._is_pod("0/3")

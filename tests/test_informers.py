@@ -9,13 +9,16 @@ watch asks for bookmarks and a server-side timeout, with a read timeout a little
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from urllib3.exceptions import ReadTimeoutError
 
+from placer.inputs.kubectl import parse_pod
 from placer.kube.informers import (
     OPTIONAL,
     PAGE,
@@ -23,6 +26,7 @@ from placer.kube.informers import (
     ApiListWatch,
     GoneError,
     Informer,
+    _strip,
     optional_informers,
 )
 from placer.kube.policy import Outcome, Policy, Response, Result, Timeouts
@@ -231,3 +235,195 @@ def test_a_server_without_the_gang_apis_gets_no_pod_group_informer_and_no_warnin
     # A group served without podgroups (an older version of it) counts as not served either.
     assert optional_informers(DiscoveryHttp({"/apis/scheduling.x-k8s.io/v1alpha1": ["elasticquotas"]}), Policy()) == {}
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+# -- issue 31: no hot loop, relist on 504, bounded dirty keys, no managedFields --------------------
+
+
+class Sim:
+    """Simulated time for an informer's loop: ``run`` sums the pauses ``once`` asks for (and a
+    little per request) until ``seconds`` have passed."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def run(self, inf: Informer, seconds: float) -> None:
+        while self.now < seconds:
+            self.now += 0.001  # every request takes a millisecond
+            self.now += inf.once()
+
+
+class Forever(FakeListWatch):
+    """Every watch answers the same thing, for ever."""
+
+    def __init__(self, answer: list[Raw] | Exception) -> None:
+        super().__init__([[_obj("a", 1)]])
+        self.answer = answer
+
+    def watch(self, *, version: str, timeout: int) -> Iterator[Raw]:
+        self.watches.append((version, timeout))
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        yield from self.answer
+
+
+TOO_LARGE = {"type": "ERROR", "object": {"code": 504, "message": "Too large resource version: 99, current: 10"}}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        GoneError("410"),  # a watch answered 410 every time: was 19,382 lists/s
+        [{"type": "ERROR", "object": {"code": 410, "message": "too old resource version"}}],
+        [],  # a watch that ends at once with nothing: was 1.1 M watches/s
+        [TOO_LARGE],
+        RuntimeError("watch error 500"),
+    ],
+)
+def test_a_watch_failing_the_same_way_for_ever_gets_a_few_requests_a_second_at_most(answer: Any) -> None:
+    sim = Sim()
+    lw = Forever(answer)
+    inf = Informer("Pod", lw, watch_timeout=60, clock=sim, rng=lambda: 0.0)
+    sim.run(inf, 600.0)
+    requests = len(lw.lists) + len(lw.watches)
+    assert requests / 600.0 < 1.0, requests  # backed off to tens of seconds between attempts
+    assert inf.failing_since is not None and inf.last_error
+
+
+def test_a_watch_that_delivers_ends_the_back_off() -> None:
+    sim = Sim()
+    lw = Forever(GoneError("410"))
+    inf = Informer("Pod", lw, watch_timeout=60, clock=sim, rng=lambda: 0.0)
+    sim.run(inf, 100.0)
+    lw.answer = [_event("ADDED", "b", 11)]
+    sim.run(inf, 300.0)
+    assert inf.failures == 0 and inf.failing_since is None and "b" in _names(inf)
+
+
+def test_a_watch_answered_504_too_large_lists_again_instead_of_resuming_for_ever() -> None:
+    lw = FakeListWatch([[_obj("a", 1)]])
+    inf = _informer(lw)
+    inf.step()
+    lw.script = [[TOO_LARGE]]
+    lw.pages, lw.version = [[_obj("c", 5)]], "5"  # the restored etcd's state
+    assert inf.step() is False and inf.version is None
+    inf.step()
+    assert _names(inf) == {"c"} and inf.version == "5"
+    body = json.dumps({"kind": "Status", "code": 504, "message": "Too large resource version: 99"}).encode()
+    resp = _Stream(504, [])
+    resp.data = body
+    with pytest.raises(GoneError):  # the same answer as an HTTP status
+        list(ApiListWatch(_Http(resp), Policy(), "/api/v1/pods").watch(version="99", timeout=60))
+
+
+def test_the_changed_keys_of_an_undrained_informer_stay_bounded() -> None:
+    lw = FakeListWatch([[]])
+    inf = _informer(lw)
+    inf.step()
+    inf.drain()
+    churn = [
+        e
+        for i in range(5000)
+        for e in (_event("ADDED", f"rs-{i}", 2 * i + 11), _event("DELETED", f"rs-{i}", 2 * i + 12))
+    ]
+    lw.script = [churn]
+    inf.step()
+    assert len(inf._dirty) <= 1000 + 1
+    everything, changed = inf.drain()
+    assert everything and changed == {}
+
+
+def test_cached_objects_carry_no_managed_fields() -> None:
+    heavy = _obj("a", 1)
+    heavy["metadata"]["managedFields"] = [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]
+    lw = FakeListWatch([[heavy]])
+    inf = _informer(lw)
+    inf.step()
+    event = _event("MODIFIED", "a", 2)
+    event["object"]["metadata"]["managedFields"] = [{"manager": "kube-scheduler"}]
+    lw.script = [[event]]
+    inf.step()
+    assert all("managedFields" not in o["metadata"] for o in inf.items())
+
+
+def _heavy_pod() -> Raw:
+    """A pod as the API server sends it: managedFields, probes, env, a projected token volume,
+    every condition, full container statuses; and the fields placer does read, all set."""
+    container = {
+        "name": "app",
+        "image": "registry.example.com/app:1.2",
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["/app"],
+        "args": ["--port=8080"],
+        "env": [{"name": "A", "value": "1"}],
+        "workingDir": "/",
+        "envFrom": [{"configMapRef": {"name": "cfg"}}],
+        "volumeMounts": [{"name": "cfg", "mountPath": "/etc"}],
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080}},
+        "lifecycle": {"preStop": {}},
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}},
+        "startupProbe": {"exec": {}},
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+        "resources": {"requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+        "ports": [{"containerPort": 8080, "hostPort": 8080, "protocol": "TCP", "hostIP": "10.0.0.1"}],
+    }
+    sidecar = {**container, "name": "proxy", "restartPolicy": "Always", "ports": []}
+    return {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {
+            "name": "web-1", "namespace": "team-a", "uid": "u-1", "resourceVersion": "9",
+            "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"app": "web"},
+            "annotations": {"placer.io/gang-size": "1"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "rs",
+                                 "controller": True}],
+            "managedFields": [{"manager": "kubelet", "fieldsV1": {"f:status": {"f:phase": {}}}}],
+        },
+        "spec": {
+            "schedulerName": "placer", "priority": 5, "nodeName": "n1", "restartPolicy": "Always",
+            "containers": [container], "initContainers": [sidecar, {**container, "name": "init"}],
+            "nodeSelector": {"zone": "a"}, "tolerations": [{"key": "k", "operator": "Exists"}],
+            "overhead": {"cpu": "100m"},
+            "volumes": [
+                {"name": "cfg", "configMap": {"name": "cfg"}},
+                {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}},
+                {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+            ],
+        },
+        "status": {
+            "phase": "Running", "startTime": "2026-01-01T00:00:01Z", "hostIP": "10.0.0.1",
+            "conditions": [
+                {"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"},
+                {"type": "PodResizePending", "status": "True", "reason": "Infeasible"},
+            ],
+            "containerStatuses": [
+                {"name": "app", "image": "x", "imageID": "y", "containerID": "z", "ready": True, "restartCount": 3,
+                 "state": {"running": {}}, "allocatedResources": {"cpu": "3"}, "resources": {"requests": {"cpu": "3"}}},
+            ],
+            "initContainerStatuses": [{"name": "proxy", "image": "x", "state": {"running": {}}}],
+        },
+    }  # fmt: skip
+
+
+def _pods_of_every_shape() -> list[Raw]:
+    dump = json.loads((Path(__file__).parent.parent / "examples" / "boreas-dump.json").read_text())
+    pods = [i for i in dump["items"] if i.get("kind") == "Pod"]
+    pending = _heavy_pod()
+    del pending["spec"]["nodeName"]
+    pending["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}
+    return [_heavy_pod(), pending, *pods]
+
+
+def test_a_trimmed_pod_parses_exactly_as_the_pod_the_api_sent() -> None:
+    """The cache drops what no reader looks at, so the model is the same with or without it."""
+    pods = _pods_of_every_shape()
+    assert len(pods) > 5
+    for raw in pods:
+        trimmed = _strip(copy.deepcopy(raw))
+        assert parse_pod(trimmed) == parse_pod(raw)
+        assert len(json.dumps(trimmed)) <= len(json.dumps(raw))

@@ -55,7 +55,7 @@ class Leases:
         self.version += 1
         self.obj = {**body, "metadata": {**body["metadata"], "resourceVersion": str(self.version)}}
         self.writes.append(body["spec"]["holderIdentity"])
-        return Outcome(ok=True)
+        return Outcome(ok=True, data=json.dumps(self.obj).encode())
 
     def create(self, body: dict[str, Any]) -> Outcome:
         if self.down is not None:
@@ -87,8 +87,12 @@ def test_a_replica_takes_a_free_lease_and_another_waits_a_full_lease_duration() 
     clock, leases = Clock(), Leases()
     a, b = _replica(leases, "a", clock), _replica(leases, "b", clock)
     assert a.attempt() and leases.holder == "a"
-    assert a.fence.allows()
+    assert a.fence.held() and not a.fence.allows()  # created: a full lease duration before a write
     assert not b.attempt()  # held, and b has just observed it
+    while clock.now < 1000.0 + SETTINGS.lease_duration:
+        clock.now += SETTINGS.retry_period
+        assert a.attempt() and not b.attempt()
+    assert a.fence.allows()
     clock.now += SETTINGS.renew_deadline  # a stops renewing (its path is blackholed)
     assert not a.fence.allows()  # ... so its fence is closed from here on
     assert not b.attempt()
@@ -104,7 +108,7 @@ def test_renewals_keep_the_fence_open_and_keep_others_out() -> None:
         assert a.attempt()
         assert not b.attempt()
         clock.now += SETTINGS.retry_period
-        assert a.fence.allows()
+        assert a.fence.allows() == (clock.now >= 1000.0 + SETTINGS.lease_duration)
     assert set(leases.writes) == {"a"}
 
 
@@ -149,7 +153,7 @@ def test_two_replicas_racing_for_a_free_lease_elect_one() -> None:
     # b read the lease before a wrote it: its update carries the old resourceVersion
     b._store = _Stale(leases, stale)
     assert not b.attempt()
-    assert leases.holder == "a" and a.fence.allows() and not b.fence.allows()
+    assert leases.holder == "a" and a.fence.held() and not b.fence.held()
 
 
 class _Stale:
@@ -187,9 +191,9 @@ def test_the_election_loop_survives_lease_errors_and_ends_only_when_leadership_i
     def wait(seconds: float) -> bool:
         clock.now += seconds
         n = next(rounds)
-        if n == 3:
+        if n == 10:  # after the lease duration the creator waits out, and a few renewals
             leases.down = Outcome(ok=False, reason="connection reset", result=Result.UNAVAILABLE)
-        if n == 4:
+        if n == 11:
             a._store = Raising()  # an exception, not an outcome: logged, the loop goes on
         return stop.is_set()
 
@@ -197,8 +201,8 @@ def test_the_election_loop_survives_lease_errors_and_ends_only_when_leadership_i
     a.run(stop, lambda: events.append("started"), lambda: events.append("lost"), rng=lambda: 0.0)
     assert events == ["started", "lost"]
     assert not a.fence.allows()
-    # lost only after the renew deadline passed since the last good renewal (round 2 at t+4)
-    assert clock.now - 1000.0 >= 4 + SETTINGS.renew_deadline
+    # lost only after the renew deadline passed since the last good renewal (round 9 at t+20)
+    assert clock.now - 1000.0 >= 20 + SETTINGS.renew_deadline
 
 
 def test_a_follower_keeps_trying_while_the_api_is_down() -> None:
@@ -206,14 +210,14 @@ def test_a_follower_keeps_trying_while_the_api_is_down() -> None:
     leases.down = Outcome(ok=False, reason="connection refused", result=Result.UNAVAILABLE)
     b = _replica(leases, "b", clock)
     stop = threading.Event()
-    calls = iter(range(20))
+    calls = iter(range(40))
 
     def wait(seconds: float) -> bool:
         clock.now += seconds
         n = next(calls)
         if n == 10:
             leases.down = None
-        if n == 12:
+        if n == 22:  # the lease duration a creator waits out before it leads
             stop.set()
         return stop.is_set()
 
@@ -259,3 +263,80 @@ def test_a_lease_call_through_the_policy_is_cut_at_its_timeout() -> None:
     out = Policy(clock=clock, sleep=lambda s: None).call("get lease", hung, budget=budget)
     assert out.result is Result.UNAVAILABLE
     assert len(seen) == 1 and seen[0].read < SETTINGS.renew_deadline
+
+
+def _lead(a: Elector, clock: Clock) -> None:
+    """``a`` takes the Lease and renews it until it may write."""
+    start = clock.now
+    assert a.attempt()
+    while clock.now < start + SETTINGS.lease_duration:
+        clock.now += SETTINGS.retry_period
+        assert a.attempt()
+    assert a.fence.allows()
+
+
+def test_a_deleted_lease_never_gives_two_writers() -> None:
+    """The Lease is deleted under the leader: the other replica creates it at once, but writes
+    only a lease duration later; the old leader stops writing as soon as it sees it gone."""
+    clock, leases = Clock(), Leases()
+    a, b = _replica(leases, "a", clock), _replica(leases, "b", clock)
+    _lead(a, clock)
+    leases.obj = None  # kubectl delete lease
+    assert b.attempt() and leases.holder == "b"  # b created it
+    for _ in range(int(SETTINGS.lease_duration / 0.5) + 2):
+        assert not (a.fence.allows() and b.fence.allows())
+        a.attempt()
+        b.attempt()
+        clock.now += 0.5
+    assert b.fence.allows() and not a.fence.allows()
+    assert not a.fence.held()  # a saw it taken: it reports the loss (and exits)
+
+
+def test_a_leader_that_finds_its_lease_gone_stops_writing_at_once() -> None:
+    clock, leases = Clock(), Leases()
+    a = _replica(leases, "a", clock)
+    _lead(a, clock)
+    leases.obj = None
+    assert not a.attempt()
+    assert not a.fence.allows() and not a.fence.held()
+    assert leases.obj is None  # it did not recreate it as if nothing happened
+
+
+def test_two_processes_with_one_identity_never_both_write() -> None:
+    """The same name (a hostname fallback, --identity twice): the second writer is seen, by the
+    resourceVersion of the Lease no longer being the one the first wrote, and the first stops."""
+    clock, leases = Clock(), Leases()
+    a, twin = _replica(leases, "same", clock), _replica(leases, "same", clock)
+    _lead(a, clock)
+    for _ in range(20):
+        twin.attempt()
+        a.attempt()
+        clock.now += SETTINGS.retry_period
+        assert not (a.fence.allows() and twin.fence.allows())
+
+
+def test_identities_are_unique_per_process() -> None:
+    from runner_support import make_runner  # noqa: PLC0415
+
+    first, second = make_runner(metricsPort=0), make_runner(metricsPort=0)
+    assert first.identity != second.identity
+    assert first.identity.startswith("test_") and second.identity.startswith("test_")
+
+
+def test_a_renewal_whose_answer_was_lost_is_not_taken_for_another_writer() -> None:
+    clock, leases = Clock(), Leases()
+    a = _replica(leases, "a", clock)
+    _lead(a, clock)
+
+    class LostAnswer(Leases):
+        def update(self, body: dict[str, Any]) -> Outcome:
+            leases.update(body)  # it landed ...
+            return Outcome(ok=False, reason="read timed out", result=Result.UNKNOWN)  # ... unheard
+
+    a._store = LostAnswer()
+    a._store.get = leases.get  # type: ignore[method-assign]
+    clock.now += SETTINGS.retry_period
+    assert not a.attempt()
+    a._store = leases
+    clock.now += SETTINGS.retry_period
+    assert a.attempt() and a.fence.allows()  # its own write, not a second process

@@ -389,3 +389,71 @@ def test_the_probes_answer_with_their_reason_and_metrics_show_ages() -> None:
         assert "placer_plan_in_progress 0.0" in text and "placer_cycle_errors_total" in text
     finally:
         server.shutdown()
+
+
+def test_a_bind_no_read_back_can_settle_is_released_once_the_watch_shows_it_unbound() -> None:
+    """Read-backs refused for ever (an RBAC without get pods): after a bounded number the pod
+    watch decides; the room is not booked for ever and the pod is batched again."""
+    refused = Outcome(
+        ok=False, status=403, reason="outcome unknown, read back failed: forbidden", result=Result.UNKNOWN
+    )
+    binder = Binder([Outcome(ok=False, result=Result.UNKNOWN)], reads=[refused] * 20)
+    r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
+    r._bind_all([(P, "n1")])
+    for _ in range(12):
+        _settle(r)
+    assert P in r.assumed  # the watch has said nothing since the bind: the room stays booked
+    r.assumed.get(P).since -= 60  # type: ignore[union-attr]  # the bind was sent a minute ago ...
+    r.informers["Pod"].last_event = time.monotonic()  # ... and the watch delivered just now
+    _settle(r)
+    assert P not in r.assumed and not r._recheck
+
+
+def test_healthz_fails_while_an_informer_has_failed_for_minutes_and_the_api_answers() -> None:
+    """A watch resumed for ever from a version the server refuses (504) left /healthz at 200."""
+    r = make_runner(metricsPort=0)
+    now = time.monotonic()
+    r.policy.last_answer = now
+    pods = r.informers["Pod"]
+    pods.failing_since, pods.last_error = now - 5, "TooLargeError: too large resource version"
+    assert r.health()[0]  # a few seconds of errors: the loop backs off and retries
+    pods.failing_since = now - 600
+    ok, why = r.health()
+    assert not ok and "Pod watch" in why and "too large" in why
+    r.policy.last_answer = now - 600  # an API outage: restarting would not help
+    assert r.health()[0]
+
+
+def test_healthz_fails_while_a_solve_overruns_its_budget_by_the_stated_factor() -> None:
+    """A hung or runaway solve (the greedy pass once took 120 s on a 1 s limit) was invisible."""
+    from concurrent.futures import Future  # noqa: PLC0415
+
+    from placer.kube.anytime import SolveJob  # noqa: PLC0415
+
+    r = make_runner(metricsPort=0, healthzSolveOverrun=4)
+    job = SolveJob.__new__(SolveJob)
+    object.__setattr__(job, "budget", 10.0)
+    hung: Future[Any] = Future()
+    r.solving = (job, hung)
+    now = time.monotonic()
+    r._solve_started = now - 35  # 3.5 times the budget: still within the factor
+    assert r.health()[0]
+    r._solve_started = now - 45
+    ok, why = r.health()
+    assert not ok and "10.0s budget" in why
+    hung.set_result(None)  # done: the loop applies it on its next tick
+    assert r.health()[0]
+
+
+def test_a_refused_bind_backs_the_pod_off_growing_not_every_batch() -> None:
+    """A bind answered 403 or 422 was re-queued at once: tried again every batch, for ever."""
+    refused = [Outcome(ok=False, status=s, reason="Forbidden", result=Result.REJECTED) for s in (403, 422, 403)]
+    binder = Binder(list(refused))
+    r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
+    delays = []
+    for _ in range(3):
+        r._bind_all([(P, "n1")])
+        _settle(r)
+        assert P not in r.assumed
+        delays.append(r.batcher._deferred["default/p"][1])
+    assert delays[0] > 0 and delays[1] > delays[0] and delays[2] > delays[1]

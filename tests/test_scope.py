@@ -98,7 +98,7 @@ def test_the_namespaced_writes_component_leaves_only_reads_cluster_wide() -> Non
     docs = [d for d in yaml.safe_load_all(rendered) if d]
     (cluster_role,) = [d for d in docs if d["kind"] == "ClusterRole"]
     verbs = {v for rule in cluster_role["rules"] for v in rule["verbs"]}
-    assert verbs == {"list", "watch"}
+    assert verbs == {"get", "list", "watch"}  # get: pods only (read-backs), still no write
     roles = {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in docs if d["kind"] == "Role"}
     writes = roles["team-a", "placer-writes"]
     granted = {(r, v) for rule in writes["rules"] for r in rule["resources"] for v in rule["verbs"]}

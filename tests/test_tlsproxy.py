@@ -251,3 +251,30 @@ def test_held_requests_land_on_release_and_are_dropped_when_their_client_leaves(
     waiting.close()
     posted = [p for m, p, _ in _Upstream.seen if m == "POST"]
     assert posted == ["/api/v1/namespaces/a/pods/kept/binding"]
+
+
+def test_watch_only_injections_answer_watches_with_their_message_and_let_lists_through(proxy: TlsProxy) -> None:
+    proxy.inject(504, rate=1.0, methods={"GET"}, watches=True, message="Too large resource version: 9, current: 1")
+    conn = _client(proxy)
+    conn.request("GET", "/api/v1/pods?watch=true&resourceVersion=9")
+    resp = conn.getresponse()
+    body = json.loads(resp.read())
+    assert resp.status == 504 and body["message"].startswith("Too large resource version")
+    conn.request("GET", "/api/v1/pods?limit=500")
+    assert _status(conn) == 200  # a list is relayed
+    conn.close()
+
+
+def test_a_lost_answer_lands_upstream_and_the_client_sees_its_connection_cut(proxy: TlsProxy) -> None:
+    proxy.lose(methods={"POST"}, path=r"/binding$", count=1)
+    conn = _client(proxy)
+    conn.request("POST", "/api/v1/namespaces/a/pods/p/binding", body=b"{}")
+    with pytest.raises((http.client.RemoteDisconnected, ConnectionError, ssl.SSLError)):
+        conn.getresponse()
+    conn.close()
+    assert ("POST", "/api/v1/namespaces/a/pods/p/binding", b"{}") in _Upstream.seen
+    assert proxy.lost == ["POST /api/v1/namespaces/a/pods/p/binding"]
+    again = _client(proxy)  # only ``count`` answers are lost
+    again.request("POST", "/api/v1/namespaces/a/pods/q/binding", body=b"{}")
+    assert _status(again) == 201
+    again.close()

@@ -8,9 +8,11 @@ it carried out; the executor answers with the next actions. Rules:
   404 (already gone) counts as done.
 - ``await-gone`` is done when the victim (same UID) is no longer seen; the room it held counts as
   free only then. It times out after ``await_gone`` seconds.
-- ``bind`` of a pending pod, or of the replacement of an evicted pod (``Step.replaces``: any new
-  pod of the victim's owner created after the eviction, unbound, not yet claimed; replacements are
-  interchangeable), is issued once predecessors are done and the node really has room for it
+- ``bind`` of a pending pod, or of the replacement of an evicted pod (``Step.replaces``: a pod of
+  the victim's owner and namespace, addressed to this scheduler and in its scope (``PodView.ours``),
+  not among the owner's pods seen when the eviction was sent, created after the victim (both
+  creation times are the API server's: no client clock is compared with them), unbound, not yet
+  claimed; replacements are interchangeable), is issued once predecessors are done and the node really has room for it
   (``World.free``, which counts terminating pods and binds not yet observed). An Indexed Job's
   replacement is the new pod with the victim's completion index. Waiting for room or for the
   replacement times out (the replacement's wait is longer by the step's ``wait``: a Job's
@@ -55,6 +57,7 @@ class PodView:
     requests: Mapping[str, int] = field(default_factory=dict)
     deleting: bool = False
     completion_index: int | None = None  # an Indexed Job's pod: its replacement keeps the index
+    ours: bool = True  # addressed to this scheduler and in its namespaces (a replacement must be)
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,8 @@ class PlanRun:
         self.gangs = dict(gangs or {})  # pending pod -> its gang: a gang's binds go out together
         self.victims = dict(victims)
         self.evicted_at: dict[str, float] = {}
+        # victim -> UIDs of its owner's pods seen when its eviction was sent: none is its replacement
+        self.siblings: dict[str, frozenset[str]] = {}
         self.claimed: set[str] = set()
         self.await_gone = await_gone
         self.await_replacement = await_replacement
@@ -256,6 +261,9 @@ class PlanRun:
         pod = _key(s.spec)
         victim = self.victims.get(pod)
         seen = world.pods.get(pod)
+        if victim is not None and victim.owner_uid is not None:
+            owner = victim.owner_uid
+            self.siblings[pod] = frozenset(v.uid for v in world.pods.values() if v.owner_uid == owner)
         if victim is None or seen is None or seen.uid != victim.uid:
             self._done(s, world.now)  # already gone: nothing to evict
             self.evicted_at[pod] = world.now
@@ -316,16 +324,20 @@ class PlanRun:
         victim = self.victims.get(victim_key)
         if victim is None or victim.owner_uid is None:
             return None
-        after = self.evicted_at.get(victim_key, 0.0) - 5.0  # tolerate clock skew between client and server
+        namespace = victim_key.split("/", 1)[0]
+        siblings = self.siblings.get(victim_key, frozenset())
         for view in sorted(world.pods.values(), key=lambda v: (v.created, v.key)):
             if (
                 view.owner_uid == victim.owner_uid
+                and view.key.split("/", 1)[0] == namespace  # an owner reference is the pod's own claim
+                and view.ours
                 and view.completion_index == victim.completion_index
                 and view.node is None
                 and not view.deleting
                 and view.key != victim_key
                 and view.key not in self.claimed
-                and view.created >= after
+                and view.uid not in siblings
+                and view.created >= victim.created
             ):
                 self.claimed.add(view.key)
                 return view.key

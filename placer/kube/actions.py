@@ -13,6 +13,7 @@ recreated under the same name is never touched by a write meant for its predeces
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 from typing import Any
 
@@ -77,13 +78,14 @@ class Actions:
         content_type: str = "application/json",
         idempotent: bool = True,
         gone_ok: bool = False,
+        reserve: float = 0.0,
     ) -> Outcome:
         """One rate-limited API write under the policy; dry-run logs it instead; 404 counts as
         done where asked (and a failed UID precondition then means the pod meant is gone)."""
         if self.dry_run:
             log.info("dry-run: would %s %s", what, key)
             return Outcome(ok=True)
-        self.limit.acquire()
+        self.limit.acquire(reserve)
         call: Call = self.http.call(method, path, body=body, content_type=content_type)
         out = self.policy.call(f"{what} {key}", call, write=True, idempotent=idempotent)
         if gone_ok and out.result in (Result.GONE, Result.CONFLICT):
@@ -91,8 +93,23 @@ class Actions:
         return out
 
     def _read_pod(self, key: str) -> Outcome:
+        """The pod as the API server has it now. A GET refused (401/403: an RBAC without ``get
+        pods``) falls back to a LIST of that one name, which the informers' grant allows; both are
+        quorum reads. The outcome carries the pod's JSON either way (404 when it is gone)."""
         ns, name = _split(key)
-        return self.policy.call(f"get pod {key}", self.http.call("GET", f"/api/v1/namespaces/{ns}/pods/{name}"))
+        got = self.policy.call(f"get pod {key}", self.http.call("GET", f"/api/v1/namespaces/{ns}/pods/{name}"))
+        if got.result is not Result.REJECTED or got.status not in (401, 403):
+            return got
+        query = {"fieldSelector": f"metadata.name={name}"}
+        listed = self.policy.call(
+            f"list pod {key}", self.http.call("GET", f"/api/v1/namespaces/{ns}/pods", query=query)
+        )
+        if not listed.ok:
+            return listed
+        items = (listed.json() or {}).get("items") or []
+        if not items:
+            return Outcome(ok=False, status=404, reason="pod not found", result=Result.GONE)
+        return Outcome(ok=True, status=200, data=json.dumps(items[0]).encode())
 
     def bind(self, key: str, node: str, uid: str | None = None) -> Outcome:
         """POST the Binding subresource (the UID, when known, is a precondition). The request is
@@ -109,6 +126,12 @@ class Actions:
         if out.result is Result.UNKNOWN:
             log.info("bind of %s to %s: %s; reading the pod back", key, node, out.reason)
             return self.confirm_bind(key, uid, node)
+        if out.result is Result.CONFLICT:
+            # "already assigned": maybe to this very node, by an earlier try whose answer was lost.
+            # Only a read tells whether the room is taken (by this pod) or free.
+            got = self.confirm_bind(key, uid, node)
+            if got.ok or got.result is Result.UNKNOWN:
+                return got
         return out
 
     def confirm_bind(self, key: str, uid: str | None, node: str) -> Outcome:
@@ -139,19 +162,34 @@ class Actions:
             "deleteOptions": _preconditions(uid),
         }
         path = f"/api/v1/namespaces/{ns}/pods/{name}/eviction"
-        out = self._write("evict (Eviction API)", key, "POST", path, body, idempotent=False, gone_ok=True)
-        if out.result is not Result.UNKNOWN:
+        out = self._write("evict (Eviction API)", key, "POST", path, body, idempotent=False)
+        if out.result is Result.GONE:
+            return Outcome(ok=True, status=out.status, reason="already gone", result=Result.GONE)
+        if out.result not in (Result.UNKNOWN, Result.CONFLICT):
             return out
-        # The answer was lost: the pod tells whether the eviction landed; if not, it is sent once more.
+        # The answer was lost, or a conflict (the UID precondition failed: the pod was replaced; or
+        # the disruption budget was updated concurrently: not evicted). The pod tells which.
+        landed = self._evicted(key, uid)
+        if landed is not None:
+            return landed
+        if out.result is Result.CONFLICT:
+            return out  # the pod is there and not deleting: not done (the caller tries again later)
+        again = self._write("evict (Eviction API, again)", key, "POST", path, body, idempotent=False)
+        if again.result is Result.GONE:
+            return Outcome(ok=True, status=again.status, reason="already gone", result=Result.GONE)
+        return again
+
+    def _evicted(self, key: str, uid: str | None) -> Outcome | None:
+        """Whether the pod meant is gone or going, from a read (None: it is there, or unknown)."""
         got = self._read_pod(key)
         if got.result is Result.GONE:
             return Outcome(ok=True, status=404, reason="already gone", result=Result.GONE)
         if not got.ok:
-            return out
+            return None
         meta = (got.json() or {}).get("metadata") or {}
         if (uid and meta.get("uid") != uid) or meta.get("deletionTimestamp"):
             return Outcome(ok=True, reason="eviction confirmed by reading the pod")
-        return self._write("evict (Eviction API, again)", key, "POST", path, body, idempotent=False, gone_ok=True)
+        return None
 
     def delete(self, key: str, uid: str | None = None) -> Outcome:
         ns, name = _split(key)
@@ -175,7 +213,13 @@ class Actions:
             "message": message,
             "lastTransitionTime": _now().strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
-        return self._patch_status("mark unschedulable", key, {"status": {"conditions": [condition]}})
+        # A report, never ahead of a bind: it takes only write tokens beyond half the burst.
+        ns, name = _split(key)
+        path = f"/api/v1/namespaces/{ns}/pods/{name}/status"
+        body: dict[str, object] = {"status": {"conditions": [condition]}}
+        return self._write(
+            "mark unschedulable", key, "PATCH", path, body, content_type=STRATEGIC, reserve=self.limit.burst / 2
+        )
 
     def nominate(self, key: str, node: str | None) -> Outcome:
         return self._patch_status(f"nominate {node} for", key, {"status": {"nominatedNodeName": node}})

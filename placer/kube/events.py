@@ -12,6 +12,10 @@ that arrive while one is still queued are merged into it, so a pod re-reported e
 one write per send, not one object per report. A full queue drops the newest event (counted), as
 the broadcaster's bounded channel does: events are best effort and never hold scheduling up.
 
+An event never names a pod of another namespace (kube-scheduler treated a victim's event naming its
+preemptor in another namespace as a leak): every ``namespace/name`` in a note that is a pod of a
+namespace other than the event's is replaced by "a pod in another namespace" before it is queued.
+
 Every write still goes through the call policy: the leader's fence applies (a replica that may no
 longer write sends no event), and a create whose answer was lost is not sent again.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -29,6 +34,7 @@ from typing import Any
 
 from placer.kube.policy import Budget, Outcome, Policy, Result
 from placer.kube.ratelimit import TokenBucket
+from placer.kube.sendqueue import SendQueue
 
 __all__ = ["EVENT_BUDGET", "EventRecorder"]
 
@@ -38,6 +44,19 @@ MERGE = "application/merge-patch+json"
 SERIES_WINDOW = 360.0  # client-go's events: an isomorphic event within 6 minutes joins the series
 KNOWN_MAX = 4096  # sent events remembered for aggregation (least recently seen forgotten first)
 QUEUE_MAX = 1000  # client-go's broadcaster queues at most 1000 events
+OTHER = "a pod in another namespace"
+# A ``namespace/name`` key: a DNS label, a slash, a DNS subdomain (not inside a longer token).
+_KEY = re.compile(r"(?<![\w./-])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)/([a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)(?![\w/-])")
+
+
+def redact(note: str, namespace: str, is_pod: Callable[[str], bool]) -> str:
+    """``note`` with every pod of a namespace other than ``namespace`` it names replaced by ``OTHER``."""
+
+    def one(match: re.Match[str]) -> str:
+        key = match.group(0)
+        return OTHER if match.group(1) != namespace and is_pod(key) else key
+
+    return _KEY.sub(one, note)
 
 
 @dataclass(frozen=True)
@@ -64,7 +83,7 @@ def _stamp() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-class EventRecorder:
+class EventRecorder(SendQueue):
     def __init__(
         self,
         http: Any,
@@ -79,19 +98,20 @@ class EventRecorder:
         queue_max: int = QUEUE_MAX,
         clock: Callable[[], float] = time.monotonic,
         counted: Callable[[str], None] | None = None,
+        is_pod: Callable[[str], bool] = lambda key: False,
     ) -> None:
+        super().__init__()
         self.http = http  # placer.kube.client.Http on a client of its own (tests pass a fake)
         self.policy = policy
         self.limit = TokenBucket(qps, burst)
         self.scheduler_name, self.identity, self.dry_run = scheduler_name, identity, dry_run
         self._senders, self._queue_max, self._clock = senders, queue_max, clock
         self._counted = counted or (lambda _result: None)
+        self._is_pod = is_pod  # whether a ``namespace/name`` in a note is a pod (of the cache)
         self._pending: OrderedDict[_Identity, int] = OrderedDict()  # queued -> occurrences merged
         self._busy: set[_Identity] = set()  # being sent: a repeat waits for its name
         self._known: OrderedDict[_Identity, _Sent] = OrderedDict()
-        self._cv = threading.Condition()
         self._threads: list[threading.Thread] = []
-        self._closed = False
 
     def record(
         self,
@@ -106,6 +126,7 @@ class EventRecorder:
     ) -> None:
         """Queue one occurrence of an event on the pod ``key`` (or, with ``regarding="Node"``, on
         the node ``default/NAME``) and return at once."""
+        note = redact(note, key.split("/", 1)[0], self._is_pod)
         if self.dry_run:
             log.info("dry-run: event %s on %s %s: %s", reason, regarding, key, note)
             return
@@ -130,24 +151,6 @@ class EventRecorder:
             t = threading.Thread(target=self._run, name=f"events-{i}", daemon=True)
             t.start()
             self._threads.append(t)
-
-    def close(self) -> None:
-        """Stop the senders; what is still queued is dropped (events are best effort)."""
-        with self._cv:
-            self._closed = True
-            self._pending.clear()
-            self._cv.notify_all()
-
-    def idle(self, timeout: float) -> bool:
-        """Wait until nothing is queued or being sent (tests); False if still busy at ``timeout``."""
-        deadline = time.monotonic() + timeout
-        with self._cv:
-            while self._pending or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cv.wait(min(left, 0.05))
-        return True
 
     def _next(self) -> tuple[_Identity, int] | None:
         with self._cv:

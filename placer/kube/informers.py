@@ -9,7 +9,18 @@ Each informer lists once, in pages (``limit``/``continue``; raw JSON, so the sam
   little longer, so a watch that stops delivering without closing raises and is restarted;
 - a watch that ends (timeout, dropped connection, any error) is resumed from the last
   resourceVersion it delivered; bookmarks keep that version fresh on quiet kinds;
-- only 410 Gone (the version is too old) makes it list again, paged. There is no periodic relist.
+- only 410 Gone (the version is too old) and 504 "too large resource version" (the server is
+  behind the version, e.g. after an etcd restore) make it list again, paged. There is no periodic
+  relist;
+- every failure (a list or watch error, a 410 or 504, a watch that ends at once having delivered
+  nothing) backs the loop off, exponentially with jitter up to ``BACKOFF_MAX``, until a watch
+  delivers again: a server that answers every watch with 410, or ends it at once, gets a request
+  every few seconds, not a hot loop. ``failing_since`` tells /healthz how long the loop has failed.
+
+Cached objects lose ``metadata.managedFields`` (server-side apply bookkeeping, most of a pod's
+bytes; nothing in placer reads it). The keys changed since the last drain are bounded: past
+``DIRTY_SLACK`` more than the cache holds (a standby nobody drains, churning names), the next
+drain says everything may have changed instead.
 
 Consumers read the cache whole (``items``) or follow it incrementally: ``drain`` hands over the
 keys changed since the last drain (or says everything may have changed, after a list), so a
@@ -26,6 +37,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -42,6 +54,7 @@ __all__ = [
     "GoneError",
     "Informer",
     "ListWatch",
+    "TooLargeError",
     "informers",
     "optional_informers",
     "served",
@@ -50,6 +63,9 @@ __all__ = [
 log = logging.getLogger("placer.kube.informers")
 Raw = dict[str, Any]
 PAGE = 500
+BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0  # seconds between attempts of a failing loop (jittered)
+MIN_WATCH = 1.0  # a watch that ends sooner having delivered nothing is a failure
+DIRTY_SLACK = 1000  # changed keys kept beyond the cache's size before a drain says "everything"
 PATHS = {
     "Node": "/api/v1/nodes",
     "Pod": "/api/v1/pods",
@@ -83,6 +99,60 @@ class GoneError(Exception):
     """410: the resourceVersion is older than the server keeps; list again."""
 
 
+class TooLargeError(GoneError):
+    """504 "Too large resource version": the server is behind the version (its etcd was restored
+    from a backup); resuming from it fails for ever, so list again (a consistent read)."""
+
+
+def too_large(code: object, message: str) -> bool:
+    return code == 504 and "too large resource version" in message.lower()
+
+
+# What the cache drops of a Pod: nothing ``placer.inputs`` reads (tests check a pod parses the same).
+UNREAD_CONTAINER = frozenset(
+    {
+        "args", "command", "env", "envFrom", "image", "imagePullPolicy", "lifecycle", "livenessProbe",
+        "readinessProbe", "startupProbe", "terminationMessagePath", "terminationMessagePolicy",
+        "volumeDevices", "volumeMounts", "workingDir",
+    }
+)  # fmt: skip
+READ_CONTAINER_STATUS = ("name", "resources", "allocatedResources")
+READ_VOLUME = frozenset({"persistentVolumeClaim", "ephemeral"})
+READ_CONDITIONS = frozenset({"PodScheduled", "PodResizePending", "DisruptionTarget"})
+
+
+def _strip(obj: Raw) -> Raw:
+    """The object as cached: without managedFields (about 28 KB of a typical pod, never read) and,
+    for a Pod, without the container fields and status details no reader looks at."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    spec, status = obj.get("spec"), obj.get("status")
+    if obj.get("kind") != "Pod" or not isinstance(spec, dict):
+        return obj
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or () if isinstance(spec.get(key), list) else ():
+            if isinstance(c, dict):
+                for field in UNREAD_CONTAINER.intersection(c):
+                    del c[field]
+    volumes = spec.get("volumes")
+    if isinstance(volumes, list):  # only claims are read (``pod_volume_claims``)
+        spec["volumes"] = [v for v in volumes if not isinstance(v, dict) or READ_VOLUME.intersection(v)]
+    if isinstance(status, dict):
+        conditions = status.get("conditions")
+        if isinstance(conditions, list):
+            kept = [c for c in conditions if not isinstance(c, dict) or c.get("type") in READ_CONDITIONS]
+            status["conditions"] = kept
+        for key in ("containerStatuses", "initContainerStatuses"):
+            group = status.get(key)
+            if isinstance(group, list):
+                status[key] = [
+                    {k: v for k, v in cs.items() if k in READ_CONTAINER_STATUS} if isinstance(cs, dict) else cs
+                    for cs in group
+                ]
+    return obj
+
+
 class ListWatch(Protocol):
     def list(self, *, limit: int, cont: str | None) -> Outcome: ...
 
@@ -105,11 +175,13 @@ class Informer:
         *,
         watch_timeout: int = 60,
         clock: Callable[[], float] = time.monotonic,
+        rng: Callable[[], float] = random.random,
     ) -> None:
         self.kind = kind
         self._lw = lw
         self._watch_timeout = watch_timeout
         self._clock = clock
+        self._rng = rng
         self._lock = threading.Lock()
         self._items: dict[str, Raw] = {}
         self._dirty: dict[str, None] = {}  # keys changed since the last drain, in the order first changed
@@ -121,6 +193,9 @@ class Informer:
         self.version: str | None = None  # the last resourceVersion delivered (None: list next)
         self.last_event: float | None = None  # clock time of the last list or watch event, bookmarks included
         self.lists = 0  # full (paged) lists so far
+        self.failures = 0  # failures in a row (list or watch), reset when a watch delivers
+        self.failing_since: float | None = None  # clock time of the first of them
+        self.last_error = ""
 
     def start(self) -> None:
         self._thread.start()
@@ -181,7 +256,7 @@ class Informer:
                 data = out.json() or {}
                 for obj in data.get("items") or []:
                     obj.setdefault("kind", self.kind)
-                    items[_key(obj)] = obj
+                    items[_key(obj)] = _strip(obj)
                 meta = data.get("metadata") or {}
                 cont = meta.get("continue") or None
                 if cont is None:
@@ -195,18 +270,24 @@ class Informer:
                 return None
         return None
 
-    def watch_once(self) -> None:
-        """One watch from ``version`` until the server ends it; events update the cache."""
+    def watch_once(self) -> int:
+        """One watch from ``version`` until the server ends it; events update the cache. How many
+        events (bookmarks included) it delivered."""
         assert self.version is not None
+        delivered = 0
         for event in self._lw.watch(version=self.version, timeout=self._watch_timeout):
             if self._stop.is_set():
-                return
+                return delivered
             kind, obj = event.get("type"), event.get("object") or {}
             self.last_event = self._clock()
             if kind == "ERROR":
-                if obj.get("code") == 410:
-                    raise GoneError(obj.get("message", "resourceVersion too old"))
-                raise RuntimeError(f"watch error {obj.get('code')}: {obj.get('message')}")
+                code, message = obj.get("code"), str(obj.get("message") or "")
+                if code == 410:
+                    raise GoneError(message or "resourceVersion too old")
+                if too_large(code, message):
+                    raise TooLargeError(message)
+                raise RuntimeError(f"watch error {code}: {message}")
+            delivered += 1
             self.version = str((obj.get("metadata") or {}).get("resourceVersion") or self.version)
             if kind == "BOOKMARK":
                 continue
@@ -216,33 +297,66 @@ class Informer:
                 if kind == "DELETED":
                     self._items.pop(key, None)
                 else:
-                    self._items[key] = obj
+                    self._items[key] = _strip(obj)
                 self._dirty[key] = None
+                if len(self._dirty) > len(self._items) + DIRTY_SLACK:  # nobody drains: say "everything"
+                    self._dirty.clear()
+                    self._reset = True
                 self.changes += 1
+        return delivered
 
-    def step(self) -> None:
-        """List if needed, else watch once; raises what the watch raised (the loop backs off)."""
+    def step(self) -> bool | None:
+        """List if needed, else watch once. True: a watch delivered (or ran its course); False: a
+        410/504 (list again) or a watch that ended at once with nothing; None: a list. Raises what
+        the watch or list raised. The loop backs off on False and on a raise."""
         if self.version is None:
             self.version = self.relist()
             if self.version is None:
                 raise RuntimeError("list failed")
-            return
+            return None
+        started = self._clock()
         try:
-            self.watch_once()
-        except GoneError:
-            log.info("%s watch: resourceVersion %s expired; listing again", self.kind, self.version)
+            delivered = self.watch_once()
+        except GoneError as exc:
+            why = "is ahead of the server" if isinstance(exc, TooLargeError) else "expired"
+            log.info("%s watch: resourceVersion %s %s; listing again", self.kind, self.version, why)
             self.version = None
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            return False
+        if delivered or self._clock() - started >= MIN_WATCH:
+            return True
+        self.last_error = "the watch ended at once without an event"
+        return False
+
+    def backoff(self) -> float:
+        """The pause after the ``failures``-th failure in a row: doubling, capped, jittered."""
+        full = min(BACKOFF_MAX, BACKOFF_FIRST * 2.0 ** max(0, self.failures - 1))
+        return full * (0.5 + 0.5 * self._rng())
+
+    def once(self) -> float:
+        """One step of the loop; how long to pause before the next (0: go on at once)."""
+        try:
+            ok = self.step()
+        except Exception as exc:
+            ok = False
+            self.last_error = f"{type(exc).__name__}: {exc}"
+        if ok is None:
+            return 0.0
+        if ok:
+            self.failures, self.failing_since, self.last_error = 0, None, ""
+            return 0.0
+        self.failures += 1
+        if self.failing_since is None:
+            self.failing_since = self._clock()
+        delay = self.backoff()
+        log.warning("%s watch: %s; again from %s in %.1fs", self.kind, self.last_error, self.version, delay)
+        return delay
 
     def _run(self) -> None:
-        backoff = 0.5
         while not self._stop.is_set():
-            try:
-                self.step()
-                backoff = 0.5
-            except Exception as exc:
-                log.warning("%s watch: %s; resuming from %s in %.1fs", self.kind, exc, self.version, backoff)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, 30.0)
+            delay = self.once()
+            if delay > 0:
+                self._stop.wait(delay)
 
 
 class ApiListWatch:
@@ -263,12 +377,14 @@ class ApiListWatch:
     def watch(self, *, version: str, timeout: int) -> Iterator[Raw]:
         query = {"watch": "true", "resourceVersion": version, "timeoutSeconds": timeout, "allowWatchBookmarks": "true"}
         resp = self._http.stream(self._path, Timeouts(connect=5.0, read=timeout + self._margin), query=query)
+        self._policy.last_answer = time.monotonic()  # an answer of any status: the API is there
         try:
             if resp.status == 410:
                 raise GoneError(f"watch {self._path}: 410")
+            if resp.status == 504 and too_large(504, resp.data[:2000].decode("utf-8", "replace")):
+                raise TooLargeError(f"watch {self._path}: 504 too large resource version")
             if resp.status != 200:
                 raise RuntimeError(f"watch {self._path}: HTTP {resp.status} {resp.data[:200]!r}")
-            self._policy.last_answer = time.monotonic()
             buffer = b""
             for chunk in resp.stream(amt=None, decode_content=False):
                 buffer += chunk

@@ -12,6 +12,12 @@ lease duration, this replica's fence is closed before anyone else may acquire, w
 network does. The fence is a clock comparison, so it closes at once even while the election
 thread is stuck in a hung call (every Lease call has a timeout below the renew deadline anyway).
 
+A replica that creates the Lease or takes it over writes nothing for a full lease duration: a
+previous holder (whose Lease was deleted under it, or that is partitioned) has closed its fence
+by then. A holder that sees its Lease deleted, held by another identity, or written by another
+process under its own identity stops writing at once. Identities are unique per process
+(``unique_identity``: the name given, plus a random suffix), as client-go's are.
+
 A Lease read or write error never ends the election thread. A replica that loses the lease stops
 writing at once and exits (the Deployment restarts it as a follower, which rebuilds its state
 from the API), as kube-scheduler does.
@@ -24,25 +30,34 @@ import logging
 import random
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from placer.kube.policy import Budget, Outcome, Policy, Result
 from placer.models import LeaderElection
 
-__all__ = ["ApiLeases", "Elector", "Leadership", "LeaseFence", "LeaseStore", "lease_budget"]
+__all__ = ["ApiLeases", "Elector", "Leadership", "LeaseFence", "LeaseStore", "lease_budget", "unique_identity"]
 
 log = logging.getLogger("placer.kube.leader")
 
 
 class LeaseFence:
-    """Open until a deadline pushed forward by each successful renewal; always open without election."""
+    """Open from ``not before`` (a full lease duration after the Lease was created or taken) until a
+    deadline pushed forward by each successful renewal; always open without election."""
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic, always: bool = False) -> None:
         self._clock = clock
         self._always = always
         self._until = float("-inf")
+        self._not_before = float("-inf")
         self._lock = threading.Lock()
+
+    def acquired(self, started: float, wait: float) -> None:
+        """The Lease was just created or taken: no write before ``started + wait``. A previous
+        holder (of a Lease since deleted, or taken as expired) has by then closed its own fence."""
+        with self._lock:
+            self._not_before = started + wait
 
     def renewed(self, started: float, renew_deadline: float) -> None:
         with self._lock:
@@ -52,8 +67,12 @@ class LeaseFence:
         with self._lock:
             self._until = float("-inf")
 
-    def allows(self) -> bool:
+    def held(self) -> bool:
+        """The Lease is this replica's (renewed within the renew deadline), writable or not yet."""
         return self._always or self._clock() < self._until
+
+    def allows(self) -> bool:
+        return self._always or self._not_before <= self._clock() < self._until
 
 
 class LeaseStore(Protocol):
@@ -90,6 +109,13 @@ class ApiLeases:
         return self._policy.call("update lease", call, idempotent=False, budget=self._budget)
 
 
+def unique_identity(name: str) -> str:
+    """``name`` (the pod's or host's name) with a random suffix, as client-go's ``hostname_uuid``:
+    two processes given one name (two replicas on one host, a pod restarted in place) never
+    both renew one Lease as its holder."""
+    return f"{name}_{uuid.uuid4().hex[:12]}"
+
+
 def _micro(t: float) -> str:
     return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -111,7 +137,9 @@ class Elector:
         self._clock, self._wall = clock, wall
         self._seen: tuple[str, str, str] | None = None  # (holder, renewTime, resourceVersion) last read
         self._seen_at = 0.0  # when this replica saw that record change
-        self.leading = False
+        self._wrote: str | None = None  # the resourceVersion of this replica's last Lease write
+        self.leading = False  # writing: held for a lease duration since created or taken
+        self._holding = False  # held (writable or still waiting out the lease duration)
         self.problem: str | None = None  # why this replica cannot take part (for /readyz)
         self._said: str | None = None
 
@@ -139,6 +167,8 @@ class Elector:
 
     def _failed(self, what: str, out: Outcome) -> bool:
         ns = self._s.namespace
+        if what != "get":  # a write whose answer was lost may have landed: its version is unknown
+            self._wrote = None
         if what == "create" and out.result is Result.GONE:
             self.problem = (
                 f"the Lease namespace {ns!r} does not exist: create it (kubectl create namespace {ns}), "
@@ -154,10 +184,17 @@ class Elector:
         return False
 
     def attempt(self) -> bool:
-        """Read the Lease, then take or renew it if this replica may. True: the lease is ours."""
+        """Read the Lease, then take or renew it if this replica may. True: the lease is ours.
+
+        A holder that finds its Lease deleted, held by another identity, or written by someone
+        else under its own identity (another process with the same name) stops writing at once:
+        its fence closes and the election loop reports the loss."""
         started = self._clock()
         got = self._store.get()
+        held = self.fence.held()
         if got.result is Result.GONE:
+            if held:
+                return self._usurped("the Lease was deleted")
             body = {
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
@@ -165,7 +202,7 @@ class Elector:
                 "spec": self._spec(None),
             }
             made = self._store.create(body)
-            return self._held(started) if made.ok else self._failed("create", made)
+            return self._held(started, made, taken=True) if made.ok else self._failed("create", made)
         if not got.ok:
             return self._failed("get", got)
         lease = got.json() or {}
@@ -175,6 +212,10 @@ class Elector:
         if seen != self._seen:
             self._seen, self._seen_at = seen, started
         holder = seen[0]
+        if held and holder != self.identity:
+            return self._usurped(f"the Lease is held by {holder or 'nobody'}")
+        if held and self._wrote is not None and seen[2] != self._wrote:
+            return self._usurped(f"the Lease was written by another process as {self.identity}")
         duration = float(spec.get("leaseDurationSeconds") or self._s.lease_duration)
         if holder and holder != self.identity and started < self._seen_at + duration:
             self.problem = None
@@ -183,10 +224,21 @@ class Elector:
             return False  # held by another replica whose record changed within a lease duration
         body = {**lease, "spec": {**spec, **self._spec(spec)}}
         done = self._store.update(body)
-        return self._held(started) if done.ok else self._failed("update", done)
+        return self._held(started, done, taken=not held) if done.ok else self._failed("update", done)
 
-    def _held(self, started: float) -> bool:
+    def _usurped(self, why: str) -> bool:
+        log.error("lease %s/%s: %s; no more writes", self._s.namespace, self._s.lease_name, why)
+        self.fence.close()
+        self._wrote = None
+        return False
+
+    def _held(self, started: float, out: Outcome, *, taken: bool) -> bool:
+        if taken:  # created or taken: a full lease duration before the first write
+            self.fence.acquired(started, float(self._s.lease_duration))
         self.fence.renewed(started, float(self._s.renew_deadline))
+        written = out.json() if out.data else None
+        version = ((written or {}).get("metadata") or {}).get("resourceVersion")
+        self._wrote = str(version) if version else None
         self.problem = None
         if self._said:
             self._say(None)
@@ -209,13 +261,15 @@ class Elector:
             if self.fence.allows() and not self.leading:
                 self.leading = True
                 on_started()
-            elif self.leading and not self.fence.allows():
-                self.leading = False
+            elif (self.leading or self._holding) and not self.fence.held():
+                self.leading = self._holding = False
                 self.fence.close()
                 on_lost()
                 return
+            self._holding = self.fence.held()
             period = float(self._s.retry_period)
-            stop.wait(period if self.leading else period * (1 + 0.2 * rng()))  # followers jitter, as client-go
+            owner = self.leading or self._holding
+            stop.wait(period if owner else period * (1 + 0.2 * rng()))  # followers jitter, as client-go
 
 
 class Leadership:

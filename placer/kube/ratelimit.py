@@ -17,14 +17,19 @@ class TokenBucket:
         self._stamp = time.monotonic()
         self._lock = threading.Lock()
 
-    def acquire(self) -> None:
-        while True:
-            with self._lock:
-                now = time.monotonic()
-                self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
-                self._stamp = now
-                if self._tokens >= 1:
-                    self._tokens -= 1
-                    return
-                wait = (1 - self._tokens) / self.qps
+    def acquire(self, reserve: float = 0.0) -> None:
+        """Take a token, waiting for one. With ``reserve``, only a token beyond that many: a
+        background writer leaves the last tokens of a burst to the writes that come first."""
+        while (wait := self.take(reserve)) > 0:
             time.sleep(wait)
+
+    def take(self, reserve: float = 0.0) -> float:
+        """Take a token if one beyond ``reserve`` is there (0.0), else how long until one is."""
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
+            self._stamp = now
+            if self._tokens >= 1 + reserve:
+                self._tokens -= 1
+                return 0.0
+            return (1 + reserve - self._tokens) / self.qps

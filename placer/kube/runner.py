@@ -83,9 +83,10 @@ from placer.kube.informers import (  # Kubernetes 1.37 workloads
     informers,
     optional_informers,
 )
-from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence
+from placer.kube.leader import ApiLeases, Elector, Leadership, LeaseFence, unique_identity
 from placer.kube.policy import Policy, Result
 from placer.kube.rebalancing import Rebalancing
+from placer.kube.reports import ReportQueue
 from placer.kube.serving import Metrics, serve
 from placer.models import (
     UNPLACED_CODES,
@@ -96,7 +97,6 @@ from placer.models import (
     Node,
     Pod,
     PodDisruptionBudget,
-    Reason,
     ReplicaSet,
     Step,
     describe,
@@ -115,6 +115,9 @@ PDB_ATTEMPTS = 3  # evictions refused by a PodDisruptionBudget are tried this ma
 PDB_RETRY_DELAY = 5.0  # ... this many seconds apart, before the plan step fails
 WRITERS = 4  # connections kept for writes besides the bind workers' (the loop's own, reports, read-backs)
 MIN_STALL = 30.0  # /healthz never calls a loop stuck sooner, however short the batch window
+READBACKS = 6  # read-backs of a bind of unknown outcome (1+2+4+8+16+30 s) before the watch decides
+INFORMER_STUCK = 120.0  # /healthz fails when an informer has failed this long (or the stall limit)
+WATCH_SETTLE = 10.0  # ... if it delivered something this long after the bind was sent
 
 
 def _epoch(stamp: str) -> float:
@@ -141,8 +144,9 @@ def _own_client(api: client.ApiClient, *, connections: int | None = None) -> cli
     return own
 
 
-def _view(pod: Pod) -> PodView:
-    """What the plan executor needs to see of a pod."""
+def _view(pod: Pod, ours: bool = True) -> PodView:
+    """What the plan executor needs to see of a pod (``ours``: addressed to this scheduler and in
+    its namespaces, so a replacement it may bind)."""
     return PodView(
         key=pod.key,
         uid=pod.uid,
@@ -152,13 +156,14 @@ def _view(pod: Pod) -> PodView:
         requests={**pod.requests, "pods": 1},
         deleting=pod.terminating,
         completion_index=pod.completion_index,
+        ours=ours,
     )
 
 
 class Runner:
     def __init__(self, api: client.ApiClient, cfg: ControllerConfig, identity: str) -> None:
         self.cfg = cfg
-        self.identity = identity
+        self.identity = unique_identity(identity)  # the Lease holder and the events' reporting instance
         self.metrics = Metrics()
         election = cfg.leader_election
         self.fence = LeaseFence(always=not election.enabled)
@@ -172,11 +177,12 @@ class Runner:
             Http(_own_client(api)),  # its own connection pool, as kube-scheduler's event client
             self.policy,  # the same fence: a replica that may no longer write sends no event
             scheduler_name=cfg.scheduler_name,
-            identity=identity,
+            identity=self.identity,
             qps=cfg.event_qps or cfg.api_qps,
             burst=cfg.event_burst or cfg.api_burst,
             dry_run=cfg.dry_run,
             counted=lambda result: counted(result=result).inc(),
+            is_pod=lambda key: key in self.plan_pods or self.informers["Pod"].get(key) is not None,
         )
         self.actions = Actions(
             # Writes on a pool of their own, keeping a connection for every bind worker: the shared
@@ -185,7 +191,7 @@ class Runner:
             Http(_own_client(api, connections=cfg.bind_workers + WRITERS)),
             self.policy,
             scheduler_name=cfg.scheduler_name,
-            identity=identity,
+            identity=self.identity,
             dry_run=cfg.dry_run,
             qps=cfg.api_qps,
             burst=cfg.api_burst,
@@ -202,7 +208,7 @@ class Runner:
         elector = None
         if election.enabled:
             leases = ApiLeases(http, self.policy, election)  # reads: the fence does not apply
-            elector = Elector(leases, election, identity, self.fence)
+            elector = Elector(leases, election, self.identity, self.fence)
         self.leadership = Leadership(elector, self._lost, fence=self.fence)
         self.assumed = AssumeCache()
         self._recheck: dict[str, tuple[Pod, str, float]] = {}  # binds of unknown outcome -> next read-back
@@ -213,7 +219,10 @@ class Runner:
         self._left_as: dict[str, str] = {}  # pending pod -> the unplaced code its last solve gave
         self.pool = ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="binder")
         # Unschedulable reports (a status patch, then an event) wait here, not in front of binds.
-        self.reports = ThreadPoolExecutor(1, thread_name_prefix="reports")
+        reported = self.metrics.reports.labels
+        self.reports = ReportQueue(
+            lambda: self.actions, current=self._unschedulable_now, counted=lambda result: reported(result=result).inc()
+        )
         # The informer caches parsed (each object once per resourceVersion), pods with the queue.
         self.pods = PodIndex(cfg.scheduler_name, self._in_scope)
         self._nodes = ParsedIndex[Node]("Node", parse_node)
@@ -241,6 +250,7 @@ class Runner:
         self._last_cycle = time.monotonic()  # the last tick all of whose stages completed
         self._pending = 0
         self._plan_started: float | None = None
+        self._solve_started: float | None = None  # when the solve in flight was submitted
         self._refused: dict[tuple[int, str], tuple[int, float]] = {}  # plan evictions a PDB refused
         self._errors_said: dict[str, float] = {}
         self._label_checked = 0.0
@@ -259,11 +269,19 @@ class Runner:
         return max(known) if known else None
 
     def health(self) -> tuple[bool, str]:
-        """Unhealthy only when restarting would help: a leader with pods pending and the API
-        answering, whose loop has completed no cycle for ``healthzStallWindows`` batch windows.
-        A standby, or any replica during an API outage, stays healthy (no crash loop)."""
+        """Unhealthy only when restarting would help: an informer failing for minutes while the
+        API answers; a solve running ``healthzSolveOverrun`` times its budget; a leader with pods
+        pending and the API answering, whose loop has completed no cycle for
+        ``healthzStallWindows`` batch windows. A standby's loop, or any replica during an API
+        outage, stays healthy (no crash loop)."""
         now = time.monotonic()
         limit = max(MIN_STALL, self.cfg.healthz_stall_windows * self.cfg.batch_window)
+        blind = self._blind(now, max(INFORMER_STUCK, limit))
+        if blind is not None:
+            return False, blind
+        overrun = self._overrun(now)
+        if overrun is not None:
+            return False, overrun
         stalled = now - self._last_cycle
         if stalled < limit:
             return True, "ok"
@@ -275,6 +293,34 @@ class Runner:
         if answered is None or now - answered > limit:
             return True, "ok (the API is not answering)"
         return False, f"stuck: no scheduling cycle completed for {stalled:.0f}s with {self._pending} pods pending"
+
+    def _overrun(self, now: float) -> str | None:
+        """The solve in flight has run ``healthzSolveOverrun`` times its budget (and at least
+        ``MIN_STALL``): hung or runaway, it holds every batch behind it."""
+        solving, started = self.solving, self._solve_started
+        if solving is None or started is None or solving[1].done():
+            return None
+        budget = solving[0].budget
+        ran = now - started
+        if ran < max(MIN_STALL, self.cfg.healthz_solve_overrun * budget):
+            return None
+        return (
+            f"stuck: a batch's solve has run {ran:.0f}s on a {budget:.1f}s budget "
+            f"(more than {self.cfg.healthz_solve_overrun:g} times it)"
+        )
+
+    def _blind(self, now: float, limit: float) -> str | None:
+        """An informer whose list/watch loop has failed for ``limit`` seconds while the API answers
+        (a 504 resumed for ever, a 410 storm): its cache is stale, restarting rebuilds it. During
+        an API outage every loop fails and nothing is said (no crash loop)."""
+        answered = self.policy.last_answer
+        if answered is None or now - answered > limit:
+            return None
+        for inf in self.informers.values():
+            since = inf.failing_since
+            if since is not None and now - since > limit:
+                return f"stuck: the {inf.kind} watch has failed for {now - since:.0f}s ({inf.last_error})"
+        return None
 
     def healthy(self) -> bool:
         return self.health()[0]
@@ -325,7 +371,9 @@ class Runner:
         for inf in self.informers.values():
             inf.start()
         server = (
-            serve(self.cfg.metrics_port, self.metrics, self.health, self.readiness) if self.cfg.metrics_port else None
+            serve(self.cfg.metrics_port, self.metrics, self.health, self.readiness, address=self.cfg.metrics_address)
+            if self.cfg.metrics_port
+            else None
         )
         for inf in self.informers.values():
             if not inf.wait_synced(60):
@@ -344,7 +392,7 @@ class Runner:
                 inf.stop()
             self.pool.shutdown(wait=False, cancel_futures=True)  # queued binds are dropped
             self.solver.shutdown(wait=False, cancel_futures=True)  # a solve in flight writes nothing
-            self.reports.shutdown(wait=False, cancel_futures=True)
+            self.reports.shutdown()
             self.events.close()
             if server is not None:
                 server.shutdown()
@@ -579,6 +627,7 @@ class Runner:
         future = self.solver.submit(job.run)
         future.add_done_callback(lambda _: self._wake.set())
         self.solving = (job, future)
+        self._solve_started = time.monotonic()
 
     def _solve(self, cluster: Cluster) -> None:
         """Take the next batch, solve it and apply the answer, here and now."""
@@ -625,7 +674,7 @@ class Runner:
                 if self.plan is not None:
                     self.batcher.hold(pod.key)
                 continue
-            self.reports.submit(self._report_unschedulable, pod, reason)
+            self.reports.submit(pod, describe(reason))  # kube-scheduler's words, formatted at the edge
             self.batcher.defer(pod.key, time.monotonic())
         if decision.plan is None:
             self._bind_all([(pod, names[n]) for pod, n in decision.placements])
@@ -730,7 +779,8 @@ class Runner:
             node.name: dict(zip(snap.resources, snap.free[i].tolist(), strict=True))
             for i, node in enumerate(snap.nodes)
         }
-        views = {p.key: _view(p) for p in cluster.pods}
+        name = self.cfg.scheduler_name
+        views = {p.key: _view(p, p.scheduler_name == name and self._in_scope(p)) for p in cluster.pods}
         return World(now=time.time(), pods=views, free=free)
 
     def _advance(self, cluster: Cluster) -> None:
@@ -835,11 +885,12 @@ class Runner:
         return []
 
     def _refused_again(self, action: Evict, out: Outcome) -> bool:
-        """A PodDisruptionBudget's refusal is tried again a few times, spaced out, before the plan
+        """A PodDisruptionBudget's refusal (or a 409: the budget was updated concurrently, the pod
+        is still there) is tried again a few times, spaced out, before the plan
         hears of it (budgets often allow the eviction a moment later, once a pod is ready again).
         True: retried later, the step keeps running."""
         key = (action.step, action.pod)
-        if out.result is not Result.REFUSED:
+        if out.result not in (Result.REFUSED, Result.CONFLICT):  # a conflict: the budget changed meanwhile
             self._refused.pop(key, None)
             return False
         tries = self._refused.get(key, (0, 0.0))[0] + 1
@@ -859,11 +910,19 @@ class Runner:
             self.actions.event(pod.key, pod.uid, reason="FailedScheduling", note=note, kind="Warning")
             self.batcher.defer(pod.key, time.monotonic())
 
-    def _report_unschedulable(self, pod: Pod, reason: Reason) -> None:
-        """The condition and event carry kube-scheduler's words for the reason (formatted here, at the edge)."""
-        message = describe(reason)
-        self.actions.unschedulable(pod.key, message)
-        self.actions.event(pod.key, pod.uid, reason="FailedScheduling", note=message, kind="Warning")
+    def _unschedulable_now(self, key: str) -> str | None:
+        """The message of the pod's PodScheduled=False/Unschedulable condition, as the cache has it."""
+        inf = self.informers.get("Pod")
+        raw = inf.get(key) if inf is not None else None
+        conditions = ((raw or {}).get("status") or {}).get("conditions")
+        for c in conditions if isinstance(conditions, list) else ():
+            if isinstance(c, dict) and (c.get("type"), c.get("status"), c.get("reason")) == (
+                "PodScheduled",
+                "False",
+                "Unschedulable",
+            ):
+                return str(c.get("message") or "")
+        return None
 
     def _select_nodes(self, pod: Pod, node: str) -> Outcome:
         """kube-scheduler's VolumeBinding PreBind for dynamic provisioning: every unbound
@@ -936,6 +995,14 @@ class Runner:
             checks = self.assumed.mark_unknown(pod)
             if checks == 0:  # the watch has settled it meanwhile (bound or gone)
                 return
+            if checks > READBACKS and self._watch_settled(pod):
+                # No read could tell (refused, or the API keeps failing them) for about a minute,
+                # while the watch kept delivering and still shows the pod unbound: a bind that
+                # landed would have shown by now. The room is freed and the pod queued again.
+                self.assumed.release(pod)
+                log.error("bind of %s to %s: no read-back could tell (%s); the watch shows it unbound: "
+                          "re-queued", pod.key, node, out.reason)  # fmt: skip
+                return
             delay = min(30.0, 2.0 ** max(0, checks - 1))
             self._recheck[pod.uid or pod.key] = (pod, node, time.monotonic() + delay)
             log.info("bind of %s to %s: %s; reading the pod back in %.0fs", pod.key, node, out.reason, delay)
@@ -946,8 +1013,21 @@ class Runner:
             log.info("%s not bound to %s (%s: %s): retried in %.1fs", pod.key, node, out.result, out.reason, delay)
         elif out.result is Result.FENCED:
             log.info("bind of %s to %s dropped: %s", pod.key, node, out.reason)
-        else:
-            log.info("bind of %s to %s refused (%s %s): re-queued", pod.key, node, out.status, out.reason)
+        elif out.result in (Result.CONFLICT, Result.GONE):  # bound elsewhere, or gone: the watch shows it
+            log.info("bind of %s to %s: %s (%s): re-queued", pod.key, node, out.result, out.reason)
+        else:  # refused (403, 422 ...): backed off like an unplaced pod, not retried every batch
+            delay = self.batcher.defer(pod.key, time.monotonic())
+            log.info("bind of %s to %s refused (%s %s): retried in %.1fs", pod.key, node, out.status, out.reason, delay)
+
+    def _watch_settled(self, pod: Pod) -> bool:
+        """The pod watch has delivered an event (a bookmark will do) at least ``WATCH_SETTLE``
+        seconds after the pod's bind was sent, so a bind that landed would be in its cache."""
+        found = self.assumed.get(pod)
+        inf = self.informers.get("Pod")
+        if found is None or inf is None or inf.last_event is None:
+            return False
+        sent_ago = time.time() - found.since
+        return time.monotonic() - inf.last_event < sent_ago - WATCH_SETTLE
 
     def _check_labels(self, cluster: Cluster) -> None:
         nodes = {n.name: n for n in cluster.nodes}

@@ -1,14 +1,31 @@
-"""/healthz, /readyz and Prometheus /metrics on one port."""
+"""/healthz, /readyz and Prometheus /metrics on one port.
+
+The port faces the network (kubelet probes, Prometheus scrapes), so a client cannot hold the
+server: a request must arrive whole within ``READ_DEADLINE`` seconds (a total, not per read: a
+client sending a byte every few seconds is cut too), at most ``MAX_CONNECTIONS`` are served at
+once, and when all are taken the one that has been reading its request longest is cut to make
+room (a probe is never turned away by a crowd of half-sent requests). HTTP/1.0: one request per
+connection. ``k8s/networkpolicy.yaml`` admits only this port.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import socket
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-__all__ = ["Metrics", "serve"]
+__all__ = ["MAX_CONNECTIONS", "READ_DEADLINE", "Metrics", "serve"]
+
+READ_DEADLINE = 5.0  # seconds for a whole request to arrive
+WRITE_TIMEOUT = 10.0  # seconds for each write of the answer
+MAX_CONNECTIONS = 16  # served at once
 
 
 class Metrics:
@@ -75,6 +92,13 @@ class Metrics:
             ["stage"],
             registry=r,
         )
+        self.reports = Counter(
+            "placer_reports_total",
+            "Unschedulable reports by what became of them: patched, unchanged (the pod already says so), "
+            "coalesced (a newer one replaced it in the queue), dropped (queue full), failed",
+            ["result"],
+            registry=r,
+        )
         self.api_retries = Counter(
             "placer_api_retries_total", "API calls retried, by cause (connection or HTTP status)", ["cause"], registry=r
         )
@@ -92,11 +116,89 @@ class Metrics:
 Verdict = Callable[[], tuple[bool, str]]
 
 
-def serve(port: int, metrics: Metrics, health: Verdict, readiness: Verdict) -> ThreadingHTTPServer:
+class _Deadline(io.RawIOBase):
+    """A socket's reads, all of them within one deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock, self._deadline = sock, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("request not received in time")
+        self._sock.settimeout(left)
+        return self._sock.recv_into(buffer)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], limit: int) -> None:
+        self._slots = threading.BoundedSemaphore(limit)
+        self._lock = threading.Lock()
+        self.reading: dict[socket.socket, float] = {}  # connections still receiving their request
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            with self._lock:
+                oldest = min(self.reading, key=self.reading.__getitem__, default=None)
+            if oldest is not None:
+                with contextlib.suppress(OSError):  # already closed
+                    oldest.shutdown(socket.SHUT_RDWR)  # its thread ends and frees a slot
+            if not self._slots.acquire(timeout=1.0):
+                self.shutdown_request(request)
+                return
+        with self._lock:
+            self.reading[request] = time.monotonic()
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self._done(request)
+            raise
+
+    def received(self, request: Any) -> None:
+        with self._lock:
+            self.reading.pop(request, None)
+
+    def _done(self, request: Any) -> None:
+        self.received(request)
+        self._slots.release()
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._done(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return  # a client cut or too slow: nothing to log per connection
+
+
+def serve(
+    port: int,
+    metrics: Metrics,
+    health: Verdict,
+    readiness: Verdict,
+    *,
+    address: str = "0.0.0.0",
+    limit: int = MAX_CONNECTIONS,
+    read_deadline: float = READ_DEADLINE,
+) -> ThreadingHTTPServer:
     """/healthz and /readyz answer 200 or 503 with the reason in the body."""
 
     class Handler(BaseHTTPRequestHandler):
+        def setup(self) -> None:
+            super().setup()
+            self.rfile = io.BufferedReader(_Deadline(self.connection, time.monotonic() + read_deadline))
+
         def do_GET(self) -> None:
+            server.received(self.connection)
+            self.connection.settimeout(WRITE_TIMEOUT)
             if self.path == "/metrics":
                 metrics.refresh()
                 body, code, ctype = generate_latest(metrics.registry), 200, CONTENT_TYPE_LATEST
@@ -114,6 +216,6 @@ def serve(port: int, metrics: Metrics, health: Verdict, readiness: Verdict) -> T
         def log_message(self, format: str, *args: object) -> None:
             return
 
-    server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+    server = _Server((address, port), Handler, limit)
     threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
     return server

@@ -43,6 +43,8 @@ class UsageWindow:
         else:
             self.last_error = f"{out.status or out.result}: {out.reason}"
             log.warning("metrics.k8s.io not readable (%s): load falls back to requests", self.last_error)
-        while self.samples and self.samples[0].timestamp < now - self.window:
-            self.samples.popleft()
+        # Every sample is judged by its own time: one stamped in the future (a node's clock far
+        # ahead) no longer shields the samples queued behind it from pruning, and is itself kept
+        # only while within a window of now (it would otherwise count as fresh for ever).
+        self.samples = deque(s for s in self.samples if now - self.window <= s.timestamp <= now + self.window)
         return Usage(samples=tuple(self.samples))

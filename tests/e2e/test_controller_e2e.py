@@ -284,12 +284,15 @@ def test_the_other_replica_takes_over_when_the_leader_dies(
     )
     _pod(core, namespace, "before", cpu="1", scheduler_name="placer", node_selector=group)
     kh.wait_running(core, namespace, {"app": "before"}, 1, timeout=30)
-    leader, follower = (a, b) if holder == "replica-a" else (b, a)
+    leader, follower = (a, b) if holder.startswith("replica-a_") else (b, a)  # the name, _, a random suffix
     leader.kill(signal.SIGKILL)
     kh.wait_for(
         "the follower to take the lease",
         lambda: (
-            coord.read_namespaced_lease("placer-e2e", "placer-system").spec.holder_identity == follower.identity or None
+            coord.read_namespaced_lease("placer-e2e", "placer-system").spec.holder_identity.startswith(
+                f"{follower.identity}_"
+            )
+            or None
         ),
         30,
     )

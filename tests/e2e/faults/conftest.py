@@ -89,6 +89,45 @@ def placer_rbac(cluster: testenv.Cluster) -> Callable[[str], str]:
     return token
 
 
+@pytest.fixture(scope="session")
+def namespaced_rbac(cluster: testenv.Cluster, placer_rbac: Callable[[str], str]) -> Callable[[str, str], str]:
+    """``token(name, namespace)``: a token of the ServiceAccount placer-system/<name> with the RBAC
+    of k8s/components/namespaced-writes: its read-only ClusterRole (cluster-wide reads) and its
+    writes Role in ``namespace`` only, plus the Lease Role."""
+    placer_rbac("placer-faults-bootstrap")  # namespace.yaml and rbac.yaml applied
+    component = REPO / "k8s" / "components" / "namespaced-writes"
+    (patch,) = yaml.safe_load(component.joinpath("read-only.yaml").read_text())
+    writes = [d for d in yaml.safe_load_all(component.joinpath("writes.yaml").read_text()) if d]
+    (role,) = [d for d in writes if d["kind"] == "Role"]
+    core = client.CoreV1Api(client.ApiClient(_admin_config(cluster)))
+
+    def token(name: str, namespace: str) -> str:
+        sa = {"kind": "ServiceAccount", "name": name, "namespace": fh.SA_NAMESPACE}
+        docs = [
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": fh.SA_NAMESPACE}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": f"placer-faults-read-{name}"}, "rules": patch["value"]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": f"placer-faults-read-{name}"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": f"placer-faults-read-{name}"}, "subjects": [sa]},
+            {**role, "metadata": {"name": f"placer-faults-writes-{name}", "namespace": namespace}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": f"placer-faults-writes-{name}", "namespace": namespace},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                         "name": f"placer-faults-writes-{name}"}, "subjects": [sa]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": f"placer-faults-{name}", "namespace": fh.SA_NAMESPACE},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "placer-leader-election"},
+             "subjects": [sa]},
+        ]  # fmt: skip
+        _kubectl(cluster.kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+        req = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=7200))
+        return str(core.create_namespaced_service_account_token(name, fh.SA_NAMESPACE, req).status.token)
+
+    return token
+
+
 def _admin_config(cluster: testenv.Cluster) -> client.Configuration:
     cfg = client.Configuration()
     config.load_kube_config(config_file=str(cluster.kubeconfig), client_configuration=cfg)
@@ -105,13 +144,18 @@ def replicas(
     port = int(cluster.server.rsplit(":", 1)[1])
     ca_data = base64.b64encode(cluster.ca_path.read_bytes()).decode()
 
-    def start(identity: str, lease: str, via: str = "tcp", **overrides: Any) -> fh.Replica:
-        token = placer_rbac(identity)
+    def start(
+        identity: str, lease: str, via: str = "tcp", *, name: str = "", token: str = "", **overrides: Any
+    ) -> fh.Replica:
+        """``name``: the --identity when not the ServiceAccount's; ``token``: another ServiceAccount
+        token than the full RBAC's (e.g. ``namespaced_rbac``'s)."""
+        token = token or placer_rbac(identity)
         health_port = testenv.free_ports(1)[0]
         cfg = tmp_path / f"{identity}.yaml"
         cfg.write_text(yaml.safe_dump(fh.base_config(identity, lease, metricsPort=health_port, **overrides)))
         r = fh.Replica(identity, cfg, tmp_path / f"{identity}.kubeconfig", tmp_path / f"{identity}.log")
         r.health_port = health_port
+        r.name = name
         if via == "tcp":
             r.proxy = FaultProxy("127.0.0.1", port, name=f"proxy-{identity}").start()
             fh.kubeconfig(r.kubeconfig, f"https://{r.proxy.address}", ca_data, token, identity)

@@ -109,6 +109,7 @@ class Replica:
     tls: TlsProxy | None = None
     proc: subprocess.Popen[bytes] | None = None
     health_port: int = 0  # placer's metricsPort (/healthz), probed like the kubelet would
+    name: str = ""  # --identity when it is not the ServiceAccount's name (two replicas, one name)
     restarts: int = 0
     liveness_kills: int = 0
     exits: list[int] = field(default_factory=list)
@@ -129,7 +130,7 @@ class Replica:
     def _spawn(self) -> None:
         placer = Path(sys.executable).parent / "placer"
         cmd = [str(placer), "run", "--kubeconfig", str(self.kubeconfig), "--config", str(self.config)]
-        cmd += ["--identity", self.identity]
+        cmd += ["--identity", self.name or self.identity]
         with self.log.open("ab") as out:
             out.write(f"--- harness: start #{self.restarts + 1} at {time.strftime('%H:%M:%S')}\n".encode())
             out.flush()
@@ -163,6 +164,15 @@ class Replica:
 
     def notes(self) -> dict[str, Any]:
         return {"restarts": self.restarts, "liveness_kills": self.liveness_kills, "exit_codes": list(self.exits)}
+
+    def threads(self) -> int:
+        """The process's thread count (Linux /proc)."""
+        if self.proc is None:
+            return 0
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+        return 0
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -383,10 +393,16 @@ def closing_checks(
     return figs
 
 
+def _name(holder: object) -> str | None:
+    """The replica's name of a Lease holder: placer suffixes the name it is given (``--identity``)
+    with ``_<random>``, unique per process."""
+    return str(holder).rsplit("_", 1)[0] if holder else None
+
+
 def wait_lease_holder(coord: client.CoordinationV1Api, lease: str, timeout: float = 60.0) -> str:
     def holder() -> str | None:
         spec = coord.read_namespaced_lease(lease, SA_NAMESPACE).spec
-        return str(spec.holder_identity) if spec and spec.holder_identity else None
+        return _name(spec.holder_identity) if spec else None
 
     return kh.wait_for(f"a holder of lease {lease}", holder, timeout)
 
@@ -396,7 +412,7 @@ def lease_holder(coord: client.CoordinationV1Api, lease: str) -> str | None:
         spec = coord.read_namespaced_lease(lease, SA_NAMESPACE).spec
     except client.ApiException:
         return None
-    return str(spec.holder_identity) if spec and spec.holder_identity else None
+    return _name(spec.holder_identity) if spec else None
 
 
 def timeline(events: list[tuple[float, str]], t0: float) -> list[str]:
@@ -446,3 +462,42 @@ def wait_controllers_back(core: client.CoreV1Api, timeout: float = 120.0) -> flo
     ns = kh.create_namespace(core, timeout=timeout)
     kh.delete_namespace(core, ns)
     return time.monotonic() - t0
+
+
+def non_leader_writes(writes: list[audit.Write], users: Iterable[str], lease: str) -> list[str]:
+    """Writes (other than to the Lease) by one of ``users`` while it was not the leader, from the
+    audit log. A replica's term is its run of successful Lease writes with nobody else's in
+    between; it may write from a lease duration after the term's first write (a replica that
+    creates or takes the Lease waits that long) until its renew deadline after the term's last.
+    A write outside its own window, or inside another replica's, breaks the rule: two replicas
+    leading at once (a deleted Lease, one identity twice) show that way."""
+    mine = set(users)
+    renewals = sorted(
+        (w for w in writes if w.user in mine and w.resource == "leases" and w.name == lease and w.ok),
+        key=lambda w: w.received,
+    )
+    terms: list[tuple[str, Any, Any]] = []  # (user, first, last) of each run of one user's Lease writes
+    for w in renewals:
+        if terms and terms[-1][0] == w.user:
+            terms[-1] = (w.user, terms[-1][1], w.received)
+        else:
+            terms.append((w.user, w.received, w.received))
+
+    def window(term: tuple[str, Any, Any], at: Any) -> bool:
+        return (at - term[1]).total_seconds() - LEASE + 0.5 >= 0 and (at - term[2]).total_seconds() <= RENEW
+
+    bad = []
+    for w in writes:
+        if w.user not in mine or w.resource == "leases":
+            continue
+        own = [t for t in terms if t[0] == w.user and t[1] <= w.received]
+        why = ""
+        if not own or not window(own[-1], w.received):
+            why = "outside its own term (before a lease duration, or past its renew deadline)"
+        else:
+            other = next((t for t in terms if t[0] != w.user and window(t, w.received)), None)
+            if other is not None:
+                why = f"while {other[0]} led"
+        if why:
+            bad.append(f"{w.received.time()} {w.user} {w.verb} {w.resource} {w.name} {w.code}: {why}")
+    return bad
