@@ -22,20 +22,14 @@ from typing import Any
 import kube_helpers as kh
 import pytest
 from kubernetes import client
+from workload_support import GROUP, RACK, ZONE
+from workload_support import create as _create
 
 from testenv import cluster as testenv
 
 pytestmark = pytest.mark.e2e
 
 NodeFactory = Callable[..., list[str]]
-GROUP = "scheduling.k8s.io"
-RACK = "e2e.placer.io/rack"
-ZONE = "e2e.placer.io/zone"
-
-
-def _create(api: client.ApiClient, version: str, namespace: str, plural: str, body: dict[str, Any]) -> None:
-    body = {"apiVersion": f"{GROUP}/{version}", **body}
-    client.CustomObjectsApi(api).create_namespaced_custom_object(GROUP, version, namespace, plural, body)
 
 
 def _read(api: client.ApiClient, version: str, namespace: str, plural: str, name: str) -> dict[str, Any]:
