@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,21 @@ def read_file(path: str | Path) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InputError(str(path), "", f"cannot read file: {reason}") from None
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused while a document is read. Decoding and modelling a dump
+    allocate millions of containers and create no reference cycles, yet each few hundred
+    allocations start a collection that walks the ones still alive: on a 100 MB dump that is
+    three quarters of the decoding time (2.9 s against 0.7 s for json.loads alone)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def load_cluster(path: str | Path) -> Cluster:
@@ -100,6 +118,11 @@ def decode_document(source: str, text: str) -> Any:
     return data
 
 
+# libyaml's parser when PyYAML was built with it (about five times faster); the same safe
+# constructor either way.
+_YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _parse(source: str, text: str) -> Any:
     try:
         return json.loads(text)
@@ -131,7 +154,7 @@ def _expanded(node: yaml.Node, sizes: dict[int, int]) -> int:
 def load_yaml(source: str, text: str) -> Any:
     """A YAML document (None when empty), refused in one line when malformed or when its aliases
     would expand to more than ``MAX_ALIASED`` values beyond those written."""
-    loader = yaml.SafeLoader(text)
+    loader = _YAML_LOADER(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -147,6 +170,8 @@ def load_yaml(source: str, text: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "not JSON or YAML"
+        if problem == "exceeded maximum nesting depth":  # libyaml stops at 1,000 levels
+            raise _too_deep(source, "") from None
         raise InputError(source, where, f"invalid YAML: {problem}") from None
     except ValueError:  # Python's int() refuses more than 4,300 digits
         raise InputError(source, "", f"invalid YAML: {_HUGE_INTEGER}") from None
@@ -155,7 +180,8 @@ def load_yaml(source: str, text: str) -> Any:
 
 
 def parse_cluster(source: str, text: str) -> Cluster:
-    return read_cluster(source, decode_document(source, text))
+    with _no_cycle_collection():
+        return read_cluster(source, decode_document(source, text))
 
 
 def read_cluster(source: str, data: Any) -> Cluster:
