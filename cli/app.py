@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -173,6 +174,7 @@ def solve(
         started = time.monotonic()
         cluster = _live(kubeconfig, context) if file is None else load_cluster(file)
         read_seconds = time.monotonic() - started
+        gc.freeze()  # the model lives until the command ends: later collections need not walk it
     except InputError as exc:
         raise _fail(str(exc)) from None
     updates: dict[str, Any] = {}
@@ -242,6 +244,7 @@ def rebalance(
         started = time.monotonic()
         cluster = load_cluster(file)
         read_seconds = time.monotonic() - started
+        gc.freeze()  # the model lives until the command ends: later collections need not walk it
         samples = load_usage(usage) if usage else None
     except InputError as exc:
         raise _fail(str(exc)) from None
