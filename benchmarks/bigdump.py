@@ -134,19 +134,9 @@ def _pod(app: str, ns: str, node: str | None, rng: random.Random, gpu: bool) -> 
         "priority": 0,
         "enableServiceLinks": True,
         "preemptionPolicy": "PreemptLowerPriority",
-        "tolerations": [
-            {
-                "key": "node.kubernetes.io/not-ready",
-                "operator": "Exists",
-                "effect": "NoExecute",
-                "tolerationSeconds": 300,
-            },
-            {
-                "key": "node.kubernetes.io/unreachable",
-                "operator": "Exists",
-                "effect": "NoExecute",
-                "tolerationSeconds": 300,
-            },
+        "tolerations": [  # the two every pod gets from the DefaultTolerationSeconds admission plugin
+            {"key": f"node.kubernetes.io/{k}", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+            for k in ("not-ready", "unreachable")
         ]
         + ([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}] if gpu else []),
         "volumes": [
