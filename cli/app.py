@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
 import socket
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from enum import StrEnum
 from importlib.metadata import version
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, TypeVar, cast
 
 import typer
 from pydantic import ValidationError
@@ -39,8 +41,8 @@ from placer.models import (
     compare_schema,
     result_schema,
 )
-from placer.rebalance import RebalanceOptions, rebalance_cluster
-from placer.service import SolveOptions, solve_cluster
+from placer.rebalance import RebalanceOptions, RebalanceOutcome, rebalance_cluster
+from placer.service import Outcome, SolveOptions, solve_cluster
 
 __all__ = ["app", "main"]
 
@@ -169,7 +171,10 @@ def solve(
     would with the same kubeconfig and context; placer writes nothing to it."""
     try:
         cfg = load_config(config)
+        started = time.monotonic()
         cluster = _live(kubeconfig, context) if file is None else load_cluster(file)
+        read_seconds = time.monotonic() - started
+        gc.freeze()  # the model lives until the command ends: later collections need not walk it
     except InputError as exc:
         raise _fail(str(exc)) from None
     updates: dict[str, Any] = {}
@@ -188,10 +193,10 @@ def solve(
     options = SolveOptions(
         policy=cast(Policy, policy), batch_size=batch_size, config=cfg, evict=not no_evict, max_evictions=max_evictions
     )
-    outcome = solve_cluster(cluster, options)
+    outcome = _read_in(solve_cluster(cluster, options), read_seconds)
     other = None
     if compare is not None:
-        other = solve_cluster(cluster, replace(options, policy=cast(Policy, compare)))
+        other = _read_in(solve_cluster(cluster, replace(options, policy=cast(Policy, compare))), read_seconds)
     if output is Output.text:
         console = Console()  # the terminal's width (COLUMNS when not a terminal)
         render_outcome(console, outcome)
@@ -236,7 +241,10 @@ def rebalance(
     With --usage the load is the measured usage (rebalance.load: usage in the config)."""
     try:
         cfg = load_config(config)
+        started = time.monotonic()
         cluster = load_cluster(file)
+        read_seconds = time.monotonic() - started
+        gc.freeze()  # the model lives until the command ends: later collections need not walk it
         samples = load_usage(usage) if usage else None
     except InputError as exc:
         raise _fail(str(exc)) from None
@@ -245,13 +253,22 @@ def rebalance(
     if time_limit is not None:
         cfg = cfg.model_copy(update={"solver": cfg.solver.model_copy(update={"time_limit": time_limit})})
     now = max((s.timestamp for s in samples.samples), default=None) if samples is not None else None
-    outcome = rebalance_cluster(cluster, RebalanceOptions(config=cfg, usage=samples, now=now))
+    outcome = _read_in(rebalance_cluster(cluster, RebalanceOptions(config=cfg, usage=samples, now=now)), read_seconds)
     if output is Output.text:
         render_rebalance(Console(), outcome)
     else:
         typer.echo(dump(outcome.result.contract(), output.value), nl=False)
     for warning in outcome.warnings:
         typer.echo(f"placer: warning: {warning}", err=True)
+
+
+_Answer = TypeVar("_Answer", Outcome, RebalanceOutcome)
+
+
+def _read_in(outcome: _Answer, seconds: float) -> _Answer:
+    """The answer with the time its input took to read (``metrics.read_seconds``)."""
+    metrics = outcome.result.metrics.model_copy(update={"read_seconds": round(seconds, 4)})
+    return replace(outcome, result=outcome.result.model_copy(update={"metrics": metrics}))
 
 
 def _live(kubeconfig: str | None, context: str | None) -> Cluster:

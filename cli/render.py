@@ -98,7 +98,7 @@ def render_outcome(console: Console, outcome: Outcome) -> None:
     console.print(
         f"placed {m.placed}, moved {m.moved}, preempted {m.preempted}, unplaced {m.unplaced}, "
         f"imbalance {m.imbalance:.4f}, std_score {m.std_score:.4f}, "
-        f"solve {m.solve_seconds:.3f}s, status {result.status}, gap {m.gap:.4f}"
+        f"read {m.read_seconds:.3f}s, solve {m.solve_seconds:.3f}s, status {result.status}, gap {m.gap:.4f}"
     )
 
 

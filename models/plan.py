@@ -134,7 +134,8 @@ class Metrics(_Out):
     unplaced: int = 0
     imbalance: float = 0.0
     std_score: float = 0.0
-    solve_seconds: float = 0.0
+    solve_seconds: float = 0.0  # deciding: from the cluster model to the answer
+    read_seconds: float = 0.0  # reading the input into the cluster model (0 when not timed)
     gap: float = 0.0
 
 
@@ -173,8 +174,8 @@ class RebalanceReport(_Out):
 
 
 # 2: evictions gained reason and detail; 3: unplaced code Invalid, detail.invalid and detail.pdbs;
-# 4: steps' waitSeconds, and the rebalance section of ``placer rebalance``.
-SCHEMA_VERSION = 4
+# 4: steps' waitSeconds, and the rebalance section of ``placer rebalance``; 5: metrics.read_seconds.
+SCHEMA_VERSION = 5
 
 
 class Result(_Out):

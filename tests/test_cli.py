@@ -38,7 +38,7 @@ def test_json_output_follows_the_contract(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert set(data) == {"schemaVersion", "status", "policy", "placements", "unplaced", "evictions", "steps", "metrics"}
-    assert data["schemaVersion"] == 4 and data["policy"] == "placer" and data["status"] == "optimal"
+    assert data["schemaVersion"] == 5 and data["policy"] == "placer" and data["status"] == "optimal"
     assert [p["pod"] for p in data["placements"]] == sorted(p["pod"] for p in data["placements"])
     assert {p["kind"] for p in data["placements"]} == {"pending"}
     assert set(data["metrics"]) >= {
@@ -50,6 +50,7 @@ def test_json_output_follows_the_contract(tmp_path: Path) -> None:
         "imbalance",
         "std_score",
         "solve_seconds",
+        "read_seconds",
         "gap",
     }
     assert data["metrics"]["placed"] == 5
@@ -61,6 +62,7 @@ def test_yaml_output_is_the_same_document(tmp_path: Path) -> None:
     as_yaml = yaml.safe_load(runner.invoke(app, ["solve", str(path), "-o", "yaml", "--deterministic"]).stdout)
     for doc in (as_json, as_yaml):
         doc["metrics"].pop("solve_seconds")
+        doc["metrics"].pop("read_seconds")
     assert as_json == as_yaml
 
 
@@ -372,6 +374,7 @@ def test_deterministic_answers_are_identical_and_the_limit_stays_in_seconds(tmp_
     answers = [json.loads(runner.invoke(app, [*args, "--time-limit", "2"]).stdout) for _ in range(2)]
     for answer in answers:
         answer["metrics"].pop("solve_seconds")
+        answer["metrics"].pop("read_seconds")
     assert answers[0] == answers[1] and answers[0]["metrics"]["placed"] == 5
     help_text = runner.invoke(app, ["solve", "--help"], env={"COLUMNS": "200"}).stdout
     assert "the time limit as deterministic work" in help_text and "time limit in seconds" in help_text

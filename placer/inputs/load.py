@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +48,27 @@ def read_file(path: str | Path) -> str:
         raise InputError(str(path), "", f"cannot read file: {reason}") from None
 
 
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused while a document is read. Decoding and modelling a dump
+    allocate millions of containers and create no reference cycles, yet each few hundred
+    allocations start a collection that walks the ones still alive: on a 100 MB dump that is
+    three quarters of the decoding time (2.9 s against 0.7 s for json.loads alone)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load_cluster(path: str | Path) -> Cluster:
-    return parse_cluster(str(path), read_file(path))
+    source = str(path)
+    with _no_cycle_collection():
+        # The text is dropped once decoded: the models are built beside the document alone.
+        data = decode_document(source, read_file(path))
+        return read_cluster(source, data)
 
 
 def _too_deep(source: str, where: str) -> InputError:
@@ -54,13 +76,18 @@ def _too_deep(source: str, where: str) -> InputError:
 
 
 def _nests_too_deep(data: Any) -> bool:
-    """Whether containers nest more than MAX_DEPTH levels deep (level by level: no recursion)."""
+    """Whether containers nest more than MAX_DEPTH levels deep (level by level: no recursion).
+    The decoders build plain dicts and lists only, so exact type tests suffice (a third faster
+    than isinstance on the 1.5 million containers of a 100 MB dump)."""
     level = [data] if isinstance(data, dict | list) else []
     for _ in range(MAX_DEPTH):
         below: list[Any] = []
+        add = below.append
         for value in level:
-            children = value.values() if isinstance(value, dict) else value
-            below += [c for c in children if isinstance(c, dict | list)]
+            for child in value.values() if type(value) is dict else value:
+                kind = type(child)
+                if kind is dict or kind is list:
+                    add(child)
         if not below:
             return False
         level = below
@@ -100,6 +127,11 @@ def decode_document(source: str, text: str) -> Any:
     return data
 
 
+# libyaml's parser when PyYAML was built with it (about five times faster); the same safe
+# constructor either way.
+_YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _parse(source: str, text: str) -> Any:
     try:
         return json.loads(text)
@@ -131,7 +163,7 @@ def _expanded(node: yaml.Node, sizes: dict[int, int]) -> int:
 def load_yaml(source: str, text: str) -> Any:
     """A YAML document (None when empty), refused in one line when malformed or when its aliases
     would expand to more than ``MAX_ALIASED`` values beyond those written."""
-    loader = yaml.SafeLoader(text)
+    loader = _YAML_LOADER(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -147,6 +179,8 @@ def load_yaml(source: str, text: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "not JSON or YAML"
+        if problem == "exceeded maximum nesting depth":  # libyaml stops at 1,000 levels
+            raise _too_deep(source, "") from None
         raise InputError(source, where, f"invalid YAML: {problem}") from None
     except ValueError:  # Python's int() refuses more than 4,300 digits
         raise InputError(source, "", f"invalid YAML: {_HUGE_INTEGER}") from None
@@ -155,7 +189,8 @@ def load_yaml(source: str, text: str) -> Any:
 
 
 def parse_cluster(source: str, text: str) -> Cluster:
-    return read_cluster(source, decode_document(source, text))
+    with _no_cycle_collection():
+        return read_cluster(source, decode_document(source, text))
 
 
 def read_cluster(source: str, data: Any) -> Cluster:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from placer.inputs.fields import Field
@@ -112,8 +113,15 @@ def parse_tolerations(f: Field) -> tuple[Toleration, ...]:
         key = t.get("key").text()
         if not key and op != "Exists":
             raise t.fail("a toleration with an empty key must use operator Exists")
-        out.append(Toleration(key=key, operator=op, value=t.get("value").text(), effect=effect))
+        out.append(_toleration(key, op, t.get("value").text(), effect))
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=1024)
+def _toleration(key: str, operator: str, value: str, effect: str) -> Toleration:
+    """One toleration model, shared by every pod that carries it (models are frozen): a dump's
+    pods repeat the same few, and validating each anew was a tenth of reading a pod."""
+    return Toleration.model_validate({"key": key, "operator": operator, "value": value, "effect": effect})
 
 
 def parse_label_selector(f: Field) -> LabelSelector | None:
