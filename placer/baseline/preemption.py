@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from placer.baseline.filters import PodFilters, Trial
-from placer.engine import BoolArray, Snapshot, pod_vector, ports_conflict, selector_matches
+from placer.engine import BoolArray, Snapshot, pod_vector, ports_clash, selector_matches
 from placer.models import Pod, PodDisruptionBudget
 
 __all__ = ["Preemption", "preempt"]
@@ -42,7 +42,7 @@ def _fits(snap: Snapshot, pod: Pod, node: int, gone: Sequence[Pod]) -> bool:
         return False
     keys = {v.key for v in gone}
     used_ports = [p for other in snap.running[node] if other.key not in keys for p in other.host_ports]
-    return not any(ports_conflict(a, b) for a in pod.host_ports for b in used_ports)
+    return not ports_clash(pod.host_ports, used_ports)
 
 
 def _violates(pod: Pod, pdbs: Sequence[PodDisruptionBudget], budget: dict[int, int]) -> list[int]:

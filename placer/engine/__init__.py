@@ -35,7 +35,7 @@ from placer.engine.objectives.registry import (
 )
 from placer.engine.objectives.strategy import Aux, StrategyObjective, Term
 from placer.engine.packing import Alternative, adopt
-from placer.engine.prefilter import Prefilter, fits, ports_conflict
+from placer.engine.prefilter import Prefilter, fits, ports_clash, ports_conflict
 from placer.engine.scoring import FloatArray, IntArray, Scorer
 from placer.engine.selectors import selector_matches
 from placer.engine.snapshot import Snapshot, build_snapshot, pod_vector
@@ -115,6 +115,7 @@ __all__ = [
     "placed_by_rank",
     "pod_key",
     "pod_vector",
+    "ports_clash",
     "ports_conflict",
     "rebased",
     "refused",

@@ -7,7 +7,7 @@ NodeResourcesFit. Capacity is checked separately (``fits``) because it changes a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -57,6 +57,12 @@ def ports_conflict(a: HostPort, b: HostPort) -> bool:
     return a.host_ip == b.host_ip or "0.0.0.0" in (a.host_ip, b.host_ip)
 
 
+def ports_clash(mine: Iterable[HostPort], held: Iterable[HostPort]) -> bool:
+    """Some port of ``mine`` conflicts with some port of ``held`` (``ports_conflict``)."""
+    held = tuple(held)
+    return any(ports_conflict(a, b) for a in mine for b in held)
+
+
 def fits(snapshot: Snapshot, vec: npt.NDArray[np.int64], free: npt.NDArray[np.int64] | None = None) -> BoolArray:
     free = snapshot.free if free is None else free
     nz = np.flatnonzero(vec)
@@ -97,7 +103,7 @@ class Prefilter:
         ok = np.ones(len(self.snapshot.nodes), dtype=np.bool_)
         if pod.host_ports:
             for node, used in self.snapshot.ports.items():
-                if any(ports_conflict(a, b) for a in pod.host_ports for b in used):
+                if ports_clash(pod.host_ports, used):
                     ok[node] = False
         return ok
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from placer.engine.batch import Batch
-from placer.engine.prefilter import ports_conflict
+from placer.engine.prefilter import ports_clash
 from placer.models import HostPort
 
 __all__ = ["top_up"]
@@ -52,7 +52,7 @@ def top_up(batch: Batch, counts: Counts) -> tuple[Counts, bool]:
             fits = nodes[room].tolist()
             if group.has_ports:
                 mine = group.pods[0].host_ports
-                fits = [n for n in fits if not any(ports_conflict(a, b) for a in mine for b in ports.get(n, ()))]
+                fits = [n for n in fits if not ports_clash(mine, ports.get(n, ()))]
             if not fits:
                 break
             n = int(fits[0])

@@ -35,7 +35,7 @@ from placer.engine import (
     kept_namespace,
     outranks,
     placed_by_rank,
-    ports_conflict,
+    ports_clash,
 )
 from placer.models import Pod
 from placer.plan import groups as workload_groups
@@ -246,7 +246,7 @@ class PlanModel:
             for a in range(len(entries)):
                 for b in range(a + 1, len(entries)):
                     pa, pb = groups[entries[a][0]].pods[0], groups[entries[b][0]].pods[0]
-                    if any(ports_conflict(x, y) for x in pa.host_ports for y in pb.host_ports):
+                    if ports_clash(pa.host_ports, pb.host_ports):
                         self.cp.add(entries[a][1] + entries[b][1] <= 1)
 
     def _capacity(self, free: npt.NDArray[np.int64]) -> None:

@@ -4,7 +4,7 @@ never share a node. Conflicts with running pods were removed by the prefilter.""
 from __future__ import annotations
 
 from placer.engine.model import Model
-from placer.engine.prefilter import ports_conflict
+from placer.engine.prefilter import ports_clash
 
 __all__ = ["build"]
 
@@ -19,5 +19,5 @@ def build(model: Model) -> None:
         for a in range(len(local)):
             for b in range(a + 1, len(local)):
                 ga, gb = groups[local[a][0]], groups[local[b][0]]
-                if any(ports_conflict(p, q) for p in ga.pods[0].host_ports for q in gb.pods[0].host_ports):
+                if ports_clash(ga.pods[0].host_ports, gb.pods[0].host_ports):
                     model.cp.add(local[a][1] + local[b][1] <= 1)

@@ -20,7 +20,7 @@ import numpy as np
 
 from placer.engine.batch import Batch
 from placer.engine.greedy import Assignment
-from placer.engine.prefilter import ports_conflict
+from placer.engine.prefilter import ports_clash
 from placer.engine.scoring import IntArray
 from placer.engine.topology import TopologyState
 from placer.models import HostPort, Pod
@@ -97,7 +97,7 @@ class _Packer:
         ok = np.all(self.free[nodes] >= group.vec, axis=1)
         if group.has_ports:
             mine = group.pods[0].host_ports
-            clash = [any(ports_conflict(a, b) for a in mine for b in self.ports.get(n, ())) for n in nodes.tolist()]
+            clash = [ports_clash(mine, self.ports.get(n, ())) for n in nodes.tolist()]
             ok &= ~np.array(clash, dtype=bool)
         return nodes[ok]
 
@@ -187,7 +187,7 @@ def _ports_clash(batch: Batch, placements: Sequence[tuple[Pod, int]]) -> bool:
         if not pod.host_ports:
             continue
         mine = held.setdefault(n, list(batch.snapshot.ports.get(n, [])))
-        if any(ports_conflict(a, b) for a in pod.host_ports for b in mine):
+        if ports_clash(pod.host_ports, mine):
             return True
         mine.extend(pod.host_ports)
     return False
