@@ -19,7 +19,7 @@ from placer.engine.prefilter import ports_conflict
 from placer.engine.scoring import Scorer
 from placer.engine.topology import TopologyState
 
-__all__ = ["GREEDY_CHECKS_PER_SECOND", "GREEDY_SHARE", "Assignment", "greedy"]
+__all__ = ["GREEDY_CHECKS_PER_SECOND", "GREEDY_SHARE", "Assignment", "counts_of", "greedy"]
 
 # The greedy pass may use at most this share of what is left of the decision's budget; the levels
 # get the rest to place what it did not reach.
@@ -36,6 +36,16 @@ CALL_CHECKS = 100  # one question's fixed cost (numpy calls), in node checks
 
 # Assignment: for each group, the node index chosen for each of its pods (-1: unplaced).
 Assignment = list[npt.NDArray[np.int64]]
+
+
+def counts_of(assignment: Assignment) -> dict[tuple[int, int], int]:
+    """An assignment as pods per (group, node)."""
+    out: dict[tuple[int, int], int] = {}
+    for gi, nodes in enumerate(assignment):
+        for n in nodes.tolist():
+            if n >= 0:
+                out[gi, n] = out.get((gi, n), 0) + 1
+    return out
 
 
 def _dominant_share(batch: Batch, vec: npt.NDArray[np.int64]) -> float:

@@ -21,7 +21,7 @@ from placer.engine.candidates import select_candidates
 from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
 from placer.engine.domains import keeps_domains
 from placer.engine.encoder import encode
-from placer.engine.greedy import Assignment, greedy
+from placer.engine.greedy import Assignment, counts_of, greedy
 from placer.engine.heap import no_cycle_collection
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
 from placer.engine.model import Model
@@ -77,7 +77,7 @@ def _widened(batch: Batch, scorer: Scorer, hint: Assignment, config: Config, bud
     """The hint improved by moves to any feasible node (the candidates are a pruning of the
     model, not of the answer): the nodes it moves pods to join their groups' candidates, so the
     answer stays a solution of the model."""
-    start = _counts(hint)
+    start = counts_of(hint)
     counts = _descend(batch, scorer, start, config, budget, wide=True)
     moved: dict[int, set[int]] = {}
     for gi, n in counts.keys() - start.keys():
@@ -88,15 +88,6 @@ def _widened(batch: Batch, scorer: Scorer, hint: Assignment, config: Config, bud
         if len(extra):
             group.candidates = np.concatenate([group.candidates, extra])
     return counts
-
-
-def _counts(assignment: Assignment) -> Counts:
-    out: Counts = {}
-    for gi, nodes in enumerate(assignment):
-        for n in nodes.tolist():
-            if n >= 0:
-                out[gi, n] = out.get((gi, n), 0) + 1
-    return out
 
 
 def _all_placeable_placed(batch: Batch, assignment: Assignment) -> bool:
@@ -168,20 +159,20 @@ def solve_batch(
                 raced = True
     greedy_placed = int(sum(int((nodes >= 0).sum()) for nodes in hint))
     all_placed = _all_placeable_placed(batch, hint)
-    counts = _widened(batch, scorer, hint, config, budget) if all_placed and not batch.levels else _counts(hint)
+    counts = _widened(batch, scorer, hint, config, budget) if all_placed and not batch.levels else counts_of(hint)
     large = not batch.levels and sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
 
     def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
         start = other() if guard else None
         if start is not None and held:
-            counts, changed = extended.held_to_other(batch, counts, _counts(start), extended.extended_requests(batch))
+            counts, changed = extended.held_to_other(batch, counts, counts_of(start), extended.extended_requests(batch))
             if changed:
                 status, gap = ("feasible" if status == "optimal" else status), 1.0
         elif start is not None:
             left = max(whole.left() - whole.spare - sum(planned), dominance.FLOOR * whole.limit)
             seconds = float("inf") if config.solver.deterministic else left
             counts, changed = dominance.no_worse(
-                batch, counts, _counts(start), seconds=seconds, seed=config.solver.seed, target=target
+                batch, counts, counts_of(start), seconds=seconds, seed=config.solver.seed, target=target
             )
             if changed:  # the levels' bound is not one of this answer: optimality and gap are unknown
                 status, gap = ("feasible" if status == "optimal" else status), 1.0

@@ -31,7 +31,7 @@ import numpy as np
 
 from placer.engine.batch import Batch
 from placer.engine.constraints.symmetry import Symmetry
-from placer.engine.greedy import Assignment
+from placer.engine.greedy import Assignment, counts_of
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
 from placer.engine.model import Model
 from placer.engine.packing import clock, completion, placeall, starts, tuning
@@ -178,12 +178,7 @@ def _counts(model: Model, symmetry: Symmetry, found: Assignment) -> dict[tuple[i
     adopted = _adopted(model.batch, found)
     if adopted is None:
         return None
-    counts: dict[tuple[int, int], int] = {}
-    for gi, picked in enumerate(adopted):
-        for n in picked.tolist():
-            if n >= 0:
-                counts[gi, n] = counts.get((gi, n), 0) + 1
-    counts = symmetry.order(counts)
+    counts = symmetry.order(counts_of(adopted))
     if any(key not in model.y for key in counts):
         return None
     return counts
