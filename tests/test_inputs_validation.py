@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from placer.cli.app import app
+from placer.errors import InputError
+from placer.inputs.load import MAX_DEPTH, decode_document
 
 runner = CliRunner()
 Json = dict[str, Any]
@@ -269,3 +272,43 @@ def test_an_invalid_pod_is_an_unplaced_entry_not_a_failed_file(tmp_path: Path) -
     assert entry["code"] == "Invalid" and "placer.io/when-no-node-fits" in entry["detail"]["invalid"]
     assert res.stderr.count("placer: warning:") == 1 and "shop/web" in res.stderr
     assert _solve(tmp_path, doc, "--fail-on-unplaced").exit_code == 1
+
+
+def _nest(levels: int, shape: str) -> str:
+    """``levels`` containers inside one another: arrays, objects, or both alternating."""
+    opened = closed = ""
+    for i in range(levels):
+        as_object = shape == "objects" or (shape == "mixed" and i % 2 == 1)
+        opened += '{"k": ' if as_object else "["
+        closed = ("}" if as_object else "]") + closed
+    return opened + "1" + closed
+
+
+@pytest.mark.parametrize("shape", ["arrays", "objects", "mixed"])
+@pytest.mark.parametrize("in_thread", [False, True], ids=["alone", "beside another thread"])
+def test_the_depth_bound_is_exact_however_the_depth_is_checked(shape: str, in_thread: bool) -> None:
+    """64 levels load, 65 do not: whether the decoder refuses them itself (the CLI's read, no other
+    thread running) or the walk after decoding does (another thread running, as in the controller)."""
+    outcomes: dict[int, bool] = {}
+
+    def decode_each() -> None:
+        for levels in range(MAX_DEPTH - 3, MAX_DEPTH + 4):
+            try:
+                decode_document("f.json", _nest(levels, shape))
+                outcomes[levels] = True
+            except InputError as exc:
+                assert "nested more than 64 levels deep" in exc.message
+                outcomes[levels] = False
+
+    if in_thread:
+        stop = threading.Event()
+        other = threading.Thread(target=stop.wait)
+        other.start()
+        try:
+            decode_each()
+        finally:
+            stop.set()
+            other.join()
+    else:
+        decode_each()
+    assert outcomes == {levels: levels <= MAX_DEPTH for levels in range(MAX_DEPTH - 3, MAX_DEPTH + 4)}

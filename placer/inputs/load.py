@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import gc
 import json
+import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import yaml
@@ -115,15 +118,74 @@ def _check_depth(source: str, data: Any) -> None:
         raise _too_deep(source, path if len(path) <= 60 else path[:60] + "...")
 
 
+def _stack_depth() -> int:
+    frame: FrameType | None = sys._getframe(1)
+    depth = 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
+def _json_at_limit(text: str, headroom: int) -> Any:
+    """json.loads with the interpreter's recursion limit ``headroom`` above this call's depth."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(_stack_depth() + headroom)
+    try:
+        return json.loads(text)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _nested(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+def _json_headroom() -> int | None:
+    """The recursion headroom at which json.loads, called from ``_decode_json``, decodes MAX_DEPTH
+    levels and refuses one more; None when the decoder does not count its levels against the
+    recursion limit (CPython 3.11's C decoder does; later versions count C recursion apart).
+    Probed from the same call depth as the real decode each time (C calls between frames count
+    too, so a value measured elsewhere may be off by one); a few dozen tiny decodes."""
+    for headroom in range(MAX_DEPTH, 2 * MAX_DEPTH):
+        try:
+            _json_at_limit(_nested(MAX_DEPTH), headroom)
+        except RecursionError:
+            continue
+        try:
+            _json_at_limit(_nested(MAX_DEPTH + 1), headroom)
+        except RecursionError:
+            return headroom
+        return None
+    return None
+
+
+def _decode_json(text: str) -> tuple[Any, bool]:
+    """The JSON document and whether its depth is already known to be within MAX_DEPTH.
+
+    Walking a 100 MB dump's 1.5 million containers for their depth takes longer than decoding it;
+    where the decoder counts its levels against the recursion limit, a limit set MAX_DEPTH levels
+    above the caller makes the decoder itself refuse a deeper document, at no cost. The limit is
+    global to the interpreter, so this is done only while no other thread runs (the CLI's read),
+    never in the controller."""
+    headroom = _json_headroom() if threading.active_count() == 1 else None
+    if headroom is None:
+        return json.loads(text), False
+    try:
+        return _json_at_limit(text, headroom), True
+    except RecursionError:
+        return json.loads(text), False  # deeper than MAX_DEPTH: decoded again for the walk to say where
+
+
 def decode_document(source: str, text: str) -> Any:
     """A file's text as JSON or YAML, refused in one line when empty, malformed or nested too deep."""
     if not text.strip():
         raise InputError(source, "", "file is empty")
     try:
-        data = _parse(source, text)
+        data, depth_checked = _parse(source, text)
     except RecursionError:  # the JSON and YAML parsers recurse once per level
         raise _too_deep(source, "") from None
-    _check_depth(source, data)
+    if not depth_checked:
+        _check_depth(source, data)
     return data
 
 
@@ -132,9 +194,9 @@ def decode_document(source: str, text: str) -> Any:
 _YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _parse(source: str, text: str) -> Any:
+def _parse(source: str, text: str) -> tuple[Any, bool]:
     try:
-        return json.loads(text)
+        return _decode_json(text)
     except json.JSONDecodeError as json_err:
         if text.lstrip().startswith(("{", "[")):
             raise InputError(
@@ -142,7 +204,7 @@ def _parse(source: str, text: str) -> Any:
             ) from None
     except ValueError:  # Python's int() refuses more than 4,300 digits
         raise InputError(source, "", f"invalid JSON: {_HUGE_INTEGER}") from None
-    return load_yaml(source, text)
+    return load_yaml(source, text), False
 
 
 def _expanded(node: yaml.Node, sizes: dict[int, int]) -> int:
