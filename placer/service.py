@@ -219,10 +219,17 @@ def decide(
     budget = Budget.of(config)  # one time limit for the whole decision: solve and plan
     may_plan = evict and max_evictions != 0 and could_evict(state)
 
-    def default_answer() -> list[tuple[Pod, int]]:
-        """kube-scheduler's answer for the batch (no preemption), a start the engine may adopt."""
-        sim = simulate(state.copy(), batch, "default", preemption=False, namespaces=cluster.namespaces)
-        return sim.placements
+    def default_answer() -> list[tuple[Pod, int]] | None:
+        """kube-scheduler's answer for the batch (no preemption), a start the engine may adopt;
+        None when it would take more than NO_WORSE_SHARE of the limit (or the time left): the
+        estimate below cannot foresee every batch (a 5,000-pod gang), the deadline holds."""
+        deadline = None
+        if not budget.deterministic:
+            deadline = time.monotonic() + min(NO_WORSE_SHARE * budget.limit, max(budget.left() - budget.spare, 0.0))
+        sim = simulate(
+            state.copy(), batch, "default", preemption=False, namespaces=cluster.namespaces, deadline=deadline
+        )
+        return None if sim.stopped else sim.placements
 
     reserve = PLAN_SHARE if may_plan else 0.0
     # The simulation grows with the batch, the nodes and the running pods (SIM_SECONDS_*): beyond

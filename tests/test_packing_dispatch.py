@@ -8,6 +8,7 @@ pod of a perfect packing, through the validator; every technique is listed with 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -138,3 +139,44 @@ def test_an_answer_with_one_host_port_twice_on_a_node_is_refused() -> None:
     for run in packing.starts.HEURISTICS.values():
         placed = run(build_batch(state, pending, CONFIG))
         assert len(placed) == 1 and packing.adopt(build_batch(state, pending, CONFIG), placed) is not None
+
+
+def _exact_best_fit(free: np.ndarray, nodes: np.ndarray, vec: np.ndarray, columns: np.ndarray) -> int:
+    """The node best-fit picks, by definition: least exactly rounded sum of scaled room left."""
+    top = [max(int(free[:, c].max()), 1) for c in columns]
+    sums = [
+        math.fsum(float(int(free[n, c]) - int(vec[c])) / t for c, t in zip(columns, top, strict=True)) for n in nodes
+    ]
+    return int(nodes[sums.index(min(sums))])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_best_fit_picks_the_node_of_least_exact_room_left_ties_to_the_first(seed: int) -> None:
+    """Permuted rows hold the same scaled amounts (every column has the same largest room), so
+    their exact sums tie while sums added in another order may not: the first must win."""
+    rng = np.random.default_rng(seed)
+    c = _overfull(seed, 3)
+    state, pending = _state(c)
+    batch = build_batch(state, pending, CONFIG)
+    packer = packing.starts._Packer(batch)
+    width = packer.free.shape[1]
+    base = rng.integers(1, 10**9, size=(8, width))
+    rows = [base[int(rng.integers(0, len(base)))][rng.permutation(width)] for _ in range(200)]
+    packer.free = np.array(rows, dtype=np.int64)
+    packer.free[:, packer.columns] = np.maximum(packer.free[:, packer.columns], 1)
+    packer.free[0, packer.columns] = 10**9  # the same largest room in every column asked for
+    packer.top = np.full(len(packer.columns), 10**9, dtype=np.float64)
+    vec = np.zeros(width, dtype=np.int64)
+    vec[packer.columns] = rng.integers(0, 3, size=len(packer.columns))
+    nodes = np.flatnonzero(np.all(packer.free >= vec, axis=1))
+    assert packer.least_room_after(nodes, vec) == _exact_best_fit(packer.free, nodes, vec, packer.columns)
+
+
+def test_the_heuristics_wait_for_time_left_unless_the_budget_is_deterministic() -> None:
+    c = _overfull(1, 2)
+    state, pending = _state(c)
+    batch = build_batch(state, pending, CONFIG)
+    assert packing.starts.heuristic_starts(batch, Budget(0.0, deterministic=False)) == []
+    assert len(packing.starts.heuristic_starts(batch, Budget(0.0, deterministic=True))) == len(
+        packing.starts.HEURISTICS
+    )

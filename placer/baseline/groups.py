@@ -73,15 +73,18 @@ def _running(run: _Run, members: Sequence[Pod]) -> int:
 def _try(run: _Run, members: Sequence[Pod], mask: npt.NDArray[np.bool_]) -> list[tuple[Pod, int]]:
     """Each member where a lone pod would go inside ``mask``, one after the other; undone after."""
     placed: list[tuple[Pod, int]] = []
-    for pod in members:
-        filters = run._filters(pod)
-        nodes = np.flatnonzero(filters.ok() & mask)
-        if len(nodes):
-            node = run._best(pod, filters, nodes)
-            run._place(pod, node)
-            placed.append((pod, node))
-    for pod, node in reversed(placed):
-        run._unplace(pod, node)
+    try:
+        for pod in members:
+            run.check_time()  # a deadline reached here unwinds the trial too (``finally``)
+            filters = run._filters(pod)
+            nodes = np.flatnonzero(filters.ok() & mask)
+            if len(nodes):
+                node = run._best(pod, filters, nodes)
+                run._place(pod, node)
+                placed.append((pod, node))
+    finally:
+        for pod, node in reversed(placed):
+            run._unplace(pod, node)
     return placed
 
 

@@ -35,7 +35,7 @@ from placer.baseline.topology import Topology
 from placer.engine import Prefilter, Snapshot, fits, pod_vector, refused
 from placer.models import Baseline, Pod, PodDisruptionBudget, Reason, ReplicaSet, UnplacedCode
 
-__all__ = ["SimResult", "simulate"]
+__all__ = ["OutOfTimeError", "SimResult", "simulate"]
 
 MAX = 100
 W_FIT, W_BALANCED, W_TAINT, W_AFFINITY, W_SPREAD, W_INTERPOD = 1, 1, 3, 2, 2, 2
@@ -47,6 +47,11 @@ class SimResult:
     unplaced: list[tuple[Pod, UnplacedCode, Reason]]
     seconds: float
     preemptions: list[tuple[Pod, int, Pod]] = field(default_factory=list)  # (victim, node, preemptor)
+    stopped: bool = False  # the deadline came first: the pods after the last one tried were not weighed
+
+
+class OutOfTimeError(Exception):
+    """A simulation given a deadline reached it (``_Run.check_time``)."""
 
 
 def queue_order(pod: Pod) -> tuple[int, str, str, str]:
@@ -71,38 +76,48 @@ def simulate(
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
     replicasets: Sequence[ReplicaSet] = (),
     default_spreading: bool = False,
+    deadline: float | None = None,
 ) -> SimResult:
     """Place ``pending`` one at a time; ``snapshot`` is updated in place (victims removed, pods added).
 
     ``namespaces`` (name -> labels) serve namespaceSelector; ``replicasets`` and
-    ``default_spreading`` the system default spreading constraints."""
+    ``default_spreading`` the system default spreading constraints. With ``deadline`` (a
+    ``time.monotonic()`` instant) the simulation stops there, between two pods, and says so
+    (``stopped``): a caller inside a decision's budget cannot wait for a large one."""
     started = time.monotonic()
-    run = _Run(snapshot, scoring, Topology.build(snapshot, namespaces, replicasets, default_spreading))
+    run = _Run(snapshot, scoring, Topology.build(snapshot, namespaces, replicasets, default_spreading), deadline)
     queue = sorted(pending, key=queue_order)
     groups: dict[str, list[Pod]] = {}
     for pod in queue:
         gid = group_of(pod) if not pod.unsupported else None
         if gid is not None:
             groups.setdefault(gid, []).append(pod)
-    for pod in queue:
-        gid = group_of(pod) if not pod.unsupported else None
-        if gid is None:
-            run.schedule(pod, pdbs, preemption=preemption)
-        elif gid in groups:  # Kubernetes 1.37: the group is scheduled as one unit (``groups``)
-            schedule_group(run, groups.pop(gid))
+    stopped = False
+    try:
+        for pod in queue:
+            run.check_time()
+            gid = group_of(pod) if not pod.unsupported else None
+            if gid is None:
+                run.schedule(pod, pdbs, preemption=preemption)
+            elif gid in groups:  # Kubernetes 1.37: the group is scheduled as one unit (``groups``)
+                schedule_group(run, groups.pop(gid))
+    except OutOfTimeError:
+        stopped = True
     return SimResult(
         placements=run.placements,
         unplaced=run.unplaced,
         seconds=time.monotonic() - started,
         preemptions=run.preemptions,
+        stopped=stopped,
     )
 
 
 class _Run:
     """One simulation: the state it updates and what it records."""
 
-    def __init__(self, snap: Snapshot, scoring: Baseline, topo: Topology) -> None:
+    def __init__(self, snap: Snapshot, scoring: Baseline, topo: Topology, deadline: float | None = None) -> None:
         self.snap, self.scoring, self.topo = snap, scoring, topo
+        self.deadline = deadline
         self.pre = Prefilter(snap)
         self.facts = NodeFacts(snap)
         cpu, mem = snap.column("cpu"), snap.column("memory")
@@ -117,6 +132,12 @@ class _Run:
         self.unplaced: list[tuple[Pod, UnplacedCode, Reason]] = []
         self.preemptions: list[tuple[Pod, int, Pod]] = []
         self.start_free = snap.free.copy()  # room before the first pod, for ``_code``
+
+    def check_time(self) -> None:
+        """Raise ``OutOfTimeError`` once the deadline has passed (between two pods, or two members
+        of a group's trial placement, which is undone)."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise OutOfTimeError
 
     def _filters(self, pod: Pod) -> PodFilters:
         return PodFilters(self.snap, self.pre, self.facts, self.topo, pod)

@@ -137,7 +137,8 @@ def solve_batch(
     def other() -> Assignment | None:
         """The alternative as a start of this batch, computed once."""
         if not adopted:
-            found = packing.adopt(batch, alternative()) if alternative is not None else None
+            answer = alternative() if alternative is not None else None
+            found = packing.adopt(batch, answer) if answer is not None else None
             adopted.append(found if found is None or keeps_domains(batch.levels, found) else None)
         return adopted[0]
 
@@ -150,7 +151,7 @@ def solve_batch(
         # A tight batch: the pack strategy's greedy, the classic heuristics and the alternative
         # (kube-scheduler's answer, when the caller gives it) may place more (``packing.dispatch``).
         pack = greedy(batch, scorer.with_strategy(StrategyName.PACK), budget=budget)
-        hint = packing.start(batch, hint, [pack, other()])
+        hint = packing.start(batch, hint, [pack, other()], budget)
         if not _all_placeable_placed(batch, hint):
             found = packing.prepare(batch, budget)
             if found is not None:

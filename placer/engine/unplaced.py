@@ -59,12 +59,18 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
         rank = batch.rank(group)
         # Nodes pods of a higher key, or of the same key (placed first), went to.
         taken = set().union(*(nodes for r, nodes in placed_nodes_by_rank.items() if r >= rank))
+        # A group's pods are interchangeable to the model, so they share one diagnosis (a
+        # 5,000-pod gang left out is diagnosed once, not 5,000 times).
+        shared: tuple[UnplacedCode, Reason] | None = None
         for pod in rest:
             if pod.unsupported:
                 unplaced.append(refused(pod, n_nodes))
                 continue
             if group.gang in waiting:
                 unplaced.append((pod, "Unschedulable", Reason(nodes=n_nodes, gang=waiting[group.gang])))
+                continue
+            if shared is not None:
+                unplaced.append((pod, *shared))
                 continue
             checks = topo.checks(gi, everywhere) if topo is not None else []
             reason = after.diagnose(pod, later=checks)
@@ -84,6 +90,7 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
                 code = "Outranked"
             else:
                 code = "Unschedulable"
+            shared = (code, reason)
             unplaced.append((pod, code, reason))
     return placements, unplaced
 

@@ -77,6 +77,7 @@ class PlanModel:
     moves: dict[int, list[cp_model.IntVar]] = field(default_factory=dict)
     # Pending pods that may not cause evictions (``plan.eligibility.calm``): their groups never preempt.
     calm: frozenset[str] = frozenset()
+    _calm_groups: dict[int, bool] = field(default_factory=dict, repr=False)  # id(group) -> calm_group
 
     def ub(self, var: cp_model.IntVar) -> int:
         return self.upper[var.index]
@@ -130,7 +131,12 @@ class PlanModel:
         return out
 
     def calm_group(self, group: Group) -> bool:
-        return any(p.key in self.calm for p in group.pods)
+        """Whether a member of ``group`` is calm; asked once per (group, mover) pair, so kept per
+        group (a 5,000-pod gang against thousands of movers otherwise reads 10^7 pod keys)."""
+        known = self._calm_groups.get(id(group))
+        if known is None:
+            known = self._calm_groups[id(group)] = any(p.key in self.calm for p in group.pods)
+        return known
 
     def may_preempt(self, group: Group, mover: Mover) -> bool:
         return not self.calm_group(group) and self.may_preempt_pod(group.pods[0], mover)

@@ -75,10 +75,11 @@ def enabled(name: str) -> bool:
     return name not in tuning.OFF
 
 
-def start(batch: Batch, hint: Assignment, others: list[Assignment | None]) -> Assignment:
+def start(batch: Batch, hint: Assignment, others: list[Assignment | None], budget: Budget | None = None) -> Assignment:
     """The best start of a tight batch per key: ``hint`` (the greedy pass), ``others`` (other
-    greedy answers, the caller's alternative) and every heuristic of ``starts``."""
-    heuristics = starts.heuristic_starts(batch) if enabled(HEURISTICS) else []
+    greedy answers, the caller's alternative) and every heuristic of ``starts`` that ``budget``
+    leaves time for."""
+    heuristics = starts.heuristic_starts(batch, budget) if enabled(HEURISTICS) else []
     return starts.best(batch, hint, [*others, *heuristics])
 
 

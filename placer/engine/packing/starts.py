@@ -20,6 +20,7 @@ import numpy as np
 
 from placer.engine.batch import Batch
 from placer.engine.greedy import Assignment
+from placer.engine.levels import Budget
 from placer.engine.prefilter import ports_clash
 from placer.engine.scoring import IntArray
 from placer.engine.topology import TopologyState
@@ -28,7 +29,7 @@ from placer.models import HostPort, Pod
 __all__ = ["HEURISTICS", "Alternative", "adopt", "best", "better_start", "heuristic_starts"]
 
 # Another answer for a tight batch, computed on demand (the service passes kube-scheduler's).
-Alternative = Callable[[], Sequence[tuple[Pod, int]]]
+Alternative = Callable[[], Sequence[tuple[Pod, int]] | None]  # None: no answer in time
 Placements = list[tuple[Pod, int]]
 
 
@@ -87,6 +88,22 @@ class _Packer:
     def scaled_sum(self, amounts: IntArray) -> float:
         return math.fsum(self.scaled(amounts))
 
+    def least_room_after(self, nodes: IntArray, vec: IntArray) -> int:
+        """The node of ``nodes`` (ascending) that a pod of ``vec`` leaves with the least scaled room,
+        the first on a tie: ``scaled_sum`` of each node's room after it, without a Python loop over
+        the nodes. The row sums numpy adds may differ from ``math.fsum``'s exactly rounded ones by a
+        few units in the last place; only the rows within that bound of the smallest are summed
+        exactly, so the choice is the same node ``scaled_sum`` would pick."""
+        left = (self.free[nodes][:, self.columns] - vec[self.columns]).astype(np.float64) / self.top
+        approx = left.sum(axis=1)
+        # |numpy's sum - fsum| <= n * eps * sum(|x|) for n terms; twice that separates candidates.
+        slack = 2.0 * (left.shape[1] + 1) * np.finfo(np.float64).eps * float(np.abs(left).sum(axis=1).max())
+        close = np.flatnonzero(approx <= approx.min() + slack)
+        if len(close) == 1:
+            return int(nodes[close[0]])
+        exact = [math.fsum(row) for row in left[close].tolist()]
+        return int(nodes[close[int(np.argmin(exact))]])
+
     def arrival(self, gi: int, k: int) -> tuple[str, str, str]:
         pod = self.batch.groups[gi].pods[k]
         return (pod.creation, pod.namespace, pod.name)
@@ -119,8 +136,7 @@ def best_fit_decreasing(batch: Batch) -> Placements:
     for gi, k in packer.order:
         nodes = packer.fits(gi, np.sort(batch.groups[gi].feasible))
         if len(nodes):
-            left = [packer.scaled_sum(packer.free[n] - batch.groups[gi].vec) for n in nodes.tolist()]
-            _place(packer, gi, int(nodes[int(np.argmin(left))]), batch.groups[gi].pods[k], out)
+            _place(packer, gi, packer.least_room_after(nodes, batch.groups[gi].vec), batch.groups[gi].pods[k], out)
     return out
 
 
@@ -171,13 +187,19 @@ HEURISTICS: dict[str, Callable[[Batch], Placements]] = {
 }
 
 
-def heuristic_starts(batch: Batch) -> list[Assignment | None]:
-    """Every heuristic's answer as a start of this batch (None where ``adopt`` refuses one).
-    Batches with inter-pod rules or workload groups' domains keep to the greedy pass, which
-    knows them."""
+def heuristic_starts(batch: Batch, budget: Budget | None = None) -> list[Assignment | None]:
+    """Every heuristic's answer as a start of this batch (None where ``adopt`` refuses one), each
+    begun only while ``budget`` has time left (under a deterministic budget all run: they do no
+    search, and a wall clock would make the answer depend on the machine). Batches with
+    inter-pod rules or workload groups' domains keep to the greedy pass, which knows them."""
     if not batch.topology.empty or batch.levels:
         return []
-    return [adopt(batch, run(batch)) for run in HEURISTICS.values()]
+    out: list[Assignment | None] = []
+    for run in HEURISTICS.values():
+        if budget is not None and not budget.deterministic and budget.left() <= budget.spare:
+            break
+        out.append(adopt(batch, run(batch)))
+    return out
 
 
 def _ports_clash(batch: Batch, placements: Sequence[tuple[Pod, int]]) -> bool:
