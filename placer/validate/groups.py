@@ -6,8 +6,8 @@
   outside its parent's domain breaks the parent's rule: that is the nesting rule.
 - Disruption: where a group is disrupted only as a whole (``Pod.disruption_unit``,
   ``disruptionMode: all``), a plan evicts every running pod of it or none.
-
-All-or-nothing at ``minCount`` is the gang rule of ``placer.validate``.
+- Gangs (pods sharing ``gang`` in a namespace: a PodGroup's ``minCount``): placed whole or not
+  at all, and never while fewer than ``gang_size`` pods are pending or already running.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from placer.models import Cluster, Pod
-from placer.validate_topology import Violation
-
-__all__ = ["Domains", "disruption_violations", "domain_violations"]
+from placer.validate.index import ClusterIndex, batch_pods
+from placer.validate.violations import Violation, texts
 
 
 def domain_violations(cluster: Cluster, placements: Mapping[str, str], gone: Collection[str] = ()) -> list[Violation]:
@@ -93,3 +92,39 @@ class Domains:
         for d in pod.group_domains:
             if d.key in labels:
                 self._taken.setdefault(d.group, labels[d.key])
+
+
+def gang_violations(cluster: Cluster, placements: Mapping[str, str], scheduler_name: str = "placer") -> list[str]:
+    """``gang_rule_violations`` in words."""
+    return texts(gang_rule_violations(cluster, placements, scheduler_name))
+
+
+def gang_rule_violations(
+    cluster: Cluster, placements: Mapping[str, str], scheduler_name: str = "placer", index: ClusterIndex | None = None
+) -> list[Violation]:
+    """A gang (pods sharing ``gang`` in a namespace) is placed whole or not at all, and never
+    while fewer than its ``gang_size`` pods are pending or already running (a gang left partly
+    bound is completed by placing the rest together)."""
+    members: dict[str, list[Pod]] = {}
+    for pod in batch_pods(cluster, scheduler_name) if index is None else index.batch(scheduler_name):
+        if pod.gang:
+            members.setdefault(f"{pod.namespace}/{pod.gang}", []).append(pod)
+    running: dict[str, int] = {}
+    if members:
+        for pod in cluster.pods:
+            gang = f"{pod.namespace}/{pod.gang}" if pod.gang else None
+            if pod.running and gang in members:
+                running[gang] = running.get(gang, 0) + 1
+    out: list[Violation] = []
+    for gang, pods in sorted(members.items()):
+        placed = [p for p in pods if p.key in placements]
+        want = max(p.gang_size or 0 for p in pods) - running.get(gang, 0)
+        if placed and len(placed) < len(pods):
+            out.append(
+                Violation(
+                    "gang", gang, f"gang {gang}: {len(placed)} of its {len(pods)} pending pods placed (all or nothing)"
+                )
+            )
+        elif placed and want > len(pods):
+            out.append(Violation("gang", gang, f"gang {gang}: placed with {len(pods)} of its {want} pods pending"))
+    return out
