@@ -26,7 +26,7 @@ module                  rules
                         (composite groups nested), ``disruptionMode: all``
 ``evictions``           who a plan may evict, move or preempt, and for whom; PodDisruptionBudgets
                         and the eviction cap
-``answer``              a global plan's answer resolved against the cluster (``_Plan``):
+``answer``              a global plan's answer resolved against the cluster (``Plan``):
                         placements, evictions, replacements and how they name each other
 ``steps``               a plan's steps: references, order, room at every bind
 ``plans``               ``validate_plan``: the above, then the final state, maximality after the

@@ -1,5 +1,5 @@
 """A global plan's answer resolved against the cluster: its pending placements, valid evictions and
-replacements (``_Plan``), and the rules that tie them together.
+replacements (``Plan``), and the rules that tie them together.
 
 - every pending placement names one pod, placed once; every move has exactly one replacement
   placement, on the node the move names, and a replacement names no pod;
@@ -20,8 +20,8 @@ from placer.models import (
     Pod,
     Step,
 )
-from placer.validate.evictions import _opt_out, eviction_refusal, may_preempt, move_refusal
-from placer.validate.placements import _Context, _resolve
+from placer.validate.evictions import eviction_refusal, may_preempt, move_refusal, opt_out
+from placer.validate.placements import Context, resolve_placements
 from placer.validate.priorities import Key, pod_key
 from placer.validate.violations import Violation, texts
 
@@ -34,8 +34,8 @@ def _stand_in(victim: Pod) -> Pod:
 
 
 @dataclass
-class _Plan:
-    ctx: _Context
+class Plan:
+    ctx: Context
     scheduler_name: str
     jobs: bool = False  # a rebalancing plan: opted-in Jobs' pods may move
     victims: dict[str, tuple[Pod, Eviction]] = field(default_factory=dict)  # valid evictions
@@ -57,8 +57,8 @@ class _Plan:
         return (placed[0], placed[0]) if placed else None
 
 
-def _resolve_placements(
-    plan: _Plan, cluster: Cluster, placements: Sequence[Placement], out: list[str]
+def resolve_plan_placements(
+    plan: Plan, cluster: Cluster, placements: Sequence[Placement], out: list[str]
 ) -> list[Placement]:
     """Pending placements into ``plan.pending``; replacement placements returned for later."""
     pending: dict[str, str] = {}
@@ -75,13 +75,13 @@ def _resolve_placements(
         else:
             pending[p.pod] = p.node
     unresolved: list[Violation] = []
-    for pod, node_name in _resolve(plan.ctx.index, pending, plan.scheduler_name, unresolved):
+    for pod, node_name in resolve_placements(plan.ctx.index, pending, plan.scheduler_name, unresolved):
         plan.pending[pod.key] = (pod, node_name)
     out += texts(unresolved)
     return replacements
 
 
-def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Eviction]) -> list[str]:
+def eviction_violations(plan: Plan, cluster: Cluster, evictions: Sequence[Eviction]) -> list[str]:
     """Who may be evicted, how (move or preempt) and for whom."""
     out: list[str] = []
     pods = plan.ctx.index.pods
@@ -134,7 +134,7 @@ def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Evic
             out.append(
                 f"{what}: no pending pod placed on {e.node} may preempt it (strictly higher key than "
                 f"{plan.key(pod)} and preemptionPolicy not Never"
-                + (f"; opted out: a priority above {pod.priority})" if _opt_out(pod) else ")")
+                + (f"; opted out: a priority above {pod.priority})" if opt_out(pod) else ")")
             )
         elif not {p.key for p in preemptors} & set(e.for_):
             names = ", ".join(sorted(p.key for p in preemptors))
@@ -142,7 +142,7 @@ def _eviction_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Evic
     return out
 
 
-def _replacement_violations(plan: _Plan, replacements: Sequence[Placement]) -> list[str]:
+def replacement_violations(plan: Plan, replacements: Sequence[Placement]) -> list[str]:
     """Every move has exactly one replacement placement, on the node the move names."""
     out: list[str] = []
     for p in replacements:

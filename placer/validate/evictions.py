@@ -58,7 +58,7 @@ def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer", *, 
     (rebalancing) a Job's pod may move too when its Job names this scheduler and opts in: its
     podFailurePolicy ignores DisruptionTarget, or it accepts restarts (``placer.io/rebalance``).
     """
-    opted = _opt_out(pod)
+    opted = opt_out(pod)
     if opted:
         return opted
     if pod.owner is None:
@@ -85,7 +85,7 @@ def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer", *, 
     return None
 
 
-def _opt_out(pod: Pod) -> str | None:
+def opt_out(pod: Pod) -> str | None:
     """The annotation by which the pod asks not to be evicted (None: it does not)."""
     for annotation in EVICTION_OPT_OUT:
         if pod.annotations.get(annotation) == "false":
@@ -98,12 +98,12 @@ def may_preempt(preemptor: Pod, victim: Pod, *, restart_tiers: Tiers = True) -> 
     Never``; a victim opted out by annotation only by a strictly higher ``spec.priority``."""
     if preemptor.preemption_policy == "Never":
         return False
-    if _opt_out(victim) and preemptor.priority <= victim.priority:
+    if opt_out(victim) and preemptor.priority <= victim.priority:
         return False
     return outranks(preemptor, victim, restart_tiers=restart_tiers)
 
 
-def _cap_violations(index: ClusterIndex, evictions: Sequence[Eviction], max_evictions: int | None) -> list[str]:
+def cap_violations(index: ClusterIndex, evictions: Sequence[Eviction], max_evictions: int | None) -> list[str]:
     """Every budget's evictions at most its disruptionsAllowed; all of them at most max_evictions."""
     out: list[str] = []
     cluster, pods = index.cluster, index.pods

@@ -289,7 +289,7 @@ class _PodsByKey(Mapping[str, Pod]):
         return len(self._pods)
 
 
-class _Free:
+class FreeRoom:
     """Free room per node on the resources some pods ask for, as one matrix (nodes by name): the
     nodes with room for a pod's requests at once, so the exact per-node checks (``NodeState``,
     eligibility, topology) run only where the pod could fit. Call ``refresh`` after a state changes."""

@@ -30,23 +30,23 @@ from placer.models import (
 )
 from placer.validate.eligibility import Binding, binding_of, eligibility_problems
 from placer.validate.groups import domain_violations, gang_rule_violations
-from placer.validate.index import ClusterIndex, NodeState, _Free, holding_nominations
+from placer.validate.index import ClusterIndex, FreeRoom, NodeState, holding_nominations
 from placer.validate.priorities import Tiers, outranks, pod_key
 from placer.validate.semantics import demand
-from placer.validate.topology import TopologyState, _topology
+from placer.validate.topology import TopologyState, topology_state
 from placer.validate.violations import Violation, texts
 
 # --- checks -----------------------------------------------------------------------------------
 
 
 @dataclass
-class _Context:
+class Context:
     index: ClusterIndex
     restart_tiers: Tiers
     bindings: dict[str, Binding] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, cluster: Cluster, restart_tiers: Tiers) -> _Context:
+    def of(cls, cluster: Cluster, restart_tiers: Tiers) -> Context:
         return cls(ClusterIndex(cluster), restart_tiers)
 
     @property
@@ -64,7 +64,7 @@ class _Context:
         return self.bindings[pod.key]
 
 
-def _resolve(
+def resolve_placements(
     index: ClusterIndex, placements: Mapping[str, str], scheduler_name: str, violations: list[Violation]
 ) -> list[tuple[Pod, str]]:
     """(pod, node name) of the placements whose pod and node exist; the others are violations."""
@@ -111,7 +111,7 @@ def _resolve(
     return out
 
 
-def _eligibility_violations(ctx: _Context, placed: Sequence[tuple[Pod, str]]) -> list[Violation]:
+def eligibility_violations(ctx: Context, placed: Sequence[tuple[Pod, str]]) -> list[Violation]:
     """Placed pods on nodes they may not use: cordon, taints, labels."""
     return [
         Violation("eligibility", pod.key, f"{pod.key} on {node_name}: {problem}", (node_name,))
@@ -120,7 +120,7 @@ def _eligibility_violations(ctx: _Context, placed: Sequence[tuple[Pod, str]]) ->
     ]
 
 
-def _node_violations(states: Mapping[str, NodeState]) -> list[Violation]:
+def node_violations(states: Mapping[str, NodeState]) -> list[Violation]:
     """Over-capacity nodes (that received batch pods) and host-port clashes of placed pods."""
     out: list[Violation] = []
     for name, state in sorted(states.items()):
@@ -141,8 +141,8 @@ def _node_violations(states: Mapping[str, NodeState]) -> list[Violation]:
     return out
 
 
-def _matching_node_with_room(
-    pod: Pod, binding: Binding, states: Mapping[str, NodeState], topology: TopologyState, free: _Free
+def matching_node_with_room(
+    pod: Pod, binding: Binding, states: Mapping[str, NodeState], topology: TopologyState, free: FreeRoom
 ) -> str | None:
     """A node matching the pod's affinity that could still take it, if any (first by name)."""
     for other in sorted(binding.matching.intersection(free.with_room(pod))):
@@ -157,7 +157,7 @@ def _matching_node_with_room(
 
 
 def _relaxed_violations(
-    ctx: _Context, states: Mapping[str, NodeState], topology: TopologyState, free: _Free
+    ctx: Context, states: Mapping[str, NodeState], topology: TopologyState, free: FreeRoom
 ) -> list[Violation]:
     """A relaxed-affinity pod may use a non-matching node only while no matching node has room."""
     out: list[Violation] = []
@@ -166,7 +166,7 @@ def _relaxed_violations(
             binding = ctx.binding(pod)
             if binding.mode != "relaxed" or name in binding.matching:
                 continue
-            other = _matching_node_with_room(pod, binding, states, topology, free)
+            other = matching_node_with_room(pod, binding, states, topology, free)
             if other is not None:
                 text = (
                     f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
@@ -176,7 +176,7 @@ def _relaxed_violations(
     return out
 
 
-def _worse_off(ctx: _Context, pod: Pod, state: NodeState, name: str, topology: TopologyState) -> list[Pod]:
+def _worse_off(ctx: Context, pod: Pod, state: NodeState, name: str, topology: TopologyState) -> list[Pod]:
     """Placed batch pods on ``name`` whose place ``pod`` should have had, or []: all the pods it
     outranks (any number of them is worth less than one more pod of a higher key). With
     ``restartTiers: namespace`` those are the pods of a lower spec.priority, and of its own
@@ -188,7 +188,7 @@ def _worse_off(ctx: _Context, pod: Pod, state: NodeState, name: str, topology: T
 
 
 def _left_out_violations(
-    ctx: _Context, states: Mapping[str, NodeState], left: Sequence[Pod], topology: TopologyState, free: _Free
+    ctx: Context, states: Mapping[str, NodeState], left: Sequence[Pod], topology: TopologyState, free: FreeRoom
 ) -> list[Violation]:
     """Maximality and priority for the unplaced pods of the batch."""
     out: list[Violation] = []
@@ -235,11 +235,11 @@ def hard_rule_violations(
     """
     violations: list[Violation] = []
     cluster = holding_nominations(cluster, scheduler_name)
-    ctx = _Context.of(cluster, True)
-    resolved = _resolve(ctx.index, placements, scheduler_name, violations)
-    violations += _eligibility_violations(ctx, resolved)
-    violations += _node_violations(ctx.index.states(resolved, nodes=()))
-    violations += _topology(cluster, ctx.index.running_list, resolved).lines()
+    ctx = Context.of(cluster, True)
+    resolved = resolve_placements(ctx.index, placements, scheduler_name, violations)
+    violations += eligibility_violations(ctx, resolved)
+    violations += node_violations(ctx.index.states(resolved, nodes=()))
+    violations += topology_state(cluster, ctx.index.running_list, resolved).lines()
     violations += gang_rule_violations(cluster, placements, scheduler_name, ctx.index)
     violations += domain_violations(cluster, placements)
     return violations
@@ -275,18 +275,18 @@ def placement_violations(
     """
     violations: list[Violation] = []
     cluster = holding_nominations(cluster, scheduler_name)
-    ctx = _Context.of(cluster, restart_tiers)
-    resolved = _resolve(ctx.index, placements, scheduler_name, violations)
+    ctx = Context.of(cluster, restart_tiers)
+    resolved = resolve_placements(ctx.index, placements, scheduler_name, violations)
     states = ctx.index.states(resolved)
-    topology = _topology(cluster, ctx.index.running_list, resolved)
+    topology = topology_state(cluster, ctx.index.running_list, resolved)
     # Gang members are all-or-nothing: one fitting alone proves nothing about the whole gang.
     # So are pods held in one topology domain with their group (placer.validate.groups).
     left = [
         p for p in ctx.index.batch(scheduler_name) if p.key not in placements and not p.gang and not p.group_domains
     ]
-    free = _Free(states, [*left, *(pod for pod, _ in resolved)])
-    violations += _eligibility_violations(ctx, resolved)
-    violations += _node_violations(states)
+    free = FreeRoom(states, [*left, *(pod for pod, _ in resolved)])
+    violations += eligibility_violations(ctx, resolved)
+    violations += node_violations(states)
     violations += topology.lines()
     violations += _relaxed_violations(ctx, states, topology, free)
     violations += gang_rule_violations(cluster, placements, scheduler_name, ctx.index)

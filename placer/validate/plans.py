@@ -26,21 +26,21 @@ from placer.models import (
     Pod,
     Result,
 )
-from placer.validate.answer import _eviction_violations, _Plan, _replacement_violations, _resolve_placements
+from placer.validate.answer import Plan, eviction_violations, replacement_violations, resolve_plan_placements
 from placer.validate.eligibility import eligibility_problems
-from placer.validate.evictions import _cap_violations, may_preempt
+from placer.validate.evictions import cap_violations, may_preempt
 from placer.validate.groups import Domains, disruption_violations, domain_violations
-from placer.validate.index import ClusterIndex, NodeState, _Free, holding_nominations
+from placer.validate.index import ClusterIndex, FreeRoom, NodeState, holding_nominations
 from placer.validate.placements import (
-    _Context,
-    _eligibility_violations,
-    _matching_node_with_room,
-    _node_violations,
+    Context,
+    eligibility_violations,
+    matching_node_with_room,
+    node_violations,
     validate_placements,
 )
 from placer.validate.priorities import RESTART_TIERS, Key, Tiers, outranks, pod_key, tier_scope
-from placer.validate.steps import _bind_eligibility, _step_violations
-from placer.validate.topology import TopologyState, _topology
+from placer.validate.steps import bind_eligibility, step_violations
+from placer.validate.topology import TopologyState, topology_state
 from placer.validate.violations import Violation, texts
 
 
@@ -79,7 +79,7 @@ def per_key(vectors: Sequence[Mapping[Key, int]]) -> list[list[int]]:
 # --- plans: the final state ---------------------------------------------------------------------
 
 
-def _plan_states(plan: _Plan, cluster: Cluster, *, replacements_placed: bool) -> dict[str, NodeState]:
+def _plan_states(plan: Plan, cluster: Cluster, *, replacements_placed: bool) -> dict[str, NodeState]:
     """Nodes after the plan: running pods not evicted, replacements, and the placed pending pods
     (``placed``; replacements too when ``replacements_placed``)."""
     states = plan.ctx.index.states([], gone=plan.victims)
@@ -90,34 +90,34 @@ def _plan_states(plan: _Plan, cluster: Cluster, *, replacements_placed: bool) ->
     return states
 
 
-def _plan_topology(plan: _Plan, cluster: Cluster) -> TopologyState:
+def _plan_topology(plan: Plan, cluster: Cluster) -> TopologyState:
     """The topology rules after the plan: running pods not evicted; replacements and placed
     pending pods are the batch."""
     gone = {id(pod) for pod, _ in plan.victims.values()}
     running = [p for p in plan.ctx.index.running_list if id(p) not in gone]
     placed = [(stand_in, node_name) for _, stand_in, node_name in plan.replacements.values()]
     placed += list(plan.pending.values())
-    return _topology(cluster, running, placed)
+    return topology_state(cluster, running, placed)
 
 
-def _keeps_preemptors(plan: _Plan, victims: Sequence[Pod], staying: Sequence[Pod]) -> bool:
+def _keeps_preemptors(plan: Plan, victims: Sequence[Pod], staying: Sequence[Pod]) -> bool:
     """Every preempted victim of a node still has a pod on it that may preempt it."""
     tiers = plan.ctx.restart_tiers
     return all(any(may_preempt(p, v, restart_tiers=tiers) for p in staying) for v in victims)
 
 
-def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
+def final_violations(plan: Plan, cluster: Cluster) -> list[str]:
     """What must hold after the plan whatever the evictions: the topology rules, no unplaced pod of
     the batch fits as things are or in place of lower keys, relaxed-affinity pods off matching
     nodes with room."""
     ctx = plan.ctx
     topology = _plan_topology(plan, cluster)
-    out = texts(_node_violations(_plan_states(plan, cluster, replacements_placed=True)))
+    out = texts(node_violations(_plan_states(plan, cluster, replacements_placed=True)))
     out += topology.violations()
     states = _plan_states(plan, cluster, replacements_placed=False)
     # Gang members are all-or-nothing: one fitting alone proves nothing about the whole gang.
     left = [p for p in plan.ctx.index.batch(plan.scheduler_name) if p.key not in plan.pending and not p.gang]
-    free = _Free(states, [*left, *(pod for state in states.values() for pod in state.placed)])
+    free = FreeRoom(states, [*left, *(pod for state in states.values() for pod in state.placed)])
     preempted: dict[str, list[Pod]] = {}
     for pod in plan.preempted().values():
         preempted.setdefault(pod.node_name or "", []).append(pod)
@@ -129,7 +129,7 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
             others = [p for p in state.placed if p.key != pod.key]
             if not _keeps_preemptors(plan, preempted.get(name, []), others):
                 continue  # it is the preemptor there: moving it would undo the preemption
-            other = _matching_node_with_room(pod, binding, states, topology, free)
+            other = matching_node_with_room(pod, binding, states, topology, free)
             if other is not None:
                 out.append(
                     f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
@@ -167,17 +167,17 @@ def _final_violations(plan: _Plan, cluster: Cluster) -> list[str]:
     return out
 
 
-def _first_fit(plan: _Plan, cluster: Cluster) -> list[Pod]:
+def _first_fit(plan: Plan, cluster: Cluster) -> list[Pod]:
     """A valid answer without evictions: the batch by key (highest first), each pod on the first
     node with room where the topology rules still hold (matching nodes first for relaxed-affinity
     pods)."""
     states = plan.ctx.index.states([])
-    topology = _topology(cluster, plan.ctx.index.running_list, [])
+    topology = topology_state(cluster, plan.ctx.index.running_list, [])
     batch = sorted(
         plan.ctx.index.batch(plan.scheduler_name),
         key=lambda p: (tuple(-k for k in plan.key(p)), p.creation, p.namespace, p.name),
     )
-    free = _Free(states, batch)
+    free = FreeRoom(states, batch)
     domains = Domains(cluster)  # workload groups stay in one topology domain
     placed: list[Pod] = []
     for pod in batch:
@@ -222,7 +222,7 @@ def _tiers_per_namespace(
     return out
 
 
-def _namespaces_improve(index: ClusterIndex, plan: _Plan, first_fit: list[Pod]) -> bool:
+def _namespaces_improve(index: ClusterIndex, plan: Plan, first_fit: list[Pod]) -> bool:
     """``restartTiers: namespace``: at the highest spec.priority where the plan changes anything,
     it keeps more pods of that priority cluster-wide, or some namespace ends better there in its
     own (tier) order: the thesis's order inside a namespace. (That no namespace pays for it is the
@@ -243,7 +243,7 @@ def _namespaces_improve(index: ClusterIndex, plan: _Plan, first_fit: list[Pod]) 
     return False
 
 
-def _improvement_violations(plan: _Plan, cluster: Cluster) -> list[str]:
+def _improvement_violations(plan: Plan, cluster: Cluster) -> list[str]:
     """A plan (evictions or steps) must place-and-keep strictly more per key (highest first) than
     an answer without evictions: here a first-fit one, which the engine's own answer matches or
     beats. A plan that evicts nothing can never do that."""
@@ -284,23 +284,23 @@ def validate_plan(
         placements = {p.pod: p.node for p in result.placements if p.pod is not None}
         return validate_placements(cluster, placements, restart_tiers=restart_tiers, scheduler_name=scheduler_name)
     cluster = holding_nominations(cluster, scheduler_name)
-    ctx = _Context.of(cluster, restart_tiers)
-    plan = _Plan(ctx=ctx, scheduler_name=scheduler_name)
+    ctx = Context.of(cluster, restart_tiers)
+    plan = Plan(ctx=ctx, scheduler_name=scheduler_name)
     violations: list[str] = []
-    replacements = _resolve_placements(plan, cluster, result.placements, violations)
-    violations += _eviction_violations(plan, cluster, result.evictions)
-    violations += _replacement_violations(plan, replacements)
-    violations += _cap_violations(ctx.index, result.evictions, max_evictions)
-    violations += texts(_eligibility_violations(ctx, [(pod, node) for pod, node in plan.pending.values()]))
-    violations += _bind_eligibility(plan, result.steps)
-    violations += _step_violations(plan, cluster, result.steps)
-    violations += _final_violations(plan, cluster)
+    replacements = resolve_plan_placements(plan, cluster, result.placements, violations)
+    violations += eviction_violations(plan, cluster, result.evictions)
+    violations += replacement_violations(plan, replacements)
+    violations += cap_violations(ctx.index, result.evictions, max_evictions)
+    violations += texts(eligibility_violations(ctx, [(pod, node) for pod, node in plan.pending.values()]))
+    violations += bind_eligibility(plan, result.steps)
+    violations += step_violations(plan, cluster, result.steps)
+    violations += final_violations(plan, cluster)
     violations += _improvement_violations(plan, cluster)
     violations += texts(_group_violations(plan, cluster, result.evictions))
     return violations
 
 
-def _group_violations(plan: _Plan, cluster: Cluster, evictions: Sequence[Eviction]) -> list[Violation]:
+def _group_violations(plan: Plan, cluster: Cluster, evictions: Sequence[Eviction]) -> list[Violation]:
     """Workload groups after the plan: one domain each (evicted pods gone, pending pods where
     placed), and groups with ``disruptionMode: all`` evicted whole or not at all."""
     evicted = {e.pod for e in evictions}

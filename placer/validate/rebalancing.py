@@ -12,11 +12,11 @@ from placer.models import (
     RebalanceConfig,
     Result,
 )
-from placer.validate.answer import _eviction_violations, _Plan, _replacement_violations, _resolve_placements
-from placer.validate.placements import _Context
-from placer.validate.plans import _final_violations
+from placer.validate.answer import Plan, eviction_violations, replacement_violations, resolve_plan_placements
+from placer.validate.placements import Context
+from placer.validate.plans import final_violations
 from placer.validate.semantics import allocatable
-from placer.validate.steps import _step_violations
+from placer.validate.steps import step_violations
 
 
 def _utilisation(cluster: Cluster, moved: Mapping[str, str], resources: Sequence[str]) -> dict[str, list[float]]:
@@ -132,11 +132,11 @@ def validate_rebalance(
         for ns, k in per_namespace.items()
         if k > per_namespace_limit
     ]
-    ctx = _Context.of(cluster, True)
-    plan = _Plan(ctx=ctx, scheduler_name=scheduler_name, jobs=True)
-    replacements = _resolve_placements(plan, cluster, result.placements, out)
-    out += _eviction_violations(plan, cluster, result.evictions)
-    out += _replacement_violations(plan, replacements)
-    out += _step_violations(plan, cluster, result.steps)
-    out += _final_violations(plan, cluster)
+    ctx = Context.of(cluster, True)
+    plan = Plan(ctx=ctx, scheduler_name=scheduler_name, jobs=True)
+    replacements = resolve_plan_placements(plan, cluster, result.placements, out)
+    out += eviction_violations(plan, cluster, result.evictions)
+    out += replacement_violations(plan, replacements)
+    out += step_violations(plan, cluster, result.steps)
+    out += final_violations(plan, cluster)
     return out

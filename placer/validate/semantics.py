@@ -161,7 +161,7 @@ def tolerates(toleration: Toleration, taint: Taint) -> bool:
     return toleration.value == taint.value
 
 
-def _first_untolerated(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
+def first_untolerated(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
     """The first NoSchedule or NoExecute taint that no toleration tolerates."""
     for taint in taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not any(tolerates(tol, taint) for tol in tolerations):
@@ -172,7 +172,7 @@ def _first_untolerated(taints: Iterable[Taint], tolerations: Sequence[Toleration
 def untolerated_taint(node: Node, tolerations: Sequence[Toleration]) -> Taint | None:
     """The first hard taint of the node (cordon included) that no toleration tolerates."""
     cordon = (UNSCHEDULABLE_TAINT,) if node.unschedulable else ()
-    return _first_untolerated((*cordon, *node.taints), tolerations)
+    return first_untolerated((*cordon, *node.taints), tolerations)
 
 
 def volume_problems(pod: Pod, node: Node) -> list[str]:

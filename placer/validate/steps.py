@@ -22,7 +22,7 @@ from placer.models import (
     Pod,
     Step,
 )
-from placer.validate.answer import _Plan
+from placer.validate.answer import Plan
 from placer.validate.eligibility import eligibility_problems
 from placer.validate.semantics import allocatable, demand, ports_clash
 
@@ -91,7 +91,7 @@ def _order(steps: Sequence[Step], edges: Mapping[int, Sequence[int]], rank: Mapp
     return order
 
 
-def _simulate(plan: _Plan, cluster: Cluster, steps: Mapping[int, Step], order: Sequence[int]) -> dict[int, list[str]]:
+def _simulate(plan: Plan, cluster: Cluster, steps: Mapping[int, Step], order: Sequence[int]) -> dict[int, list[str]]:
     """Run the steps in ``order`` from the running pods; what each bind lacks when it runs (only
     the nodes the steps name change, so only theirs are simulated)."""
     index = plan.ctx.index
@@ -135,7 +135,7 @@ def _ancestors(edges: Mapping[int, Sequence[int]], order: Sequence[int]) -> dict
     return out
 
 
-def _step_violations(plan: _Plan, cluster: Cluster, steps: Sequence[Step]) -> list[str]:
+def step_violations(plan: Plan, cluster: Cluster, steps: Sequence[Step]) -> list[str]:
     out: list[str] = []
     by_id: dict[int, Step] = {}
     for st in steps:
@@ -184,7 +184,7 @@ def _step_violations(plan: _Plan, cluster: Cluster, steps: Sequence[Step]) -> li
 
 
 def _reference_violations(
-    plan: _Plan, steps: Sequence[Step], edges: Mapping[int, Sequence[int]], order: Sequence[int]
+    plan: Plan, steps: Sequence[Step], edges: Mapping[int, Sequence[int]], order: Sequence[int]
 ) -> list[str]:
     """Steps and the plan's evictions and placements name each other one to one, on the same
     nodes; await-gone after its evict; a replacement's bind after its victim's await-gone."""
@@ -235,7 +235,7 @@ def _reference_violations(
     return out
 
 
-def _bind_eligibility(plan: _Plan, steps: Sequence[Step]) -> list[str]:
+def bind_eligibility(plan: Plan, steps: Sequence[Step]) -> list[str]:
     """Cordon, taints and labels of every bind (a replacement carries its victim's spec)."""
     out: list[str] = []
     for st in steps:

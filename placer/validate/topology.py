@@ -39,7 +39,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from placer.models import Cluster, Node, Pod, PodAffinityTerm, SpreadConstraint
-from placer.validate.semantics import _first_untolerated, label_selector_matches, selector_matches
+from placer.validate.semantics import first_untolerated, label_selector_matches, selector_matches
 from placer.validate.violations import Violation, texts
 
 METADATA_NAME = "kubernetes.io/metadata.name"
@@ -730,9 +730,9 @@ def spread_node_eligible(pod: Pod, constraint: SpreadConstraint, node: Node) -> 
         return False
     if constraint.node_affinity_policy == "Honor" and not selector_matches(pod.node_selector, pod.required_terms, node):
         return False
-    return constraint.node_taints_policy != "Honor" or _first_untolerated(node.taints, pod.tolerations) is None
+    return constraint.node_taints_policy != "Honor" or first_untolerated(node.taints, pod.tolerations) is None
 
 
-def _topology(cluster: Cluster, running: Iterable[Pod], placed: Iterable[tuple[Pod, str]]) -> TopologyState:
+def topology_state(cluster: Cluster, running: Iterable[Pod], placed: Iterable[tuple[Pod, str]]) -> TopologyState:
     """The final state of the batch placements under the topology rules."""
     return TopologyState(TopologyRules(cluster, running, spread_node_eligible), placed)
