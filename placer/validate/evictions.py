@@ -21,6 +21,7 @@ from placer.models import (
     Eviction,
     Pod,
     PodDisruptionBudget,
+    ReplicaSet,
 )
 from placer.validate.index import ClusterIndex
 from placer.validate.priorities import Tiers, outranks
@@ -31,7 +32,12 @@ EVICTION_OPT_OUT = ("placer.io/evictable", "cluster-autoscaler.kubernetes.io/saf
 
 def pdbs_covering(cluster: Cluster, pod: Pod) -> list[PodDisruptionBudget]:
     """The PodDisruptionBudgets of the pod's namespace whose selector matches its labels."""
-    return [b for b in cluster.pdbs if b.namespace == pod.namespace and label_selector_matches(b.selector, pod.labels)]
+    return [b for b in cluster.pdbs if covers(b, pod)]
+
+
+def covers(budget: PodDisruptionBudget, pod: Pod) -> bool:
+    """The budget is of the pod's namespace and its selector matches the pod's labels."""
+    return budget.namespace == pod.namespace and label_selector_matches(budget.selector, pod.labels)
 
 
 def eviction_refusal(cluster: Cluster, pod: Pod) -> str | None:
@@ -74,7 +80,7 @@ def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer", *, 
         return None
     if pod.owner.kind != "ReplicaSet":
         return f"it is owned by a {pod.owner.kind}, not a ReplicaSet"
-    owners = [r for r in cluster.replicasets if r.namespace == pod.namespace and r.name == pod.owner.name]
+    owners = replicasets_named(cluster, pod)
     if not owners:
         return f"its ReplicaSet {pod.namespace}/{pod.owner.name} is not in the cluster"
     if not any(scheduler_name in ("*", r.scheduler_name) for r in owners):
@@ -83,6 +89,13 @@ def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer", *, 
             f"not {scheduler_name!r}"
         )
     return None
+
+
+def replicasets_named(cluster: Cluster, pod: Pod) -> list[ReplicaSet]:
+    """The ReplicaSets of the pod's namespace named as the pod's owner (whatever the owner's kind)."""
+    if pod.owner is None:
+        return []
+    return [r for r in cluster.replicasets if r.namespace == pod.namespace and r.name == pod.owner.name]
 
 
 def opt_out(pod: Pod) -> str | None:
@@ -109,11 +122,7 @@ def cap_violations(index: ClusterIndex, evictions: Sequence[Eviction], max_evict
     cluster, pods = index.cluster, index.pods
     evicted = [pods[e.pod] for e in evictions if e.pod in pods]
     for budget in cluster.pdbs:
-        hit = sorted(
-            p.key
-            for p in evicted
-            if p.namespace == budget.namespace and label_selector_matches(budget.selector, p.labels)
-        )
+        hit = sorted(p.key for p in evicted if covers(budget, p))
         if len(hit) > budget.disruptions_allowed:
             out.append(
                 f"PodDisruptionBudget {budget.namespace}/{budget.name} allows {budget.disruptions_allowed} "

@@ -26,7 +26,7 @@ from placer.models import (
     NodeSelectorTerm,
     Pod,
 )
-from placer.validate.priorities import RESTART_TIERS, Key, Tiers, tier_scope
+from placer.validate.priorities import Key, Tiers, key_of
 from placer.validate.semantics import (
     DEFAULT_MAX_PODS,
     allocatable,
@@ -249,7 +249,7 @@ class ClusterIndex:
             alike = Counter((p.priority, p.restart_policy) for pods in self.running.values() for p in pods)
             out: dict[Key, int] = {}
             for (priority, policy), count in alike.items():
-                key = (priority, RESTART_TIERS[policy] if tier_scope(restart_tiers) != "off" else 0)
+                key = key_of(priority, policy, restart_tiers)
                 out[key] = out.get(key, 0) + count
             self._keys[restart_tiers] = out
         return self._keys[restart_tiers]

@@ -8,10 +8,7 @@
 
 from __future__ import annotations
 
-from placer.models import (
-    Pod,
-    TierScope,
-)
+from placer.models import Pod, TierScope
 
 RESTART_TIERS = {"Always": 3, "OnFailure": 2, "Never": 1}
 Key = tuple[int, int]
@@ -28,10 +25,15 @@ def tier_scope(restart_tiers: Tiers) -> TierScope:
     return restart_tiers
 
 
-def pod_key(pod: Pod, *, restart_tiers: Tiers = True) -> tuple[int, int]:
+def pod_key(pod: Pod, *, restart_tiers: Tiers = True) -> Key:
     """The priority key the objective compares: (priority, restart tier Always=3 > OnFailure=2 >
     Never=1, or 0 with tiers off). Who may preempt whom is ``outranks``."""
-    return (pod.priority, RESTART_TIERS[pod.restart_policy] if tier_scope(restart_tiers) != "off" else 0)
+    return key_of(pod.priority, pod.restart_policy, restart_tiers)
+
+
+def key_of(priority: int, restart_policy: str, restart_tiers: Tiers) -> Key:
+    """The priority key of every pod of this spec.priority and restart policy (``pod_key``)."""
+    return (priority, RESTART_TIERS[restart_policy] if tier_scope(restart_tiers) != "off" else 0)
 
 
 def outranks(pod: Pod, other: Pod, *, restart_tiers: Tiers = True) -> bool:

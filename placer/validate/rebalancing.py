@@ -13,6 +13,7 @@ from placer.models import (
     Result,
 )
 from placer.validate.answer import Plan, eviction_violations, replacement_violations, resolve_plan_placements
+from placer.validate.evictions import replicasets_named
 from placer.validate.placements import Context
 from placer.validate.plans import final_violations
 from placer.validate.semantics import allocatable
@@ -110,14 +111,7 @@ def validate_rebalance(
             if target in after and any(u > high for u in after[target]):
                 out.append(f"move of {e.pod}: its landing node {target} ends above {config.thresholds.high:g} %")
         if pod.restart_policy == "Always":
-            rs = next(
-                (
-                    r
-                    for r in cluster.replicasets
-                    if pod.owner and r.namespace == pod.namespace and r.name == pod.owner.name
-                ),
-                None,
-            )
+            rs = next(iter(replicasets_named(cluster, pod)), None)
             if not config.move_always_tier or rs is None or rs.ready_replicas < 2:
                 out.append(f"move of {e.pod}: restart policy Always stays")
         if pod.moved_at is not None and now - pod.moved_at < config.limits.cooldown:

@@ -30,6 +30,7 @@ from placer.models import (
     POD_COUNT,
     HostPort,
     LabelSelector,
+    LabelSelectorRequirement,
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -60,8 +61,9 @@ def go_parse_int(text: str) -> int | None:
     return value if _INT64_MIN <= value <= _INT64_MAX else None
 
 
-def requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str, str]) -> bool:
-    """One ``matchExpressions`` requirement against a node's labels."""
+def requirement_matches(req: NodeSelectorRequirement | LabelSelectorRequirement, labels: Mapping[str, str]) -> bool:
+    """One ``matchExpressions`` requirement against labels: a node selector's (a node's labels) or
+    a label selector's (which has no ``Gt``/``Lt``)."""
     present = req.key in labels
     value = labels.get(req.key, "")
     if req.operator == "In":
@@ -128,19 +130,7 @@ def label_selector_matches(selector: LabelSelector | None, labels: Mapping[str, 
         return False
     if any(labels.get(k) != v for k, v in selector.match_labels.items()):
         return False
-    for req in selector.match_expressions:
-        present = req.key in labels
-        if req.operator == "In":
-            ok = present and labels[req.key] in req.values
-        elif req.operator == "NotIn":
-            ok = not present or labels[req.key] not in req.values
-        elif req.operator == "Exists":
-            ok = present
-        else:
-            ok = not present
-        if not ok:
-            return False
-    return True
+    return all(requirement_matches(req, labels) for req in selector.match_expressions)
 
 
 # --- taints -----------------------------------------------------------------------------------
