@@ -34,6 +34,7 @@ from placer.validate.semantics import (
     field_matches,
     ports_clash,
     requirement_matches,
+    shortages,
 )
 
 
@@ -132,16 +133,13 @@ class NodeState:
 
     def shortages(self, pod: Pod, *, without: Sequence[Pod] = ()) -> list[str]:
         """Resources the node lacks for one more pod (after taking ``without`` off), as reasons."""
-        freed: dict[str, int] = {}
+        if not without:
+            return shortages(self.node, self.used, pod)
+        left = dict(self.used)
         for other in without:
             for r, v in demand(other).items():
-                freed[r] = freed.get(r, 0) + v
-        out = []
-        for r, v in sorted(demand(pod).items()):
-            have = allocatable(self.node, r) - self.used.get(r, 0) + freed.get(r, 0)
-            if v > have:
-                out.append("too many pods" if r == POD_COUNT else f"insufficient {r} (needs {v}, free {have})")
-        return out
+                left[r] = left.get(r, 0) - v
+        return shortages(self.node, left, pod)
 
     def port_clashes(self, pod: Pod, *, without: Sequence[Pod] = ()) -> list[str]:
         """Host ports of the pod already used on the node by another pod (not in ``without``)."""

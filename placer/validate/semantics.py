@@ -203,3 +203,14 @@ def demand(pod: Pod) -> dict[str, int]:
     out = {r: v for r, v in pod.requests.items() if v > 0 and r != POD_COUNT}
     out[POD_COUNT] = 1
     return out
+
+
+def shortages(node: Node, used: Mapping[str, int], pod: Pod) -> list[str]:
+    """The resources (the pod count included) the node lacks for the pod, given what is ``used``
+    of it, as reasons: ``too many pods`` or ``insufficient r (needs v, free f)``."""
+    out = []
+    for r, v in sorted(demand(pod).items()):
+        have = allocatable(node, r) - used.get(r, 0)
+        if v > have:
+            out.append("too many pods" if r == POD_COUNT else f"insufficient {r} (needs {v}, free {have})")
+    return out

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from placer.models import (
-    POD_COUNT,
     Cluster,
     Effect,
     Node,
@@ -24,7 +23,7 @@ from placer.models import (
 )
 from placer.validate.answer import Plan
 from placer.validate.eligibility import eligibility_problems
-from placer.validate.semantics import allocatable, demand, ports_clash
+from placer.validate.semantics import demand, ports_clash, shortages
 
 # --- plans: the steps ---------------------------------------------------------------------------
 
@@ -50,12 +49,7 @@ class _Room:
 
     def problems(self, pod: Pod) -> list[str]:
         """Why the pod does not fit here at this moment: capacity on what it requests, host ports."""
-        out = []
-        for r, v in sorted(demand(pod).items()):
-            have = allocatable(self.node, r) - self.used.get(r, 0)
-            if v > have:
-                out.append("too many pods" if r == POD_COUNT else f"insufficient {r} (needs {v}, free {have})")
-        out += [
+        return shortages(self.node, self.used, pod) + [
             f"host port {mine.protocol}/{mine.port} held by {other.key}"
             for mine in pod.host_ports
             for other in self.pods.values()
@@ -63,7 +57,6 @@ class _Room:
             for theirs in other.host_ports
             if ports_clash(mine, theirs)
         ]
-        return out
 
 
 # Worst order the dependencies allow: binds as early as possible, room freed as late as possible.
