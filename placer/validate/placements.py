@@ -20,7 +20,7 @@ the final state keeps. ``hard_rule_violations`` checks the hard rules only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from placer.models import (
@@ -156,41 +156,74 @@ def matching_node_with_room(
     return None
 
 
-def _relaxed_violations(
-    ctx: Context, states: Mapping[str, NodeState], topology: TopologyState, free: FreeRoom
+# Whether the placed pods that would stay on a node (by name) may: a global plan's final state asks
+# that every preemption there keeps a preemptor; a plain set of placements has nothing to keep.
+Keeps = Callable[[str, Sequence[Pod]], bool]
+
+
+def relaxed_violations(
+    ctx: Context,
+    states: Mapping[str, NodeState],
+    topology: TopologyState,
+    free: FreeRoom,
+    *,
+    keeps: Keeps | None = None,
+    after: str = "",
 ) -> list[Violation]:
-    """A relaxed-affinity pod may use a non-matching node only while no matching node has room."""
+    """A relaxed-affinity pod may use a non-matching node only while no matching node has room
+    (and, where ``keeps`` refuses the node without it, it is needed there). ``after`` ends the
+    text (" after the plan")."""
     out: list[Violation] = []
     for name, state in sorted(states.items()):
         for pod in state.placed:
             binding = ctx.binding(pod)
             if binding.mode != "relaxed" or name in binding.matching:
                 continue
+            if keeps is not None and not keeps(name, [p for p in state.placed if p.key != pod.key]):
+                continue  # it is the preemptor there: moving it would undo the preemption
             other = matching_node_with_room(pod, binding, states, topology, free)
             if other is not None:
                 text = (
                     f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
-                    f"ignore-affinity) although matching node {other} has room for it"
+                    f"ignore-affinity) although matching node {other} has room for it{after}"
                 )
                 out.append(Violation("relaxed-affinity", pod.key, text, (name, other)))
     return out
 
 
-def _worse_off(ctx: Context, pod: Pod, state: NodeState, name: str, topology: TopologyState) -> list[Pod]:
+def _worse_off(
+    ctx: Context, pod: Pod, state: NodeState, name: str, topology: TopologyState, keeps: Keeps | None
+) -> list[Pod]:
     """Placed batch pods on ``name`` whose place ``pod`` should have had, or []: all the pods it
-    outranks (any number of them is worth less than one more pod of a higher key). With
-    ``restartTiers: namespace`` those are the pods of a lower spec.priority, and of its own
-    namespace and priority of a lower tier (the thesis's order holds inside a namespace)."""
+    outranks (any number of them is worth less than one more pod of a higher key), where the rest
+    and ``pod`` may stay (``keeps``). With ``restartTiers: namespace`` those are the pods of a
+    lower spec.priority, and of its own namespace and priority of a lower tier (the thesis's order
+    holds inside a namespace)."""
     lower = [p for p in state.placed if outranks(pod, p, restart_tiers=ctx.restart_tiers)]
-    if lower and not state.room_problems(pod, without=lower) and topology.allows(pod, name, without=lower):
+    if (
+        lower
+        and not state.room_problems(pod, without=lower)
+        and (keeps is None or keeps(name, [p for p in state.placed if p not in lower] + [pod]))
+        and topology.allows(pod, name, without=lower)
+    ):
         return lower
     return []
 
 
-def _left_out_violations(
-    ctx: Context, states: Mapping[str, NodeState], left: Sequence[Pod], topology: TopologyState, free: FreeRoom
+def left_out_violations(
+    ctx: Context,
+    states: Mapping[str, NodeState],
+    left: Sequence[Pod],
+    topology: TopologyState,
+    free: FreeRoom,
+    *,
+    allows: Callable[[Pod, str], bool] | None = None,
+    keeps: Keeps | None = None,
+    after: str = "",
 ) -> list[Violation]:
-    """Maximality and priority for the unplaced pods of the batch."""
+    """Maximality and priority for the unplaced pods of the batch: none fits an eligible node
+    (that ``allows`` too) as it is, or in place of the placed pods it outranks there. ``after``
+    ends the maximality text (" after the plan")."""
     out: list[Violation] = []
     holding = {name for name, state in states.items() if state.placed}
     for pod in left:
@@ -199,16 +232,13 @@ def _left_out_violations(
         # A node without room for the pod and without batch pods to take off cannot take it.
         for name in sorted(holding.union(free.with_room(pod))):
             state = states[name]
-            if eligibility_problems(pod, state.node, binding):
+            if eligibility_problems(pod, state.node, binding) or (allows is not None and not allows(pod, name)):
                 continue
             if not state.room_problems(pod) and topology.allows(pod, name):
-                out.append(
-                    Violation(
-                        "maximality", pod.key, f"{pod.key}: left unplaced although it fits on node {name}", (name,)
-                    )
-                )
+                text = f"{pod.key}: left unplaced although it fits on node {name}{after}"
+                out.append(Violation("maximality", pod.key, text, (name,)))
                 break
-            lower = _worse_off(ctx, pod, state, name, topology)
+            lower = _worse_off(ctx, pod, state, name, topology, keeps)
             if lower:
                 names = ", ".join(p.key for p in lower)
                 text = (
@@ -288,8 +318,8 @@ def placement_violations(
     violations += eligibility_violations(ctx, resolved)
     violations += node_violations(states)
     violations += topology.lines()
-    violations += _relaxed_violations(ctx, states, topology, free)
+    violations += relaxed_violations(ctx, states, topology, free)
     violations += gang_rule_violations(cluster, placements, scheduler_name, ctx.index)
     violations += domain_violations(cluster, placements)
-    violations += _left_out_violations(ctx, states, left, topology, free)
+    violations += left_out_violations(ctx, states, left, topology, free)
     return violations

@@ -34,11 +34,12 @@ from placer.validate.index import ClusterIndex, FreeRoom, NodeState, holding_nom
 from placer.validate.placements import (
     Context,
     eligibility_violations,
-    matching_node_with_room,
+    left_out_violations,
     node_violations,
+    relaxed_violations,
     validate_placements,
 )
-from placer.validate.priorities import RESTART_TIERS, Key, Tiers, outranks, pod_key, tier_scope
+from placer.validate.priorities import RESTART_TIERS, Key, Tiers, pod_key, tier_scope
 from placer.validate.steps import bind_eligibility, step_violations
 from placer.validate.topology import TopologyState, topology_state
 from placer.validate.violations import Violation, texts
@@ -121,49 +122,17 @@ def final_violations(plan: Plan, cluster: Cluster) -> list[str]:
     preempted: dict[str, list[Pod]] = {}
     for pod in plan.preempted().values():
         preempted.setdefault(pod.node_name or "", []).append(pod)
-    for name, state in sorted(states.items()):
-        for pod in state.placed:
-            binding = ctx.binding(pod)
-            if binding.mode != "relaxed" or name in binding.matching:
-                continue
-            others = [p for p in state.placed if p.key != pod.key]
-            if not _keeps_preemptors(plan, preempted.get(name, []), others):
-                continue  # it is the preemptor there: moving it would undo the preemption
-            other = matching_node_with_room(pod, binding, states, topology, free)
-            if other is not None:
-                out.append(
-                    f"{pod.key} on {name}: placed outside its node affinity (when-no-node-fits: "
-                    f"ignore-affinity) although matching node {other} has room for it after the plan"
-                )
-    holding = {name for name, state in states.items() if state.placed}
+
+    def keeps(name: str, staying: Sequence[Pod]) -> bool:
+        return _keeps_preemptors(plan, preempted.get(name, []), staying)
+
+    after = " after the plan"
+    out += texts(relaxed_violations(ctx, states, topology, free, keeps=keeps, after=after))
     placed = {key: node for key, (_, node) in plan.pending.items()}
     domains = Domains(cluster, placed, gone=set(plan.victims))  # workload groups' domains after the plan
-    for pod in left:
-        key = plan.key(pod)
-        binding = ctx.binding(pod)
-        # A node without room for the pod and without batch pods to take off cannot take it.
-        for name in sorted(holding.union(free.with_room(pod))):
-            state = states[name]
-            if eligibility_problems(pod, state.node, binding) or not domains.allows(pod, name):
-                continue
-            if not state.room_problems(pod) and topology.allows(pod, name):
-                out.append(f"{pod.key}: left unplaced although it fits on node {name} after the plan")
-                break
-            lower = [p for p in state.placed if outranks(pod, p, restart_tiers=ctx.restart_tiers)]
-            staying = [p for p in state.placed if p not in lower] + [pod]
-            if (
-                lower
-                and not state.room_problems(pod, without=lower)
-                and _keeps_preemptors(plan, preempted.get(name, []), staying)
-                and topology.allows(pod, name, without=lower)
-            ):
-                names = ", ".join(p.key for p in lower)
-                text = (
-                    f"{pod.key}: left unplaced although it would fit on node {name} "
-                    f"in place of lower-key pods {names} (key {key})"
-                )
-                out.append(text)
-                break
+    out += texts(
+        left_out_violations(ctx, states, left, topology, free, allows=domains.allows, keeps=keeps, after=after)
+    )
     return out
 
 
