@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 
 from placer.models import Cluster, Pod
 from placer.validate.index import ClusterIndex, batch_pods
@@ -23,12 +23,7 @@ def domain_violations(cluster: Cluster, placements: Mapping[str, str], gone: Col
     """Levels whose pods (running and not ``gone``, or pending and placed at ``placements``)
     do not share one domain of the level's key."""
     labels = {n.name: n.labels for n in cluster.nodes}
-    where: dict[str, str] = {}
-    for pod in cluster.pods:
-        if pod.key in placements:
-            where[pod.key] = placements[pod.key]
-        elif pod.running and pod.node_name is not None and pod.key not in gone:
-            where[pod.key] = pod.node_name
+    where = {pod.key: node for pod, node in _positions(cluster, placements, gone)}
     levels: dict[str, tuple[str, list[Pod]]] = {}
     for pod in cluster.pods:
         if pod.key in where:
@@ -48,6 +43,16 @@ def domain_violations(cluster: Cluster, placements: Mapping[str, str], gone: Col
             spread = ", ".join(f"{v} ({len(keys)})" for v, keys in sorted(values.items()))
             out.append(Violation("group-domain", name, f"{name}: pods in {len(values)} domains of {key}: {spread}"))
     return out
+
+
+def _positions(cluster: Cluster, placed: Mapping[str, str], gone: Collection[str]) -> Iterator[tuple[Pod, str]]:
+    """Every pod with its node, in the cluster's order: a pod at ``placed`` (pod key -> node) there,
+    a running pod not ``gone`` where it runs."""
+    for pod in cluster.pods:
+        if pod.key in placed:
+            yield pod, placed[pod.key]
+        elif pod.running and pod.node_name is not None and pod.key not in gone:
+            yield pod, pod.node_name
 
 
 def disruption_violations(cluster: Cluster, evicted: Collection[str]) -> list[Violation]:
@@ -74,12 +79,8 @@ class Domains:
         """Running pods (but ``gone``) and pending pods at ``placed`` (pod key -> node) count."""
         self._labels = {n.name: n.labels for n in cluster.nodes}
         self._taken: dict[str, str] = {}
-        placed = placed or {}
-        for pod in cluster.pods:
-            if pod.key in placed:
-                self.add(pod, placed[pod.key])
-            elif pod.running and pod.node_name is not None and pod.key not in gone:
-                self.add(pod, pod.node_name)
+        for pod, node in _positions(cluster, placed or {}, gone):
+            self.add(pod, node)
 
     def allows(self, pod: Pod, node: str) -> bool:
         labels = self._labels.get(node, {})
