@@ -23,7 +23,7 @@ from placer.models import (
     PodDisruptionBudget,
     ReplicaSet,
 )
-from placer.validate.index import ClusterIndex
+from placer.validate.index import ClusterIndex, addressed
 from placer.validate.priorities import Tiers, outranks
 from placer.validate.semantics import label_selector_matches
 
@@ -73,7 +73,7 @@ def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer", *, 
         job = next((j for j in cluster.jobs if j.namespace == pod.namespace and j.name == pod.owner.name), None)
         if job is None:
             return f"its Job {pod.namespace}/{pod.owner.name} is not in the cluster"
-        if scheduler_name not in ("*", job.scheduler_name):
+        if not addressed(job.scheduler_name, scheduler_name):
             return f"its Job is scheduled by {job.scheduler_name!r}, not {scheduler_name!r}"
         if not (job.ignores_disruption or job.accepts_restarts):
             return "its Job does not opt in to moves"
@@ -83,7 +83,7 @@ def move_refusal(cluster: Cluster, pod: Pod, scheduler_name: str = "placer", *, 
     owners = replicasets_named(cluster, pod)
     if not owners:
         return f"its ReplicaSet {pod.namespace}/{pod.owner.name} is not in the cluster"
-    if not any(scheduler_name in ("*", r.scheduler_name) for r in owners):
+    if not any(addressed(r.scheduler_name, scheduler_name) for r in owners):
         return (
             f"its ReplicaSet {pod.namespace}/{pod.owner.name} is scheduled by {owners[0].scheduler_name!r}, "
             f"not {scheduler_name!r}"

@@ -28,7 +28,6 @@ from placer.models import (
 )
 from placer.validate.priorities import Key, Tiers, key_of
 from placer.validate.semantics import (
-    DEFAULT_MAX_PODS,
     allocatable,
     demand,
     field_matches,
@@ -302,8 +301,7 @@ class FreeRoom:
         self.free = _matrix(rows, len(self.resources))
 
     def _row(self, state: NodeState) -> list[int]:
-        have, used = state.node.allocatable, state.used
-        return [have.get(r, DEFAULT_MAX_PODS if r == POD_COUNT else 0) - used.get(r, 0) for r in self.resources]
+        return [allocatable(state.node, r) - state.used.get(r, 0) for r in self.resources]
 
     def refresh(self, name: str) -> None:
         self.free[self.row[name]] = _matrix([self._row(self.states[name])], len(self.resources))[0]
@@ -331,6 +329,11 @@ def _matrix(rows: Sequence[Sequence[int]], width: int) -> npt.NDArray[np.int64] 
 # --- the batch ---------------------------------------------------------------------------------
 
 
+def addressed(name: str, scheduler_name: str) -> bool:
+    """A pod (or template) naming scheduler ``name`` is ``scheduler_name``'s (``"*"``: any scheduler's)."""
+    return scheduler_name in ("*", name)
+
+
 def batch_pods(cluster: Cluster, scheduler_name: str = "placer") -> list[Pod]:
     """Pending pods the scheduler must consider: addressed to it, ungated, supported and not being
     deleted (a terminating pod is never placed)."""
@@ -343,7 +346,7 @@ def _batch_of(pods: Iterable[Pod], scheduler_name: str) -> list[Pod]:
         for p in pods
         if p.node_name is None
         and p.pending
-        and scheduler_name in ("*", p.scheduler_name)
+        and addressed(p.scheduler_name, scheduler_name)
         and not p.scheduling_gates
         and p.unsupported is None
         and not p.terminating
@@ -358,7 +361,7 @@ def holding_nominations(cluster: Cluster, scheduler_name: str = "placer") -> Clu
     if not batch:
         return cluster
     lowest = min(p.priority for p in batch)
-    keys = {p.key for p in cluster.pods if scheduler_name in ("*", p.scheduler_name) and not p.scheduling_gates}
+    keys = {p.key for p in cluster.pods if addressed(p.scheduler_name, scheduler_name) and not p.scheduling_gates}
     nodes = {n.name for n in cluster.nodes}
     held = [
         p.model_copy(update={"name": f"{p.name}~nominated", "node_name": p.nominated_node, "phase": "Running"})

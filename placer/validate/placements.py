@@ -30,7 +30,7 @@ from placer.models import (
 )
 from placer.validate.eligibility import Binding, binding_of, eligibility_problems
 from placer.validate.groups import domain_violations, gang_rule_violations
-from placer.validate.index import ClusterIndex, FreeRoom, NodeState, holding_nominations
+from placer.validate.index import ClusterIndex, FreeRoom, NodeState, addressed, holding_nominations
 from placer.validate.priorities import Tiers, outranks, pod_key
 from placer.validate.semantics import demand
 from placer.validate.topology import TopologyState, topology_state
@@ -104,7 +104,7 @@ def resolve_placements(
             violations.append(
                 Violation("placement", key, f"{key}: placed on {node_name} but the pod is terminating (being deleted)")
             )
-        if scheduler_name not in ("*", pod.scheduler_name):
+        if not addressed(pod.scheduler_name, scheduler_name):
             text = f"{key}: placed on {node_name} but it is addressed to scheduler {pod.scheduler_name!r}"
             violations.append(Violation("placement", key, text))
         out.append((pod, node_name))
