@@ -141,17 +141,21 @@ def node_violations(states: Mapping[str, NodeState]) -> list[Violation]:
     return out
 
 
+def fits(pod: Pod, binding: Binding, state: NodeState, name: str, topology: TopologyState) -> bool:
+    """The pod may go to the node ``name`` as things are: eligible, with room, topology rules kept."""
+    return (
+        not eligibility_problems(pod, state.node, binding)
+        and not state.room_problems(pod)
+        and topology.allows(pod, name)
+    )
+
+
 def matching_node_with_room(
     pod: Pod, binding: Binding, states: Mapping[str, NodeState], topology: TopologyState, free: FreeRoom
 ) -> str | None:
     """A node matching the pod's affinity that could still take it, if any (first by name)."""
     for other in sorted(binding.matching.intersection(free.with_room(pod))):
-        target = states[other]
-        if (
-            not eligibility_problems(pod, target.node, binding)
-            and not target.room_problems(pod)
-            and topology.allows(pod, other)
-        ):
+        if fits(pod, binding, states[other], other, topology):
             return other
     return None
 

@@ -27,13 +27,13 @@ from placer.models import (
     Result,
 )
 from placer.validate.answer import Plan, eviction_violations, replacement_violations, resolve_plan_placements
-from placer.validate.eligibility import eligibility_problems
 from placer.validate.evictions import cap_violations, may_preempt
 from placer.validate.groups import Domains, disruption_violations, domain_violations
 from placer.validate.index import ClusterIndex, FreeRoom, NodeState, holding_nominations
 from placer.validate.placements import (
     Context,
     eligibility_violations,
+    fits,
     left_out_violations,
     node_violations,
     relaxed_violations,
@@ -155,12 +155,7 @@ def _first_fit(plan: Plan, cluster: Cluster) -> list[Pod]:
         names = sorted(free.with_room(pod), key=lambda n: (binding.mode == "relaxed" and n not in binding.matching, n))
         for name in names:
             state = states[name]
-            if (
-                not eligibility_problems(pod, state.node, binding)
-                and not state.room_problems(pod)
-                and topology.allows(pod, name)
-                and domains.allows(pod, name)
-            ):
+            if fits(pod, binding, state, name, topology) and domains.allows(pod, name):
                 state.add(pod, batch=True)
                 free.refresh(name)
                 topology.add(pod, name)
