@@ -7,7 +7,7 @@ spec.priority preempts and pods count one for one; a plan is accepted only if no
 worse in its own (priority, tier) order except to a strictly higher priority. Brute force on tiny
 instances checks the batch answer against every feasible assignment; a randomized check runs the
 plans' acceptance rule. Every answer goes through the validator (``support.solve``), whose own
-rules (``validate._worse_off``, ``validate._namespaces_improve``) share no code with the engine.
+rules (``placements._worse_off``, ``plans._namespaces_improve`` in ``placer.validate``) share no code with the engine.
 """
 
 from __future__ import annotations

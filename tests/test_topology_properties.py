@@ -49,7 +49,7 @@ from placer import validate
 from placer.inputs import parse_cluster
 from placer.models import Cluster, Config, Node, Pod, PodAffinityTerm
 from placer.service import SolveOptions, solve_cluster
-from placer.validate_topology import label_selector_matches, term_matches_pod
+from placer.validate import label_selector_matches, term_matches_pod
 
 Json = dict[str, Any]
 Policy = Literal["placer", "default"]

@@ -1,4 +1,4 @@
-"""The validator's workload-group rules (``placer.validate_groups``), on hand-made answers.
+"""The validator's workload-group rules (``placer.validate.groups``), on hand-made answers.
 
 Aspects: one domain per group, a node without the label, nesting through a composite level,
 running members counted, evicted members gone; whole-group disruption; and that
@@ -11,8 +11,7 @@ import pytest
 from workload_builders import composite, dump, gang, pod, pod_group, racks
 
 from placer.models import Cluster, Eviction, Result
-from placer.validate import validate_placements, validate_plan
-from placer.validate_groups import disruption_violations, domain_violations
+from placer.validate import disruption_violations, domain_violations, validate_placements, validate_plan
 
 ZONES = {"a": "z1", "b": "z1", "c": "z2"}
 

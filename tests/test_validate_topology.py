@@ -36,13 +36,16 @@ from placer.models import (
     Taint,
     Toleration,
 )
-from placer.validate import spread_node_eligible, validate_placements, validate_plan, volume_problems
-from placer.validate_topology import (
+from placer.validate import (
     TopologyRules,
     TopologyState,
     label_selector_matches,
     namespace_labels,
+    spread_node_eligible,
     term_matches_pod,
+    validate_placements,
+    validate_plan,
+    volume_problems,
 )
 
 HOST = "kubernetes.io/hostname"

@@ -6,30 +6,24 @@
   outside its parent's domain breaks the parent's rule: that is the nesting rule.
 - Disruption: where a group is disrupted only as a whole (``Pod.disruption_unit``,
   ``disruptionMode: all``), a plan evicts every running pod of it or none.
-
-All-or-nothing at ``minCount`` is the gang rule of ``placer.validate``.
+- Gangs (pods sharing ``gang`` in a namespace: a PodGroup's ``minCount``): placed whole or not
+  at all, and never while fewer than ``gang_size`` pods are pending or already running.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 
 from placer.models import Cluster, Pod
-from placer.validate_topology import Violation
-
-__all__ = ["Domains", "disruption_violations", "domain_violations"]
+from placer.validate.index import ClusterIndex, batch_pods
+from placer.validate.violations import Violation, texts
 
 
 def domain_violations(cluster: Cluster, placements: Mapping[str, str], gone: Collection[str] = ()) -> list[Violation]:
     """Levels whose pods (running and not ``gone``, or pending and placed at ``placements``)
     do not share one domain of the level's key."""
     labels = {n.name: n.labels for n in cluster.nodes}
-    where: dict[str, str] = {}
-    for pod in cluster.pods:
-        if pod.key in placements:
-            where[pod.key] = placements[pod.key]
-        elif pod.running and pod.node_name is not None and pod.key not in gone:
-            where[pod.key] = pod.node_name
+    where = {pod.key: node for pod, node in _positions(cluster, placements, gone)}
     levels: dict[str, tuple[str, list[Pod]]] = {}
     for pod in cluster.pods:
         if pod.key in where:
@@ -49,6 +43,16 @@ def domain_violations(cluster: Cluster, placements: Mapping[str, str], gone: Col
             spread = ", ".join(f"{v} ({len(keys)})" for v, keys in sorted(values.items()))
             out.append(Violation("group-domain", name, f"{name}: pods in {len(values)} domains of {key}: {spread}"))
     return out
+
+
+def _positions(cluster: Cluster, placed: Mapping[str, str], gone: Collection[str]) -> Iterator[tuple[Pod, str]]:
+    """Every pod with its node, in the cluster's order: a pod at ``placed`` (pod key -> node) there,
+    a running pod not ``gone`` where it runs."""
+    for pod in cluster.pods:
+        if pod.key in placed:
+            yield pod, placed[pod.key]
+        elif pod.running and pod.node_name is not None and pod.key not in gone:
+            yield pod, pod.node_name
 
 
 def disruption_violations(cluster: Cluster, evicted: Collection[str]) -> list[Violation]:
@@ -75,12 +79,8 @@ class Domains:
         """Running pods (but ``gone``) and pending pods at ``placed`` (pod key -> node) count."""
         self._labels = {n.name: n.labels for n in cluster.nodes}
         self._taken: dict[str, str] = {}
-        placed = placed or {}
-        for pod in cluster.pods:
-            if pod.key in placed:
-                self.add(pod, placed[pod.key])
-            elif pod.running and pod.node_name is not None and pod.key not in gone:
-                self.add(pod, pod.node_name)
+        for pod, node in _positions(cluster, placed or {}, gone):
+            self.add(pod, node)
 
     def allows(self, pod: Pod, node: str) -> bool:
         labels = self._labels.get(node, {})
@@ -93,3 +93,39 @@ class Domains:
         for d in pod.group_domains:
             if d.key in labels:
                 self._taken.setdefault(d.group, labels[d.key])
+
+
+def gang_violations(cluster: Cluster, placements: Mapping[str, str], scheduler_name: str = "placer") -> list[str]:
+    """``gang_rule_violations`` in words."""
+    return texts(gang_rule_violations(cluster, placements, scheduler_name))
+
+
+def gang_rule_violations(
+    cluster: Cluster, placements: Mapping[str, str], scheduler_name: str = "placer", index: ClusterIndex | None = None
+) -> list[Violation]:
+    """A gang (pods sharing ``gang`` in a namespace) is placed whole or not at all, and never
+    while fewer than its ``gang_size`` pods are pending or already running (a gang left partly
+    bound is completed by placing the rest together)."""
+    members: dict[str, list[Pod]] = {}
+    for pod in batch_pods(cluster, scheduler_name) if index is None else index.batch(scheduler_name):
+        if pod.gang:
+            members.setdefault(f"{pod.namespace}/{pod.gang}", []).append(pod)
+    running: dict[str, int] = {}
+    if members:
+        for pod in cluster.pods:
+            gang = f"{pod.namespace}/{pod.gang}" if pod.gang else None
+            if pod.running and gang in members:
+                running[gang] = running.get(gang, 0) + 1
+    out: list[Violation] = []
+    for gang, pods in sorted(members.items()):
+        placed = [p for p in pods if p.key in placements]
+        want = max(p.gang_size or 0 for p in pods) - running.get(gang, 0)
+        if placed and len(placed) < len(pods):
+            out.append(
+                Violation(
+                    "gang", gang, f"gang {gang}: {len(placed)} of its {len(pods)} pending pods placed (all or nothing)"
+                )
+            )
+        elif placed and want > len(pods):
+            out.append(Violation("gang", gang, f"gang {gang}: placed with {len(pods)} of its {want} pods pending"))
+    return out

@@ -1,8 +1,7 @@
 """Independent checker of inter-pod affinity, anti-affinity and topology spread (docs/topology.md).
 
-Part of the validator (``placer.validate`` calls it): it imports only ``placer.models`` and shares
-no code with ``placer.engine`` (import-linter enforces both). The rules are the final-state rules
-of docs/topology.md, re-implemented from the documentation:
+Part of the validator: it shares no code with ``placer.engine`` (import-linter enforces it). The
+rules are the final-state rules of docs/topology.md, re-implemented from the documentation:
 
 - matching: a term matches pod ``q`` when ``q``'s namespace is among the term's ``namespaces`` or
   its labels match ``namespace_selector`` (an empty selector selects every namespace; a namespace
@@ -21,8 +20,10 @@ of docs/topology.md, re-implemented from the documentation:
   the selector on the eligible nodes (``SpreadNodes``), its domain holds at most ``max_skew`` more
   than the emptiest domain (0 when there are fewer domains than ``min_domains``).
 
-Which nodes a spread constraint counts (node labels, affinity and taint policies) is a node-level
-rule: ``placer.validate`` answers it and hands it in as ``SpreadNodes``.
+Which nodes a spread constraint counts is a node-level rule (``spread_node_eligible``): nodes with
+every key of the pod's DoNotSchedule constraints, matching its nodeSelector and required node
+affinity when ``node_affinity_policy`` is Honor, and whose NoSchedule/NoExecute taints it tolerates
+when ``node_taints_policy`` is Honor. ``TopologyRules`` takes it as ``SpreadNodes``.
 
 ``TopologyRules`` holds what the running pods fix; ``TopologyState`` is one set of batch
 placements on top, and answers the maximality rules' question "would this pod fit on that node
@@ -36,23 +37,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
-from placer.models import Cluster, LabelSelector, Node, Pod, PodAffinityTerm, SpreadConstraint
-
-__all__ = [
-    "METADATA_NAME",
-    "Rule",
-    "SpreadNodes",
-    "TopologyRules",
-    "TopologyState",
-    "Violation",
-    "label_selector_matches",
-    "namespace_labels",
-    "term_matches_pod",
-    "term_namespace_matches",
-    "texts",
-]
+from placer.models import Cluster, Node, Pod, PodAffinityTerm, SpreadConstraint
+from placer.validate.semantics import first_untolerated, label_selector_matches, selector_matches
+from placer.validate.violations import Violation, texts
 
 METADATA_NAME = "kubernetes.io/metadata.name"
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -64,31 +52,6 @@ SpreadNodes = Callable[[Pod, SpreadConstraint, Node], bool]
 
 
 # --- matching ---------------------------------------------------------------------------------
-
-
-def label_selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
-    """``metav1.LabelSelector`` over labels (pods, namespaces; PodDisruptionBudgets use it too).
-
-    A null selector matches nothing and an empty one everything; every ``matchLabels`` pair and
-    every expression must hold; ``NotIn`` and ``DoesNotExist`` hold when the key is absent.
-    """
-    if selector is None:
-        return False
-    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
-        return False
-    for req in selector.match_expressions:
-        present = req.key in labels
-        if req.operator == "In":
-            ok = present and labels[req.key] in req.values
-        elif req.operator == "NotIn":
-            ok = not present or labels[req.key] not in req.values
-        elif req.operator == "Exists":
-            ok = present
-        else:
-            ok = not present
-        if not ok:
-            return False
-    return True
 
 
 def namespace_labels(namespaces: Mapping[str, Mapping[str, str]], name: str) -> Mapping[str, str]:
@@ -130,53 +93,6 @@ class _Placed:
 
 
 Domains = dict[str, dict[str, list[_Placed]]]  # topology key -> value -> placed pods there
-
-
-Rule = Literal[
-    # the placements themselves (placer.validate)
-    "placement",  # the pod or node does not exist, the pod is not pending, not addressed to placer, ...
-    "eligibility",  # cordon, taints, node affinity, volumes
-    "capacity",
-    "host-ports",
-    "relaxed-affinity",
-    "maximality",  # left unplaced although it fits
-    "priority",  # left unplaced although it would fit in place of lower-key pods
-    "gang",
-    # workload groups (placer.validate_groups)
-    "group-domain",
-    "group-disruption",
-    # topology (this module)
-    "affinity key",
-    "affinity",
-    "anti-affinity",
-    "spread key",
-    "topology-spread",
-]
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One broken rule, the validator's answer as data: the ``rule``, the ``subject`` it is about
-    (a pod key, a node name, a gang), one line of ``text`` for people, and ``about``: the rest of
-    what identifies it (the node, a term or constraint index, the other pod of a pair). A change to
-    a state is judged by ``what``: the same violation with other counts in its text is not a new one."""
-
-    rule: Rule
-    subject: str
-    text: str
-    about: tuple[object, ...] = ()
-
-    @property
-    def what(self) -> tuple[object, ...]:
-        return (self.rule, self.subject, *self.about)
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def texts(violations: Iterable[Violation]) -> list[str]:
-    """The violations' one-line messages, for people and for the callers that want words only."""
-    return [v.text for v in violations]
 
 
 def _hard_spread(pod: Pod) -> list[tuple[int, SpreadConstraint]]:
@@ -796,3 +712,27 @@ def _skew_problem(world: _World, p: _Placed, index: int, counts: Mapping[str, in
         f"topology spread on {key} (maxSkew {constraint.max_skew}) violated: {count} matching pods in "
         f"{key}={value}, {floor} over {len(counts)} domain(s)"
     )
+
+
+# --- which nodes a spread constraint counts, and the state of one answer ---------------------
+
+
+def spread_node_eligible(pod: Pod, constraint: SpreadConstraint, node: Node) -> bool:
+    """Whether a DoNotSchedule spread constraint of the pod counts the node (docs/topology.md).
+
+    The node carries every key of the pod's DoNotSchedule constraints; with
+    ``node_affinity_policy`` Honor it matches the pod's nodeSelector and required node affinity;
+    with ``node_taints_policy`` Honor the pod tolerates its NoSchedule/NoExecute taints (the node's
+    own taints: cordon is not one).
+    """
+    keys = {c.topology_key for c in pod.spread if c.when_unsatisfiable == "DoNotSchedule"}
+    if not keys <= node.labels.keys():
+        return False
+    if constraint.node_affinity_policy == "Honor" and not selector_matches(pod.node_selector, pod.required_terms, node):
+        return False
+    return constraint.node_taints_policy != "Honor" or first_untolerated(node.taints, pod.tolerations) is None
+
+
+def topology_state(cluster: Cluster, running: Iterable[Pod], placed: Iterable[tuple[Pod, str]]) -> TopologyState:
+    """The final state of the batch placements under the topology rules."""
+    return TopologyState(TopologyRules(cluster, running, spread_node_eligible), placed)
