@@ -281,8 +281,6 @@ def _stop_words(stop: BudgetStop, now: Balance) -> str:
     )
     if stop.more is None:
         return text
-    if stop.more <= 0:
-        return f"{text}; raised, the plan would make no more moves"
     return (
         f"{text}; raised to {stop.raised_to}, the plan would make {stop.more} more moves: "
         f"spread {now.spread:.4f} -> {stop.spread:.4f}, nodes above high {now.hot} -> {stop.hot}"

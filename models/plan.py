@@ -194,9 +194,10 @@ class BudgetStop(_Out):
     ``scopes`` the namespaces, giving nodes or budgets (ns/name) where it bound, ``limit`` the
     moves (disruptions) it allows in each, ``ready`` the offered pods in those scopes that stayed.
     What raising it would do comes from a second plan made with only this limit lifted:
-    ``raisedTo`` the most that plan uses of it in one scope, ``more`` the moves it adds (negative:
-    fewer), ``spread`` and ``hot`` the balance it reaches. They are None when that plan was not
-    made (``placer rebalance`` makes it; the controller does not)."""
+    ``raisedTo`` the most that plan uses of it in one scope, ``more`` the moves it adds,
+    ``spread`` and ``hot`` the balance it reaches. ``placer rebalance`` makes that plan and lists
+    only the limits without which the plan makes more moves; the controller does not make it
+    (then these are None and every limit reached is listed)."""
 
     key: str
     scopes: list[str] = Field(default_factory=list)

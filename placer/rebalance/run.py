@@ -275,8 +275,9 @@ def _stops(
     *,
     what_if: bool,
 ) -> list[BudgetStop]:
-    """The budgets that stopped ``plan``; with ``what_if``, each with the plan made again without
-    it, all of them within one more time limit."""
+    """The budgets ``plan`` used up with offered pods staying; with ``what_if``, each with the plan
+    made again without it (all of them within one more time limit), and only those without which
+    the plan makes more moves: the ones that stopped it."""
     found = stops(
         cluster, names, offered, plan, scheduler_name=config.scheduler_name, lift=lift, limits=config.rebalance.limits
     )
@@ -292,4 +293,4 @@ def _stops(
             return (again, after) if again is not None and after is not None else None
 
         out.append(stop_what_if(stop, replan, 1.0 / (len(found) - i), moves, high))
-    return out
+    return [s for s in out if s.more is not None and s.more > 0]  # the others were reached, not binding

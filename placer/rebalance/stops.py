@@ -5,7 +5,8 @@ stayed: ``limits.perPeriod`` (the plan's moves), ``limits.perNamespace`` (a name
 ``limits.perNode`` (a giving node still above ``high`` after its moves, with pods left to give)
 and a PodDisruptionBudget (its ``disruptionsAllowed``). What raising one would do is not guessed:
 ``what_if`` makes the plan again with only that budget lifted (by the same planning function, on
-the same offer) and reports the moves it adds and the balance it reaches.
+the same offer) and reports the moves it adds and the balance it reaches; a budget reached
+without which the plan makes no more moves did not stop it.
 """
 
 from __future__ import annotations
