@@ -74,7 +74,8 @@ def _steps_table(console: Console, steps: Sequence[Step], title: str, rows: int 
     """A plan's steps, one row each (the solve and the rebalance answers alike)."""
     cols = [Col("id", right=True), Col("op"), Col("pod", key=True), Col("node", key=True), Col("after")]
     cells = [[str(st.id), st.op, st.subject, st.node, ", ".join(map(str, st.after)) or "-"] for st in steps]
-    return fitted(f"{title} (each waits for the steps in 'after')", cols, cells, width=console.width, limit=rows)
+    title = f"{title} (each waits for the steps in 'after')"
+    return fitted(title, cols, cells, width=console.width, limit=rows, where=_JSON)
 
 
 def _namespace_words(name: str, n: NamespaceCounts) -> str:

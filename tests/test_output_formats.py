@@ -12,6 +12,7 @@ json and yaml must both parse back to exactly the answer's data (and match ``pla
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from collections.abc import Callable, Iterator
@@ -23,6 +24,7 @@ import jsonschema
 import pytest
 import scale_dumps
 import yaml
+from rich.console import Console
 from support import DETERMINISTIC, validated
 from typer.testing import CliRunner, Result
 
@@ -30,6 +32,7 @@ import placer.cli.app as cli
 from placer.check import FixtureResult
 from placer.cli.app import load_config
 from placer.cli.formats import dump, plain
+from placer.cli.tables import Col, fitted
 from placer.explain import explain_document
 from placer.inputs import load_cluster
 from placer.models import Cluster, Filter, compare_schema, eviction_cause, result_schema
@@ -437,3 +440,40 @@ def test_rebalance_names_a_disruption_budget_that_stopped_it(tmp_path: Path) -> 
     assert stop.more is not None and stop.more > 0 and stop.hot is not None and stop.hot < out.report.after.hot
     quiet = rebalance_cluster(load_cluster(_file(tmp_path, doc)), RebalanceOptions(config=cfg, now=0.0))
     assert [s.more for s in quiet.report.stops] == [None]  # without what_if the stop is named, not priced
+
+
+_NODE = "ip-10-0-123-45.eu-west-1.compute.internal"
+_ROWS = [
+    [f"payments/api-5d7f9c6b8-{i:02d}w8r", _NODE, "search/indexer-7b9d5-45w8r, web/frontend", "[1]"] for i in range(5)
+]
+_COLS = [Col("pod", key=True), Col("node", key=True), Col("for", drop=1), Col("cause")]
+
+
+def _render(width: int, limit: int | None = None) -> str:
+    console = Console(width=width, file=io.StringIO(), record=True)
+    console.print(fitted("Evictions", _COLS, _ROWS, width=width, limit=limit))
+    return console.export_text()
+
+
+@pytest.mark.parametrize(
+    ("width", "dropped", "stacked"),
+    [
+        pytest.param(160, False, False, id="a wide terminal keeps every column on one line"),
+        pytest.param(80, True, False, id="at 80 columns the droppable column goes, and the caption says so"),
+        pytest.param(50, True, True, id="narrower than both names side by side, they stack"),
+    ],
+)
+def test_a_table_fits_its_terminal_without_cutting_a_name(width: int, dropped: bool, stacked: bool) -> None:
+    text = _render(width)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= width
+    assert all(row[0] in text for row in _ROWS) and text.count(_NODE) == len(_ROWS)  # every name whole
+    assert ("left out at this width: for" in text) == dropped
+    assert ("search/indexer" in text) != dropped
+    assert any(line.strip(" │┃").startswith(_NODE) for line in lines) == stacked
+
+
+def test_a_cut_table_says_how_many_rows_more() -> None:
+    text = _render(160, limit=2)
+    assert "3 more, see -o json" in text and text.count(_NODE) == 2
+    assert "more" not in _render(160, limit=5)
