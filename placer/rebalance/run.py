@@ -257,10 +257,10 @@ def _plan(
             continue
         gain = (loads.spread() - after.spread()) / loads.spread() if loads.spread() > 0 else 0.0
         if gain < rc.margin:
-            why = f"the best plan lowers the load spread by {gain:.1%}, less than the margin {rc.margin:.0%}"
-            return why, None, None
+            why = f"the best plan lowers the load spread by {gain:.1%}"
+            return f"{why}, less than the margin {rc.margin:.0%} (rebalance.margin)", None, None
         return f"{len(moved)} move(s) lower the load spread by {gain:.1%}", plan, after
-    return "every plan would push a taking node above the high threshold", None, None
+    return "every plan would push a taking node above the high threshold (rebalance.thresholds.high)", None, None
 
 
 def _stops(
