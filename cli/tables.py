@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.cells import cell_len
+from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
 __all__ = ["Col", "fits", "fitted", "more"]
 
-# The narrowest a wrapping column is counted at when deciding what fits.
+# The narrowest a wrapping column is counted at when deciding what fits (or its header's longest word).
 _MIN_WIDTH = 8
 
 
@@ -80,7 +81,7 @@ class _Layout:
         col = self.cols[c]
         if single or not col.wrap or (whole and col.key):
             return self.natural[c]
-        return self.word[c] if col.key else min(self.natural[c], _MIN_WIDTH)
+        return self.word[c] if col.key else min(self.natural[c], max(_MIN_WIDTH, _words(col.header)))
 
 
 def fits(cols: Sequence[Col], rows: Sequence[Sequence[str]], width: int) -> bool:
@@ -124,14 +125,17 @@ def fitted(
     if limit is not None and len(rows) > limit:
         notes.append(more(len(rows) - limit, where))
     table = Table(title=title, caption="; ".join(notes) or None, show_edge=edge, pad_edge=edge, caption_justify="left")
+    spare = max(width - layout.need(kept, edge), 0)  # for wrapped names, the room beyond their longest word
     for c in kept:
         col = layout.cols[c]
         if col.key and whole:
             table.add_column(col.header, no_wrap=True, overflow="fold")
         elif col.key:  # wrapped at spaces only: no name is cut
-            table.add_column(col.header, width=layout.word[c], overflow="fold")
+            extra = min(layout.natural[c] - layout.word[c], spare)
+            spare -= extra
+            table.add_column(col.header, width=layout.word[c] + extra, overflow="fold")
         else:
-            justify = "right" if col.right else "left"
+            justify: JustifyMethod = "right" if col.right else "left"
             table.add_column(col.header, no_wrap=not col.wrap, overflow="fold", justify=justify)
     for r in layout.rows:
         table.add_row(*(Text(r[c]) for c in kept))
