@@ -101,11 +101,18 @@ def stops(
     if capped:
         wider = replace(lift, per_node=max(unlimited, lift.per_node))
         add("rebalance.limits.perNode", capped, lift.per_node, wider, node)
+    budgets: dict[str, tuple[int, ...]] = {}  # pod key -> the PodDisruptionBudgets covering it
+
+    def budgets_of(pod: Pod) -> tuple[int, ...]:
+        if pod.key not in budgets:
+            budgets[pod.key] = classify(cluster, pod, scheduler_name, jobs=True).pdbs
+        return budgets[pod.key]
+
     for i, pdb in enumerate(cluster.pdbs):
         name = f"{pdb.namespace}/{pdb.name}"
 
         def covered(pod: Pod, n: int, i: int = i, name: str = name) -> str:
-            return name if i in classify(cluster, pod, scheduler_name, jobs=True).pdbs else ""
+            return name if i in budgets_of(pod) else ""
 
         used = sum(1 for pod, n in moved if covered(pod, n))
         if used >= pdb.disruptions_allowed and any(covered(pod, n) for pod, n in staying):
