@@ -24,7 +24,7 @@ from rich.table import Table
 from placer import DISTRIBUTION
 from placer.check import find_fixtures, run_fixture
 from placer.cli.formats import dump
-from placer.cli.render import render_compare, render_explanation, render_outcome, render_rebalance
+from placer.cli.render import MAX_ROWS, render_compare, render_explanation, render_outcome, render_rebalance
 from placer.errors import InputError
 from placer.explain import explain_document, explain_pod, explain_schema
 from placer.inputs import cluster_schema, load_cluster, read_cluster
@@ -128,6 +128,11 @@ def load_config(path: Path | None) -> Config:
         raise InputError(source, where, err["msg"]) from None
 
 
+_MAX_ROWS = typer.Option(
+    min=0, help="rows of a table before it is cut, saying how many more (0: every row; -o json has them all)"
+)
+
+
 @app.command()
 def solve(
     file: Annotated[
@@ -164,6 +169,7 @@ def solve(
         str | None, typer.Option(help="without FILE: read this kubeconfig's cluster (default: as kubectl)")
     ] = None,
     context: Annotated[str | None, typer.Option(help="without FILE: the kubeconfig context to read")] = None,
+    max_rows: Annotated[int, _MAX_ROWS] = MAX_ROWS,
 ) -> None:
     """Place the pending pods of a cluster and show where each goes, what stays unplaced and why.
 
@@ -199,10 +205,10 @@ def solve(
         other = _read_in(solve_cluster(cluster, replace(options, policy=cast(Policy, compare))), read_seconds)
     if output is Output.text:
         console = Console()  # the terminal's width (COLUMNS when not a terminal)
-        render_outcome(console, outcome)
+        render_outcome(console, outcome, max_rows)
         if other is not None:
             console.print()
-            render_compare(console, outcome, other, cluster.pods)
+            render_compare(console, outcome, other, cluster.pods, max_rows)
     else:
         data: Any = outcome.result.contract()
         if other is not None:
@@ -235,10 +241,13 @@ def rebalance(
     output: Annotated[Output, typer.Option("--output", "-o", help="text, json or yaml")] = Output.text,
     config: Annotated[Path | None, typer.Option(help="YAML/JSON engine configuration (its rebalance section)")] = None,
     time_limit: Annotated[float | None, typer.Option(min=0.01, help="solver time limit in seconds")] = None,
+    max_rows: Annotated[int, _MAX_ROWS] = MAX_ROWS,
 ) -> None:
     """Plan moves off overloaded nodes to planned landing nodes (offline, nothing is written):
-    which pods move where, each node's load before and after, and the balance before and after.
-    With --usage the load is the measured usage (rebalance.load: usage in the config)."""
+    which pods move where, each node's load before and after, and the balance before and after;
+    the budgets that held the plan back, each with what the plan would do were it raised (one more
+    plan per budget, within one more time limit). With --usage the load is the measured usage
+    (rebalance.load: usage in the config)."""
     try:
         cfg = load_config(config)
         started = time.monotonic()
@@ -253,9 +262,10 @@ def rebalance(
     if time_limit is not None:
         cfg = cfg.model_copy(update={"solver": cfg.solver.model_copy(update={"time_limit": time_limit})})
     now = max((s.timestamp for s in samples.samples), default=None) if samples is not None else None
-    outcome = _read_in(rebalance_cluster(cluster, RebalanceOptions(config=cfg, usage=samples, now=now)), read_seconds)
+    options = RebalanceOptions(config=cfg, usage=samples, now=now, what_if=True)
+    outcome = _read_in(rebalance_cluster(cluster, options), read_seconds)
     if output is Output.text:
-        render_rebalance(Console(), outcome)
+        render_rebalance(Console(), outcome, max_rows)
     else:
         typer.echo(dump(outcome.result.contract(), output.value), nl=False)
     for warning in outcome.warnings:

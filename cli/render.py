@@ -6,11 +6,13 @@ from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from placer.cli.tables import Col, fits, fitted
 from placer.engine import Snapshot
 from placer.explain import Explanation
 from placer.metrics import running_by_priority
-from placer.models import Pod, Step, format_quantity
+from placer.models import Balance, BudgetStop, NamespaceCounts, Pod, Result, Step, eviction_cause, format_quantity
 from placer.rebalance import RebalanceOutcome
 from placer.service import Outcome
 
@@ -18,7 +20,10 @@ __all__ = ["offered_resources", "render_compare", "render_explanation", "render_
 
 _COLUMNS = ("cpu", "memory", "ephemeral-storage", "placer.io/bandwidth", "pods")
 _GPU_HINTS = ("gpu", "neuron", "tpu")  # extended resources shown when some node offers them
-_MAX_ROWS = 40
+_DROP = {"pods": 3, "ephemeral-storage": 2, "placer.io/bandwidth": 1}  # left out first on a narrow terminal
+MAX_ROWS = 40  # rows of a table before it is cut (``--max-rows``)
+_NAMESPACES = 6  # namespaces named in a summary line
+_JSON = "see -o json or --max-rows 0"
 
 
 def _pct(used: int, alloc: int) -> str:
@@ -31,69 +36,132 @@ def offered_resources(snap: Snapshot) -> list[str]:
     return [r for r in (*_COLUMNS, *devices) if r in snap.resources and snap.alloc[:, snap.column(r)].sum() > 0]
 
 
-def _node_table(outcome: Outcome) -> Table:
+def _limit(rows: int | None) -> int | None:
+    return None if rows == 0 else rows
+
+
+def _node_table(console: Console, outcome: Outcome, rows: int | None) -> Table:
     before, after = outcome.before, outcome.after
     cols = offered_resources(before)
     changed = [i for i in range(len(before.nodes)) if (after.used[i] != before.used[i]).any()]
-    rows = list(range(len(before.nodes))) if len(before.nodes) <= _MAX_ROWS else changed
+    limit = _limit(rows)
+    shown = list(range(len(before.nodes))) if limit is None or len(before.nodes) <= limit else changed
     title = "Nodes (utilisation before -> after)"
-    if len(rows) < len(before.nodes):
-        title += f": the {len(rows)} of {len(before.nodes)} nodes that changed"
-    table = Table(title=title)
-    table.add_column("node")
-    for r in cols:
-        table.add_column(r.replace("placer.io/", ""), justify="right")
-    for i in rows[: _MAX_ROWS * 5]:
-        cells = []
+    if len(shown) < len(before.nodes):
+        title += f": the {len(shown)} of {len(before.nodes)} nodes that changed"
+    full: list[list[str]] = []
+    short: list[list[str]] = []  # without the allocatable, for a narrow terminal
+    for i in shown:
+        full.append([before.nodes[i].name])
+        short.append([before.nodes[i].name])
         for r in cols:
             j = before.column(r)
             a = int(before.alloc[i, j])
             b, c = int(before.used[i, j]), int(after.used[i, j])
             text = f"{_pct(b, a)} -> {_pct(c, a)}" if b != c else _pct(b, a)
-            cells.append(f"{text} of {format_quantity(r, a)}")
-        table.add_row(before.nodes[i].name, *cells)
-    return table
+            full[-1].append(f"{text} of {format_quantity(r, a)}")
+            short[-1].append(text)
+    columns = [Col("node", key=True)]
+    columns += [Col(r.replace("placer.io/", ""), drop=_DROP.get(r, 0), right=True, wrap=False) for r in cols]
+    cells = full
+    if not fits(columns, full, console.width):
+        cells = short
+        title = title.replace(")", "; allocatable left out at this width)", 1)
+    return fitted(title, columns, cells, width=console.width, limit=limit, where="--max-rows 0 shows them all")
 
 
-def _steps_table(steps: Sequence[Step], title: str) -> Table:
+def _steps_table(console: Console, steps: Sequence[Step], title: str, rows: int | None) -> Table:
     """A plan's steps, one row each (the solve and the rebalance answers alike)."""
-    table = Table(title=f"{title} (each waits for the steps in 'after')")
-    for col in ("id", "op", "pod", "node", "after"):
-        table.add_column(col)
-    for st in steps:
-        table.add_row(str(st.id), st.op, st.subject, st.node, ", ".join(map(str, st.after)) or "-")
-    return table
+    cols = [Col("id", right=True), Col("op"), Col("pod", key=True), Col("node", key=True), Col("after")]
+    cells = [[str(st.id), st.op, st.subject, st.node, ", ".join(map(str, st.after)) or "-"] for st in steps]
+    title = f"{title} (each waits for the steps in 'after')"
+    return fitted(title, cols, cells, width=console.width, limit=rows, where=_JSON)
 
 
-def render_outcome(console: Console, outcome: Outcome) -> None:
+def _namespace_words(name: str, n: NamespaceCounts) -> str:
+    counts = (("bound", n.binds), ("moved", n.moves), ("preempted", n.preemptions), ("unplaced", n.unplaced))
+    return f"{name or '(none)'} " + ", ".join(f"{k} {v}" for k, v in counts if v)
+
+
+def summary_line(result: Result) -> str:
+    """The answer in one line: what it binds, moves, preempts and leaves pending, by namespace and
+    by cause (the causes numbered as in ``causes_legend``)."""
+    s = result.summary
+    head = f"{s.evictions} evictions ({s.moves} moves, {s.preemptions} preemptions)" if s.evictions else "no evictions"
+    head += f", {s.binds} binds" + (f" ({s.replacements} replacements)" if s.replacements else "")
+    head += f", {s.unplaced} unplaced"
+    if s.unplaced_codes:
+        head += " (" + ", ".join(f"{code} {n}" for code, n in s.unplaced_codes.items()) + ")"
+    spaces = [_namespace_words(name, n) for name, n in s.namespaces.items()]
+    if len(spaces) > _NAMESPACES:
+        spaces = [*spaces[:_NAMESPACES], f"{len(spaces) - _NAMESPACES} more namespaces"]
+    line = f"{'Plan' if s.evictions else 'Answer'}: {head}"
+    if spaces:
+        line += "; by namespace: " + "; ".join(spaces)
+    if s.causes:
+        line += "; by cause: " + ", ".join(f"[{i}] {c.evictions}" for i, c in enumerate(s.causes, 1))
+    return line
+
+
+def causes_legend(result: Result) -> list[str]:
+    """One line per cause of eviction (evictions that share one show it once, by its number)."""
+    return [f"[{i}] {c.reason} ({c.evictions})" for i, c in enumerate(result.summary.causes, 1)]
+
+
+def _cause_numbers(result: Result) -> dict[tuple[str, str], str]:
+    return {(c.kind, c.reason): f"[{i}]" for i, c in enumerate(result.summary.causes, 1)}
+
+
+def _names(keys: Sequence[str], limit: int | None) -> str:
+    shown = ", ".join(keys if limit is None else keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if limit is not None and len(keys) > limit else "")
+
+
+def _grouped(pairs: Sequence[tuple[str, tuple[str, ...]]]) -> list[tuple[tuple[str, ...], list[str]]]:
+    """(pod, why) pairs as (why, pods) groups, the largest first: rows that share a reason show it once."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for pod, why in pairs:
+        groups.setdefault(why, []).append(pod)
+    return sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
+
+
+def _print_summary(console: Console, result: Result) -> None:
+    console.print(Text(summary_line(result)))
+    for line in causes_legend(result):
+        console.print(Text(line))
+
+
+def render_outcome(console: Console, outcome: Outcome, rows: int | None = MAX_ROWS) -> None:
     result = outcome.result
+    limit = _limit(rows)
+    width = console.width
+    _print_summary(console, result)
     if not result.placements and not result.unplaced and not result.evictions:
         console.print("Nothing to place: no pending pod is addressed to this scheduler (see the warnings).")
     if result.placements:
-        table = Table(title=f"Placements ({result.policy})")
-        table.add_column("pod")
-        table.add_column("node")
-        for p in result.placements:
-            table.add_row(p.pod or f"(replacement of {p.replaces})", p.node)
-        console.print(table)
+        cells = [[p.pod or f"(replacement of {p.replaces})", p.node] for p in result.placements]
+        cols = [Col("pod", key=True), Col("node", key=True)]
+        console.print(fitted(f"Placements ({result.policy})", cols, cells, width=width, limit=limit, where=_JSON))
     if result.unplaced:
-        table = Table(title="Unplaced")
-        table.add_column("pod")
-        table.add_column("code")
-        table.add_column("reason", overflow="fold")
-        for u in result.unplaced:
-            table.add_row(u.pod, u.code, u.reason)
-        console.print(table)
+        groups = _grouped([(u.pod, (u.code, u.reason)) for u in result.unplaced])
+        cells = [[str(len(pods)), code, reason, _names(pods, limit)] for (code, reason), pods in groups]
+        cols = [Col("pods", right=True), Col("code"), Col("reason"), Col("which", key=True)]
+        console.print(fitted("Unplaced, by reason", cols, cells, width=width, limit=limit, where=_JSON))
     if result.evictions:
-        table = Table(title="Global plan: evictions")
-        for col in ("pod", "node", "kind", "to", "for", "why"):
-            table.add_column(col, overflow="fold")
-        for e in result.evictions:
-            why = "; ".join((e.reason or "-").split("; ")[1:]) or "-"  # the first part repeats kind/to/for
-            table.add_row(e.pod, e.node, e.kind, e.to or "-", ", ".join(e.for_) or "-", why)
-        console.print(table)
-        console.print(_steps_table(result.steps, "Global plan: steps"))
-    console.print(_node_table(outcome))
+        numbers = _cause_numbers(result)
+        cells = [
+            [
+                e.pod,
+                f"{e.node} -> {e.to}" if e.to else e.node,
+                ", ".join(e.for_) or "-",
+                numbers[(e.kind, eviction_cause(e))],
+            ]
+            for e in result.evictions
+        ]
+        cols = [Col("pod", key=True), Col("node (-> to)", key=True), Col("for", drop=1), Col("cause")]
+        console.print(fitted("Global plan: evictions", cols, cells, width=width, limit=limit, where=_JSON))
+        console.print(_steps_table(console, result.steps, "Global plan: steps", limit))
+    console.print(_node_table(console, outcome, rows))
     m = result.metrics
     console.print(
         f"placed {m.placed}, moved {m.moved}, preempted {m.preempted}, unplaced {m.unplaced}, "
@@ -115,7 +183,7 @@ def _lexicographic(a: Sequence[int], b: Sequence[int]) -> str:
     return _better(*first, higher=True)
 
 
-def render_compare(console: Console, a: Outcome, b: Outcome, pods: Sequence[Pod]) -> None:
+def render_compare(console: Console, a: Outcome, b: Outcome, pods: Sequence[Pod], rows: int | None = MAX_ROWS) -> None:
     """One table, both policies side by side, for the cluster whose ``pods`` both answers place.
     The last column points at the better one, and is empty where they are equal (README,
     "Reading the numbers", defines each row)."""
@@ -160,13 +228,10 @@ def render_compare(console: Console, a: Outcome, b: Outcome, pods: Sequence[Pod]
     where_b = {p.pod: p.node for p in b.result.placements}
     differ = sorted(k for k in set(where_a) | set(where_b) if k is not None and where_a.get(k) != where_b.get(k))
     if differ:
-        diff = Table(title=f"Pods placed differently ({len(differ)})")
-        diff.add_column("pod")
-        diff.add_column(a.result.policy)
-        diff.add_column(b.result.policy)
-        for k in differ[:_MAX_ROWS]:
-            diff.add_row(k, where_a.get(k, "unplaced"), where_b.get(k, "unplaced"))
-        console.print(diff)
+        cols = [Col("pod", key=True), Col(a.result.policy, key=True), Col(b.result.policy, key=True)]
+        cells = [[k, where_a.get(k, "unplaced"), where_b.get(k, "unplaced")] for k in differ]
+        title = f"Pods placed differently ({len(differ)})"
+        console.print(fitted(title, cols, cells, width=console.width, limit=_limit(rows), where=_JSON))
     else:
         console.print("Both policies place every pod on the same node.")
 
@@ -204,39 +269,62 @@ def render_explanation(console: Console, story: Explanation) -> None:
         console.print(f"For it: {e.pod} on {e.node} is {'moved' if e.kind == 'move' else 'preempted'}: {e.reason}")
 
 
-def render_rebalance(console: Console, outcome: RebalanceOutcome) -> None:
-    """``placer rebalance``: the moves, the steps, giving and taking nodes before -> after, and
-    the balance before -> after (lower is better)."""
+_STOP_UNITS = {"perPeriod": "moves per plan", "perNamespace": "moves per namespace", "perNode": "moves off one node"}
+
+
+def _stop_words(stop: BudgetStop, now: Balance) -> str:
+    """A budget that held the plan back, and what the plan would do with it raised."""
+    unit = next((u for k, u in _STOP_UNITS.items() if stop.key.removeprefix("rebalance.limits.").startswith(k)), "")
+    scopes = _names(stop.scopes, 3)
+    text = (
+        f"stopped by {stop.key} ({stop.limit} {unit or 'disruptions allowed'}, in {scopes}): "
+        f"{stop.ready} pods offered there stayed"
+    )
+    if stop.more is None:
+        return text
+    return (
+        f"{text}; raised to {stop.raised_to}, the plan would make {stop.more} more moves: "
+        f"spread {now.spread:.4f} -> {stop.spread:.4f}, nodes above high {now.hot} -> {stop.hot}"
+    )
+
+
+def render_rebalance(console: Console, outcome: RebalanceOutcome, rows: int | None = MAX_ROWS) -> None:
+    """``placer rebalance``: the summary and the budgets that stopped the plan, the moves, the
+    steps, giving and taking nodes before -> after, why the other pods stay, and the balance
+    before -> after (lower is better)."""
     result, report = outcome.result, outcome.report
+    limit = _limit(rows)
+    width = console.width
+    _print_summary(console, result)
+    for stop in report.stops:
+        console.print(Text(_stop_words(stop, report.after)))
     if result.evictions:
-        table = Table(title="Rebalancing plan: moves")
-        for col in ("pod", "from", "to", "replacement waits"):
-            table.add_column(col)
         waits = {st.replaces: st.wait for st in result.steps if st.replaces is not None}
+        cells = []
         for e in result.evictions:
             wait = waits.get(e.pod, 0.0)
-            table.add_row(e.pod, e.node, e.to or "-", f"{wait:.0f}s Job backoff" if wait else "-")
-        console.print(table)
-        console.print(_steps_table(result.steps, "Steps"))
+            cells.append([e.pod, f"{e.node} -> {e.to or '-'}", f"{wait:.0f}s Job backoff" if wait else "-"])
+        cols = [Col("pod", key=True), Col("from -> to", key=True), Col("replacement waits", drop=1)]
+        console.print(fitted("Rebalancing plan: moves", cols, cells, width=width, limit=limit, where=_JSON))
+        console.print(_steps_table(console, result.steps, "Steps", limit))
     if report.nodes:
-        table = Table(
-            title=f"Nodes giving (above {report.high:g} %) and taking (below {report.low:g} %), load by {report.load}"
-        )
-        table.add_column("node")
-        table.add_column("role")
-        table.add_column("score", justify="right")
         resources = list(report.nodes[0].before)
-        for r in resources:
-            table.add_column(r, justify="right")
+        cells = []
         for row in report.nodes:
-            cells = []
+            loads = []
             for r in resources:
                 b, a = row.before.get(r, 0.0), row.after.get(r, 0.0)
-                cells.append(f"{b:.0%} -> {a:.0%}" if abs(a - b) > 1e-9 else f"{b:.0%}")
-            table.add_row(row.node, row.role, f"{row.score:+.2f}", *cells)
-        console.print(table)
-    for pod, why in list(report.skipped.items())[:_MAX_ROWS]:
-        console.print(f"stays: {pod}: {why}")
+                loads.append(f"{b:.0%} -> {a:.0%}" if abs(a - b) > 1e-9 else f"{b:.0%}")
+            cells.append([row.node, row.role, f"{row.score:+.2f}", *loads])
+        cols = [Col("node", key=True), Col("role"), Col("score", right=True, drop=1)]
+        cols += [Col(r, right=True, wrap=False) for r in resources]
+        title = f"Nodes giving (above {report.high:g} %) and taking (below {report.low:g} %), load by {report.load}"
+        console.print(fitted(title, cols, cells, width=width, limit=limit, where=_JSON))
+    if report.skipped:
+        groups = _grouped([(pod, (why,)) for pod, why in report.skipped.items()])
+        cells = [[str(len(pods)), why, _names(pods, limit)] for (why,), pods in groups]
+        cols = [Col("pods", right=True), Col("why it stays"), Col("which", key=True)]
+        console.print(fitted("Pods on giving nodes that stay", cols, cells, width=width, limit=limit, where=_JSON))
     old, new = report.before, report.after
     console.print(
         f"{'plan' if report.kept else 'no plan'}: {report.why}. moved {len(result.evictions)}; "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 from placer.models.codes import Policy, SolveStatus, UnplacedCode
 from placer.models.reasons import Reason
@@ -12,16 +12,21 @@ from placer.models.steps import StepKind, step_kind
 
 __all__ = [
     "SCHEMA_VERSION",
+    "BudgetStop",
+    "Cause",
     "Eviction",
     "EvictionChoice",
     "EvictionDetail",
     "Metrics",
+    "NamespaceCounts",
     "Placement",
     "Result",
     "Step",
+    "Summary",
     "Unplaced",
     "compare_schema",
     "describe_eviction",
+    "eviction_cause",
     "result_schema",
 ]
 
@@ -61,6 +66,17 @@ class EvictionDetail(_Out):
     choice: EvictionChoice
 
 
+_CHOICES: dict[str, str] = {
+    "move": "a move keeps it running (its owner re-creates it)",
+    "lowest-key": "no lower-key pod on the node could make the room",
+    "fewest-evictions": "a lower-key pod stays: this needed fewer evictions",
+}
+
+
+def _lacked(where: str, short_of: list[str]) -> str:
+    return f"{where} lacked {', '.join(short_of)} for what the plan binds there"
+
+
 def describe_eviction(kind: str, node: str, to: str | None, for_: list[str], detail: EvictionDetail) -> str:
     """An eviction's reason in words, e.g. 'preempted for ns/web, which outranks it; node a lacked
     cpu for what the plan binds there; the lowest key on the node'."""
@@ -70,13 +86,8 @@ def describe_eviction(kind: str, node: str, to: str | None, for_: list[str], det
     if detail.outranked_by:
         parts.append(f"outranked by {', '.join(detail.outranked_by)}")
     if detail.short_of:
-        parts.append(f"node {node} lacked {', '.join(detail.short_of)} for what the plan binds there")
-    choices = {
-        "move": "a move keeps it running (its owner re-creates it)",
-        "lowest-key": "no lower-key pod on the node could make the room",
-        "fewest-evictions": "a lower-key pod stays: this needed fewer evictions",
-    }
-    parts.append(choices[detail.choice])
+        parts.append(_lacked(f"node {node}", detail.short_of))
+    parts.append(_CHOICES[detail.choice])
     return "; ".join(parts)
 
 
@@ -88,6 +99,24 @@ class Eviction(_Out):
     for_: list[str] = Field(default_factory=list, alias="for")
     reason: str | None = None  # ``detail`` in words
     detail: EvictionDetail | None = None
+
+
+def eviction_cause(e: Eviction) -> str:
+    """What an eviction's reason says beyond the pod itself (its node, its destination, the pods it
+    makes room for): the words evictions for the same cause share, e.g. 'preempted; outranked by
+    the pods it makes room for; its node lacked cpu for what the plan binds there; no lower-key pod
+    on the node could make the room'."""
+    kind = "moved" if e.kind == "move" else "preempted"
+    if e.detail is None:
+        return kind
+    parts = [kind]
+    if e.detail.outranked_by:
+        same = sorted(e.detail.outranked_by) == sorted(e.for_)
+        parts.append(f"outranked by {'the pods it makes room for' if same else ', '.join(e.detail.outranked_by)}")
+    if e.detail.short_of:
+        parts.append(_lacked("its node", e.detail.short_of))
+    parts.append(_CHOICES[e.detail.choice])
+    return "; ".join(parts)
 
 
 class Step(_Out):
@@ -158,6 +187,28 @@ class NodeLoad(_Out):
     after: dict[str, float] = Field(default_factory=dict)
 
 
+class BudgetStop(_Out):
+    """A rebalancing limit the plan reached while pods it had ready to move stayed: ``key`` the
+    setting that gave the limit (``rebalance.limits.`` ``perPeriod`` or ``perPeriodPercent``,
+    ``perNamespace`` or ``perNamespacePercent``, ``perNode``; or ``PodDisruptionBudget``),
+    ``scopes`` the namespaces, giving nodes or budgets (ns/name) where it bound, ``limit`` the
+    moves (disruptions) it allows in each, ``ready`` the offered pods in those scopes that stayed.
+    What raising it would do comes from a second plan made with only this limit lifted:
+    ``raisedTo`` the most that plan uses of it in one scope, ``more`` the moves it adds,
+    ``spread`` and ``hot`` the balance it reaches. ``placer rebalance`` makes that plan and lists
+    only the limits without which the plan makes more moves; the controller does not make it
+    (then these are None and every limit reached is listed)."""
+
+    key: str
+    scopes: list[str] = Field(default_factory=list)
+    limit: int = 0
+    ready: int = 0
+    raised_to: int | None = Field(None, alias="raisedTo")
+    more: int | None = None
+    spread: float | None = None
+    hot: int | None = None
+
+
 class RebalanceReport(_Out):
     """``placer rebalance``: the plan's why and its effect (the moves are the result's evictions)."""
 
@@ -171,11 +222,81 @@ class RebalanceReport(_Out):
     nodes: list[NodeLoad] = Field(default_factory=list)  # givers and takers
     skipped: dict[str, str] = Field(default_factory=dict)  # pods on giving nodes that may not move, and why
     fallbacks: list[str] = Field(default_factory=list)  # pods read by requests: no fresh usage sample
+    stops: list[BudgetStop] = Field(default_factory=list)  # the budgets that held the plan back
+
+
+class Cause(_Out):
+    """Evictions of one kind for one cause (``eviction_cause``): the words their reasons share."""
+
+    kind: Literal["move", "preempt"]
+    reason: str
+    evictions: int
+
+
+class NamespaceCounts(_Out):
+    binds: int = 0  # pending pods and replacements bound in the namespace
+    moves: int = 0
+    preemptions: int = 0
+    unplaced: int = 0
+
+
+class Summary(_Out):
+    """The answer in one line: what it evicts and binds, per namespace and per cause."""
+
+    evictions: int = 0
+    moves: int = 0
+    preemptions: int = 0
+    binds: int = 0  # pending pods bound and replacements bound
+    replacements: int = 0
+    unplaced: int = 0
+    unplaced_codes: dict[str, int] = Field(default_factory=dict, alias="unplacedCodes")
+    namespaces: dict[str, NamespaceCounts] = Field(default_factory=dict)  # sorted by name
+    causes: list[Cause] = Field(default_factory=list)  # most evictions first
+
+
+def _namespace(key: str) -> str:
+    return key.split("/", 1)[0] if "/" in key else ""
+
+
+def summarize(placements: list[Placement], evictions: list[Eviction], unplaced: list[Unplaced]) -> Summary:
+    spaces: dict[str, NamespaceCounts] = {}
+
+    def count(key: str, field: str) -> None:
+        row = spaces.setdefault(_namespace(key), NamespaceCounts())
+        setattr(row, field, getattr(row, field) + 1)
+
+    for p in placements:
+        count(p.pod or p.replaces or "", "binds")
+    for e in evictions:
+        count(e.pod, "moves" if e.kind == "move" else "preemptions")
+    for u in unplaced:
+        count(u.pod, "unplaced")
+    causes: dict[tuple[Literal["move", "preempt"], str], int] = {}
+    for e in evictions:
+        causes[(e.kind, eviction_cause(e))] = causes.get((e.kind, eviction_cause(e)), 0) + 1
+    codes: dict[str, int] = {}
+    for u in unplaced:
+        codes[u.code] = codes.get(u.code, 0) + 1
+    moves = sum(1 for e in evictions if e.kind == "move")
+    return Summary(
+        evictions=len(evictions),
+        moves=moves,
+        preemptions=len(evictions) - moves,
+        binds=len(placements),
+        replacements=sum(1 for p in placements if p.kind == "replacement"),
+        unplaced=len(unplaced),
+        unplaced_codes=dict(sorted(codes.items())),
+        namespaces=dict(sorted(spaces.items())),
+        causes=[
+            Cause(kind=k, reason=r, evictions=n) for (k, r), n in sorted(causes.items(), key=lambda c: (-c[1], c[0]))
+        ],
+    )
 
 
 # 2: evictions gained reason and detail; 3: unplaced code Invalid, detail.invalid and detail.pdbs;
-# 4: steps' waitSeconds, and the rebalance section of ``placer rebalance``; 5: metrics.read_seconds.
-SCHEMA_VERSION = 5
+# 4: steps' waitSeconds, and the rebalance section of ``placer rebalance``; 5: metrics.read_seconds;
+# 6: summary, and the rebalance section's stops.
+SCHEMA_VERSION = 6
 
 
 class Result(_Out):
@@ -188,6 +309,12 @@ class Result(_Out):
     steps: list[Step] = Field(default_factory=list)
     metrics: Metrics = Field(default_factory=Metrics)
     rebalance: RebalanceReport | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def summary(self) -> Summary:
+        """The answer in one line (README, "Output contract"): derived, never set."""
+        return summarize(self.placements, self.evictions, self.unplaced)
 
     def contract(self) -> dict[str, object]:
         """The JSON output contract's shape, arrays sorted by pod name."""
@@ -207,7 +334,8 @@ class Result(_Out):
         ]
         if data["rebalance"] is None:
             del data["rebalance"]  # only ``placer rebalance`` answers have it
-        return data
+        head = {k: data.pop(k) for k in ("schemaVersion", "status", "policy", "summary")}
+        return {**head, **data}
 
 
 def _placement_sort(p: dict[str, object]) -> str:

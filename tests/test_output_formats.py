@@ -1,6 +1,9 @@
 """Every output format works on every answer: each command (solve, solve --compare, explain,
 rebalance, check) in each format (text, json, yaml) over a corpus of answers: placements, unplaced
-pods of every code, global plans with moves and with preemptions, gangs, rebalancing plans.
+pods of every code, global plans with moves and with preemptions, gangs, rebalancing plans; and
+how the outputs scale on the 30-node clusters of ``scale_dumps``: a summary line first, each
+eviction cause once, every cut table saying how many rows more, node names never cut on a narrow
+terminal, and rebalancing naming the budget that stopped it with what raising it does.
 
 Each command's library call is recorded once per answer (the real call, its placements through
 the independent validator), so the three formats print the same answer: text must not raise, and
@@ -9,6 +12,7 @@ json and yaml must both parse back to exactly the answer's data (and match ``pla
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from collections.abc import Callable, Iterator
@@ -18,18 +22,23 @@ from typing import Any
 
 import jsonschema
 import pytest
+import scale_dumps
 import yaml
+from rich.console import Console
 from support import DETERMINISTIC, validated
 from typer.testing import CliRunner, Result
 
 import placer.cli.app as cli
 from placer.check import FixtureResult
+from placer.cli.app import load_config
 from placer.cli.formats import dump, plain
+from placer.cli.tables import Col, fitted
 from placer.explain import explain_document
 from placer.inputs import load_cluster
-from placer.models import Cluster, Filter, compare_schema, result_schema
-from placer.rebalance import RebalanceOutcome
+from placer.models import Cluster, Filter, compare_schema, eviction_cause, result_schema
+from placer.rebalance import RebalanceOptions, RebalanceOutcome, rebalance_cluster
 from placer.service import Outcome, SolveOptions
+from placer.validate import validate_rebalance
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parent.parent
@@ -303,3 +312,168 @@ def test_check_prints_passing_and_failing_fixtures_in_every_format(
 def test_plain_data_reads_back_the_same_from_both_formats(value: Json) -> None:
     data = plain(value)
     assert json.loads(dump(value, "json")) == data == yaml.safe_load(dump(value, "yaml"))
+
+
+# Outputs that scale (issue 32 item 4), on the 30-node clusters of tests/scale_dumps.py.
+
+
+def _text(args: list[str], columns: int) -> str:
+    res = runner.invoke(cli.app, args, env={"COLUMNS": str(columns)})
+    assert res.exit_code == 0 and "Traceback" not in res.output, res.output
+    return res.stdout
+
+
+def _tight(tmp_path: Path, recorded: dict[str, Recorder]) -> tuple[list[str], Outcome]:
+    path = _file(tmp_path, scale_dumps.tight())
+    args = ["solve", str(path), "--config", str(_config(tmp_path))]
+    _invoke([*args, "-o", "json"])
+    return args, recorded["solve_cluster"].answers["placer"]
+
+
+def test_a_plan_opens_with_its_summary_and_shows_each_cause_once(tmp_path: Path, recorded: dict[str, Recorder]) -> None:
+    args, outcome = _tight(tmp_path, recorded)
+    result = outcome.result
+    summary = result.summary
+    evictions, placements = result.evictions, result.placements
+    assert summary.evictions == len(evictions) >= 50  # the plan is as large as the case claims
+    assert summary.moves == sum(1 for e in evictions if e.kind == "move")
+    assert summary.preemptions == summary.evictions - summary.moves and summary.binds == len(placements)
+    per_namespace = {ns: n.binds + n.moves + n.preemptions + n.unplaced for ns, n in summary.namespaces.items()}
+    assert sum(per_namespace.values()) == len(placements) + len(evictions) + len(result.unplaced)
+    assert per_namespace["batch"] == sum(1 for e in evictions if e.pod.startswith("batch/"))
+    assert sum(c.evictions for c in summary.causes) == len(evictions) and len(summary.causes) < 5
+
+    text = _formats([*args], lambda: _contract(recorded["solve_cluster"].answers, "placer"), result_schema())
+    lines = _text(args, 80).splitlines()
+    assert lines[0].startswith(f"Plan: {len(evictions)} evictions ({summary.moves} moves")
+    shown = [eviction_cause(e) for e in evictions[:40]]  # the rows of the table (cut at 40)
+    for i, cause in enumerate(summary.causes, 1):  # each cause printed once, its evictions point at it
+        assert text.count(cause.reason) == 1
+        assert text.count(f"[{i}]") == shown.count(cause.reason) + 2  # its rows, the legend, the summary
+    assert not any(e.reason and e.reason in text for e in evictions)  # no row repeats its reason
+
+
+def _caption(text: str, title: str) -> str:
+    """The caption under the table titled ``title``: the first line after it that is no table row."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if title in line)
+    return next(line for line in lines[start + 3 :] if line.strip() and line.lstrip()[0] not in "│┃└┏┡━┗├")
+
+
+def test_every_cut_table_says_how_many_more_and_max_rows_zero_shows_all(
+    tmp_path: Path, recorded: dict[str, Recorder]
+) -> None:
+    args, outcome = _tight(tmp_path, recorded)
+    result = outcome.result
+    text = _text([*args, "--max-rows", "5"], 250)
+    assert f"{len(result.placements) - 5} more, see -o json" in _caption(text, "Placements")
+    assert f"{len(result.evictions) - 5} more, see -o json" in _caption(text, "Global plan: evictions")
+    assert f"{len(result.steps) - 5} more, see -o json" in _caption(text, "Global plan: steps")
+    changed = sum(
+        1 for i in range(len(outcome.before.nodes)) if (outcome.after.used[i] != outcome.before.used[i]).any()
+    )
+    assert f"the {changed} of 30 nodes that changed" in text and f"{changed - 5} more" in text
+    every = _text([*args, "--max-rows", "0"], 250)
+    assert " more, " not in every
+    assert all(p.pod in every for p in result.placements if p.pod) and all(e.pod in every for e in result.evictions)
+
+    recorded["solve_cluster"].answers.clear()
+    recorded["solve_cluster"].after = lambda a, o: o  # two policies' answers; the validator ran on the first
+    compare = _text([*args, "--compare", "default", "--max-rows", "3"], 250)
+    differ = int(compare.split("Pods placed differently (")[1].split(")")[0])
+    assert differ > 3 and f"{differ - 3} more, see -o json" in _caption(compare, "Pods placed differently")
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_node_names_stay_whole_on_a_narrow_terminal(
+    columns: int, tmp_path: Path, recorded: dict[str, Recorder]
+) -> None:
+    args, _ = _tight(tmp_path, recorded)
+    names = [scale_dumps.node_name(i) for i in range(scale_dumps.NODES)]
+    (tmp_path / "hot").mkdir()
+    hot = str(_file(tmp_path / "hot", scale_dumps.hot()))
+    for text in (_text(args, columns), _text(["rebalance", hot, "--config", str(_config(tmp_path))], columns)):
+        assert max(len(line) for line in text.splitlines()) <= columns
+        assert "…" not in text
+        shown = {w for line in text.splitlines() for w in line.replace("│", " ").replace("┃", " ").split()}
+        cut = [w for w in shown if w.startswith("ip-10-0-") and w not in names]
+        assert cut == [] and len(shown & set(names)) >= 10
+
+
+def test_rebalance_names_the_budget_that_stopped_it_and_what_raising_it_does(
+    tmp_path: Path, recorded: dict[str, Recorder]
+) -> None:
+    path = str(_file(tmp_path, scale_dumps.hot()))
+    args = ["rebalance", path, "--config", str(_config(tmp_path))]
+    answers = recorded["rebalance_cluster"].answers
+    text = _formats(args, lambda: _contract(answers, "one"), result_schema())
+    outcome: RebalanceOutcome = answers["one"]
+    cfg = load_config(_config(tmp_path))
+    cluster = load_cluster(Path(path))
+    assert validate_rebalance(cluster, outcome.result, cfg.rebalance, now=0.0) == []
+    (stop,) = outcome.report.stops
+    moves = len(outcome.result.evictions)
+    assert stop.key == "rebalance.limits.perNamespacePercent" and stop.scopes == ["analytics"]
+    assert moves == stop.limit and stop.more is not None and stop.more > 0 and stop.raised_to is not None
+    assert f"stopped by {stop.key} ({stop.limit} moves per namespace, in analytics)" in text.replace("\n", " ")
+    # What raising it would do is what the plan does once it is raised: set the limit it named.
+    limits = cfg.rebalance.limits.model_copy(update={"per_namespace": stop.raised_to, "per_namespace_percent": 0})
+    raised = cfg.model_copy(update={"rebalance": cfg.rebalance.model_copy(update={"limits": limits})})
+    again = cli.rebalance_cluster.real(cluster, RebalanceOptions(config=raised, now=0.0))  # type: ignore[attr-defined]
+    assert validate_rebalance(cluster, again.result, raised.rebalance, now=0.0) == []
+    assert len(again.result.evictions) == moves + stop.more
+    assert (again.report.after.spread, again.report.after.hot) == (stop.spread, stop.hot)
+
+
+def test_rebalance_names_a_disruption_budget_that_stopped_it(tmp_path: Path) -> None:
+    doc = scale_dumps.hot()
+    for p in doc["pods"]:
+        if p["namespace"] == "analytics":
+            p["labels"] = {"app": "train"}
+    pdb = {"namespace": "analytics", "name": "train", "selector": {"matchLabels": {"app": "train"}}}
+    doc["pdbs"] = [{**pdb, "disruptionsAllowed": 2}]
+    cfg = load_config(_config(tmp_path))
+    out = rebalance_cluster(load_cluster(_file(tmp_path, doc)), RebalanceOptions(config=cfg, now=0.0, what_if=True))
+    assert len(out.result.evictions) == 2
+    (stop,) = out.report.stops
+    assert (stop.key, stop.scopes, stop.limit) == ("PodDisruptionBudget", ["analytics/train"], 2)
+    assert stop.more is not None and stop.more > 0 and stop.hot is not None and stop.hot < out.report.after.hot
+    quiet = rebalance_cluster(load_cluster(_file(tmp_path, doc)), RebalanceOptions(config=cfg, now=0.0))
+    assert [s.more for s in quiet.report.stops] == [None]  # without what_if the stop is named, not priced
+
+
+_NODE = "ip-10-0-123-45.eu-west-1.compute.internal"
+_ROWS = [
+    [f"payments/api-5d7f9c6b8-{i:02d}w8r", _NODE, "search/indexer-7b9d5-45w8r, web/frontend", "[1]"] for i in range(5)
+]
+_COLS = [Col("pod", key=True), Col("node", key=True), Col("for", drop=1), Col("cause")]
+
+
+def _render(width: int, limit: int | None = None) -> str:
+    console = Console(width=width, file=io.StringIO(), record=True)
+    console.print(fitted("Evictions", _COLS, _ROWS, width=width, limit=limit))
+    return console.export_text()
+
+
+@pytest.mark.parametrize(
+    ("width", "dropped", "stacked"),
+    [
+        pytest.param(160, False, False, id="a wide terminal keeps every column on one line"),
+        pytest.param(80, True, False, id="at 80 columns the droppable column goes, and the caption says so"),
+        pytest.param(50, True, True, id="narrower than both names side by side, they stack"),
+    ],
+)
+def test_a_table_fits_its_terminal_without_cutting_a_name(width: int, dropped: bool, stacked: bool) -> None:
+    text = _render(width)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= width
+    assert all(row[0] in text for row in _ROWS) and text.count(_NODE) == len(_ROWS)  # every name whole
+    assert ("left out at this width: for" in text) == dropped
+    assert ("search/indexer" in text) != dropped
+    assert any(line.strip(" │┃").startswith(_NODE) for line in lines) == stacked
+
+
+def test_a_cut_table_says_how_many_rows_more() -> None:
+    text = _render(160, limit=2)
+    assert "3 more, see -o json" in text and text.count(_NODE) == 2
+    assert "more" not in _render(160, limit=5)

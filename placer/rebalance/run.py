@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
-from placer.engine import Budget, build_snapshot
+from placer.engine import Budget, Snapshot, build_snapshot
 from placer.metrics import balance_metrics
 from placer.models import (
     Balance,
+    BudgetStop,
     Cluster,
     Config,
     Eviction,
@@ -34,7 +36,9 @@ from placer.models import (
 from placer.plan import Plan, owning_job, plan_rebalance
 from placer.rebalance.load import Loads, node_loads
 from placer.rebalance.score import Queues, queues
-from placer.rebalance.select import offer
+from placer.rebalance.select import Offer, offer
+from placer.rebalance.stops import Lift, hot_nodes, stops
+from placer.rebalance.stops import what_if as stop_what_if
 from placer.service import apply_plan, node_dicts
 
 __all__ = ["Move", "RebalanceOptions", "RebalanceOutcome", "job_backoff", "rebalance_cluster"]
@@ -52,6 +56,9 @@ class RebalanceOptions:
     usage: Usage | None = None
     now: float | None = None  # seconds since the epoch (cooldowns, usage age); default: the clock
     frozen: frozenset[str] = frozenset()  # pods that must not move (the controller's in-flight binds)
+    # Also make one plan per budget that stopped this one, with only that budget lifted, to say what
+    # raising it would do (``placer rebalance``; within one more time limit for all of them).
+    what_if: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,7 @@ def job_backoff(cluster: Cluster, pod_key: str, evicted: int = 1) -> float:
 
 
 def _balance(cluster_loads: Loads, imbalance: float, std: float, high: float) -> Balance:
-    hot = int(((cluster_loads.util > high) & (cluster_loads.alloc > 0)).any(axis=1).sum())
+    hot = hot_nodes(cluster_loads, high)
     return Balance(
         imbalance=round(imbalance, 6), std_score=round(std, 6), spread=round(cluster_loads.spread(), 6), hot=hot
     )
@@ -182,24 +189,64 @@ def rebalance_cluster(cluster: Cluster, options: RebalanceOptions) -> RebalanceO
     if not offered.candidates:
         return answer("no pod on a node above the high threshold may move")
     budget = Budget.of(config)
-    landing = list(q.takers)
     requested = node_loads(state, rc.model_copy(update={"load": "requests"})) if rc.load == "usage" else None
+    nodes = len(state.nodes)
+    lift = Lift(
+        max_moves=rc.limits.moves(nodes), per_namespace=rc.limits.in_namespace(nodes), per_node=rc.limits.per_node
+    )
+
+    def make(limits: Lift, spend: Budget) -> tuple[str, Plan | None, Loads | None]:
+        """The planning loop under ``limits``: why, and the plan kept with the loads after it."""
+        source, offered_now = cluster, offered
+        if limits.pdbs:
+            pdbs = list(cluster.pdbs)
+            for i, allowed in limits.pdbs:
+                pdbs[i] = pdbs[i].model_copy(update={"disruptions_allowed": allowed})
+            source = cluster.model_copy(update={"pdbs": tuple(pdbs)})
+        if limits.per_node != rc.limits.per_node:
+            wider = rc.model_copy(update={"limits": rc.limits.model_copy(update={"per_node": limits.per_node})})
+            offered_now = offer(cluster, state, loads, q.givers, wider, scheduler_name=config.scheduler_name, now=now)
+        return _plan(source, state, config, options, offered_now, limits, q.takers, loads, requested, spend)
+
+    why, plan, after = make(lift, budget)
+    outcome = answer(why, plan, after)  # timed without the what-ifs below: they are not the decision
+    report.stops = _stops(cluster, names, offered, plan, config, lift, make, high, what_if=options.what_if)
+    return outcome
+
+
+def _plan(
+    cluster: Cluster,
+    state: Snapshot,
+    config: Config,
+    options: RebalanceOptions,
+    offered: Offer,
+    limits: Lift,
+    takers: list[int],
+    loads: Loads,
+    requested: Loads | None,
+    budget: Budget,
+) -> tuple[str, Plan | None, Loads | None]:
+    """Plan moves of ``offered`` pods to ``takers`` within ``limits``, dropping a landing node that
+    would end above high; keep the plan if it lowers the spread by the margin."""
+    rc = config.rebalance
+    high = rc.thresholds.high / 100.0
+    landing = list(takers)
     while landing:
         plan = plan_rebalance(
             cluster,
             state,
             config,
-            max_moves=rc.limits.moves(len(state.nodes)),
+            max_moves=limits.max_moves,
             frozen=options.frozen,
             budget=budget,
             candidates=offered.candidates,
             landing=np.array(landing, dtype=np.int64),
             max_per_node=offered.needs,
-            max_per_namespace=rc.limits.in_namespace(len(state.nodes)),
+            max_per_namespace=limits.per_namespace,
             relief=offered.relief,
         )
         if plan is None:
-            return answer("no move to a taking node lowers the balance cost")
+            return "no move to a taking node lowers the balance cost", None, None
         moved = [(e.pod.key, e.node, e.to) for e in plan.evictions if e.to is not None]
         after = loads.moved(moved)
         # A landing node must stay at most at high by the load read and, with usage, by requests too.
@@ -210,6 +257,40 @@ def rebalance_cluster(cluster: Cluster, options: RebalanceOptions) -> RebalanceO
             continue
         gain = (loads.spread() - after.spread()) / loads.spread() if loads.spread() > 0 else 0.0
         if gain < rc.margin:
-            return answer(f"the best plan lowers the load spread by {gain:.1%}, less than the margin {rc.margin:.0%}")
-        return answer(f"{len(moved)} move(s) lower the load spread by {gain:.1%}", plan, after)
-    return answer("every plan would push a taking node above the high threshold")
+            why = f"the best plan lowers the load spread by {gain:.1%}"
+            return f"{why}, less than the margin {rc.margin:.0%} (rebalance.margin)", None, None
+        return f"{len(moved)} move(s) lower the load spread by {gain:.1%}", plan, after
+    return "every plan would push a taking node above the high threshold (rebalance.thresholds.high)", None, None
+
+
+def _stops(
+    cluster: Cluster,
+    names: list[str],
+    offered: Offer,
+    plan: Plan | None,
+    config: Config,
+    lift: Lift,
+    make: Callable[[Lift, Budget], tuple[str, Plan | None, Loads | None]],
+    high: float,
+    *,
+    what_if: bool,
+) -> list[BudgetStop]:
+    """The budgets ``plan`` used up with offered pods staying; with ``what_if``, each with the plan
+    made again without it (all of them within one more time limit), and only those without which
+    the plan makes more moves: the ones that stopped it."""
+    found = stops(
+        cluster, names, offered, plan, scheduler_name=config.scheduler_name, lift=lift, limits=config.rebalance.limits
+    )
+    if not what_if:
+        return [s.report for s in found]
+    spare = Budget.of(config)
+    moves = sum(1 for e in plan.evictions if e.to is not None) if plan is not None else 0
+    out = []
+    for i, stop in enumerate(found):
+
+        def replan(relaxed: Lift, share: float) -> tuple[Plan, Loads] | None:
+            _, again, after = make(relaxed, spare.capped(share))
+            return (again, after) if again is not None and after is not None else None
+
+        out.append(stop_what_if(stop, replan, 1.0 / (len(found) - i), moves, high))
+    return [s for s in out if s.more is not None and s.more > 0]  # the others were reached, not binding

@@ -41,6 +41,7 @@ class Offer:
     needs: dict[int, int] = field(default_factory=dict)  # giving node -> the most moves off it
     relief: dict[int, Relief] = field(default_factory=dict)  # what leaves a node must take off it
     skipped: dict[str, str] = field(default_factory=dict)  # pod key -> why it may not move
+    capped: set[int] = field(default_factory=set)  # giving nodes perNode keeps above high with pods to give
 
 
 def _why_not(cluster: Cluster, pod: Pod, config: RebalanceConfig, scheduler_name: str, now: float) -> str:
@@ -136,4 +137,6 @@ def offer(
             out.needs[n] = needs
             if cools:
                 out.relief[n] = _relief(loads, n, eligible, high)
+            elif len(eligible) > needs:
+                out.capped.add(n)
     return out
