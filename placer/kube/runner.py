@@ -477,8 +477,8 @@ class Runner:
             if key in self.reserved or key in solving or pod in self.assumed:
                 continue
             out.append(key)
-            if pod.gang_key is not None:
-                self._gangs[key] = pod.gang_key
+            if pod.batch_unit is not None:  # groupstatus branch: a composite gang's groups batched together
+                self._gangs[key] = pod.batch_unit
         return out
 
     # -- one cycle ------------------------------------------------------------------------------
