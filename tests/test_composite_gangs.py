@@ -17,13 +17,14 @@ import pytest
 from builders import property_settings
 from hypothesis import given, note
 from hypothesis import strategies as st
-from support import solve, unplaced, where
+from support import DETERMINISTIC, solve, unplaced, where
 from workload_builders import composite, dump, dump_json, gang, node, pod, pod_group, racks
 
 from placer.errors import InputError
 from placer.inputs import parse_cluster
-from placer.models import GroupQuorum
-from placer.validate import validate_placements
+from placer.models import Config, GroupQuorum
+from placer.service import SolveOptions, solve_cluster
+from placer.validate import validate_placements, validate_plan
 
 PROPERTY = property_settings("PLACER_WORKLOAD_EXAMPLES", 25)
 Json = dict[str, Any]
@@ -110,6 +111,27 @@ def test_a_composite_gang_waits_while_fewer_child_groups_exist_than_it_asks_for(
     assert {u.reason for u in out.result.unplaced} == {
         "CompositePodGroup ml/job waits for 3 child groups (minGroupCount), 2 exist"
     }
+
+
+def _full_of_low_pods_then_a_high_job() -> Any:
+    low = [pod(f"low-{i}", node=f"a-{i}", priority=1) for i in range(4)]
+    job = [composite("job", key=None, min_groups=2)]
+    for child in ("w1", "w2"):
+        job += gang(child, 2, key=None, parent="job", priority=100)
+    return dump(racks({"a": 4}), *low, *job)
+
+
+def test_a_plan_preempts_for_every_child_a_composite_gang_needs() -> None:
+    out = solve(_full_of_low_pods_then_a_high_job())  # a plan: validated with validate_plan
+    assert _children_placed(out) == {"w1", "w2"} and len(out.result.evictions) == 4
+
+
+def test_a_plan_capped_below_what_the_quorum_needs_preempts_nothing_for_one_child() -> None:
+    c = _full_of_low_pods_then_a_high_job()
+    cfg = Config.model_validate(DETERMINISTIC)
+    out = solve_cluster(c, SolveOptions(config=cfg, max_evictions=3))  # room for one child only
+    assert out.result.evictions == [] and where(out) == {}
+    assert validate_plan(c, out.result, max_evictions=3) == []
 
 
 # -- the kube-scheduler 1.37 simulation ------------------------------------------------------------
