@@ -209,3 +209,38 @@ def test_composite_group_children_each_in_one_rack_all_in_one_zone(
     # Two children of 3 need two racks of one zone: only z1 has two.
     assert racks["w1"] | racks["w2"] == {"r1", "r2"}, racks
     assert {zone_of[r] for used in racks.values() for r in used} == {"z1"}
+
+
+def test_a_composite_gang_binds_no_child_until_min_group_count_children_fit(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str, make_nodes: NodeFactory,
+    controllers: Controllers,
+) -> None:  # fmt: skip
+    """minGroupCount 2 (``composite_pod_group`` asks for every child): two child gangs of 2, each in
+    one rack, and one rack of 3 slots: one child would fit, so none is bound; a second rack of the
+    zone lets both go."""
+    mark = {"gang-test": kh.unique("w")}
+    zone = {ws.ZONE: f"{next(iter(mark.values()))}-z1"}
+    _racks(make_nodes, mark, {"a": (3, "1")}, **zone)
+    ws.composite_pod_group(api_client, namespace, "job", {"w1": (2, ws.RACK), "w2": (2, ws.RACK)}, ws.ZONE)
+    for child in ("w1", "w2"):
+        ws.pod_group(api_client, namespace, child, 2, key=ws.RACK, parent="job")
+        for i in range(2):
+            ws.member(core, namespace, f"{child}-{i}", child, mark)
+    controllers()
+    kh.wait_for("both children reported unschedulable for the composite's minGroupCount",
+                lambda: _says_min_group_count(core, namespace, ("w1", "w2")), 120)  # fmt: skip
+    assert ws.bound(core, namespace, "w1") == {} and ws.bound(core, namespace, "w2") == {}
+
+    _racks(make_nodes, mark, {"b": (2, "1")}, **zone)
+    for child in ("w1", "w2"):
+        kh.wait_running(core, namespace, {"gang": child}, 2, timeout=180)
+
+
+def _says_min_group_count(core: client.CoreV1Api, namespace: str, groups: tuple[str, ...]) -> bool:
+    """Every member of ``groups`` carries placer's PodScheduled=False naming minGroupCount."""
+    pods = [p for g in groups for p in ws.live(core, namespace, g)]
+    return bool(pods) and all(
+        any(c.type == "PodScheduled" and c.status == "False" and "minGroupCount" in (c.message or "")
+            for c in (p.status.conditions or []))
+        for p in pods
+    )  # fmt: skip
