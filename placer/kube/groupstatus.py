@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from placer.kube.informers import BETA_POD_GROUP, OPTIONAL, WORKLOAD_POD_GROUP
-from placer.kube.sendqueue import SendQueue
+from placer.kube.sendqueue import KeyedQueue
 from placer.models import Pod
 from placer.plan import Plan
 
@@ -81,7 +81,7 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class GroupStatus(SendQueue):
+class GroupStatus(KeyedQueue[tuple[str, str], tuple[str, _Want]]):
     def __init__(
         self,
         actions: Callable[[], Any],
@@ -92,25 +92,16 @@ class GroupStatus(SendQueue):
         counted: Callable[[str], None] | None = None,
         queue_max: int = QUEUE_MAX,
     ) -> None:
-        super().__init__()
+        super().__init__(name="PodGroup condition", log=log, counted=counted, queue_max=queue_max)
         self._actions = actions  # placer.kube.actions.Actions (tests swap in a fake)
         self._cached = cached  # (informer, "ns/name") -> the cached object, None if not there
         self._apis = tuple(apis)  # preferred first
         self._scheduler = scheduler_name
-        self._counted = counted or (lambda _result: None)
-        self._max = queue_max
-        self._pending: OrderedDict[tuple[str, str], _Want] = OrderedDict()
         self._sent: OrderedDict[tuple[str, str, str], tuple[str, str, str, object]] = OrderedDict()
         self._awaited: OrderedDict[str, set[str]] = OrderedDict()  # group -> pods placed, not yet bound
         self._group_of: dict[str, str] = {}  # pod -> the awaited group it belongs to
         self._victims: dict[str, tuple[Pod, bool]] = {}  # the running plan's preempted pods -> for a group?
-        self._busy = False
-        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # the awaited binds (bind workers and the loop report them)
-
-    def __len__(self) -> int:
-        with self._cv:
-            return len(self._pending)
 
     # -- what the controller tells ----------------------------------------------------------------
     def _group(self, pod: Pod) -> str | None:
@@ -175,51 +166,12 @@ class GroupStatus(SendQueue):
 
     # -- the sender ----------------------------------------------------------------------------------
     def _submit(self, group: str, want: _Want) -> None:
-        with self._cv:
-            if self._closed:
-                return
-            slot = (group, want.kind)
-            if slot in self._pending:
-                self._counted("coalesced")
-            elif len(self._pending) >= self._max:
-                self._pending.popitem(last=False)
-                self._counted("dropped")
-            self._pending[slot] = want
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="groupstatus", daemon=True)
-                self._thread.start()
-            self._cv.notify()
+        self._put((group, want.kind), (group, want))
 
-    def shutdown(self, wait: bool = False) -> None:
-        """Stop; with ``wait``, once everything queued has been sent (tests)."""
-        if wait:
-            self.idle(60.0)
-        self.close()
+    def _send(self, item: tuple[str, _Want]) -> None:
+        self._counted(self._patch(*item))
 
-    def _next(self) -> tuple[str, _Want] | None:
-        with self._cv:
-            while not self._pending and not self._closed:
-                self._cv.wait()
-            if self._closed:
-                return None
-            self._busy = True
-            (group, _), want = self._pending.popitem(last=False)
-            return group, want
-
-    def _run(self) -> None:
-        while (item := self._next()) is not None:
-            group, want = item
-            try:
-                self._counted(self._send(group, want))
-            except Exception:  # a bug must not end the thread nor vanish
-                self._counted("failed")
-                log.exception("condition on PodGroup %s failed", group)
-            finally:
-                with self._cv:
-                    self._busy = False
-                    self._cv.notify_all()
-
-    def _send(self, group: str, want: _Want) -> str:
+    def _patch(self, group: str, want: _Want) -> str:
         found = next(((api, raw) for api in self._apis if (raw := self._cached(api.informer, group)) is not None), None)
         if found is None:
             return "gone"  # deleted meanwhile, or a version placer does not watch

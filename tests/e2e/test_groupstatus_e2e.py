@@ -13,7 +13,7 @@ Aspects (issue 30 item 3), each asserted on the PodGroup objects as the API serv
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import kube_helpers as kh
@@ -55,21 +55,12 @@ def _wait_condition(
     return found[-1]
 
 
-@pytest.fixture
-def priority_class(api_client: client.ApiClient) -> Iterator[Callable[[int], str]]:
-    """Factory: a PriorityClass of the given value (cluster-wide, deleted after the test)."""
-    api = client.SchedulingV1Api(api_client)
-    made: list[str] = []
-
-    def make(value: int) -> str:
-        name = kh.unique(f"prio-{value}")
-        api.create_priority_class(client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value))
-        made.append(name)
-        return name
-
-    yield make
-    for name in made:
-        kh.delete_if_present(api.delete_priority_class, name)
+def _gang(api_client: client.ApiClient, core: client.CoreV1Api, namespace: str, name: str, size: int,
+          mark: dict[str, str], priority_class: str | None = None, **group: Any) -> None:  # fmt: skip
+    """PodGroup ``name``, a gang of ``size``, and its ``size`` members kept on nodes ``mark``."""
+    ws.pod_group(api_client, namespace, name, size, priority_class=priority_class, **group)
+    for i in range(size):
+        ws.member(core, namespace, f"{name}-{i}", name, mark, priority_class=priority_class)
 
 
 def test_a_bound_gang_is_initially_scheduled_once(
@@ -78,9 +69,7 @@ def test_a_bound_gang_is_initially_scheduled_once(
 ) -> None:  # fmt: skip
     mark = {"gang-test": kh.unique("s")}
     make_nodes(2, cpu="2", labels=mark)
-    ws.pod_group(api_client, namespace, "done", 3)
-    for i in range(3):
-        ws.member(core, namespace, f"done-{i}", "done", mark)
+    _gang(api_client, core, namespace, "done", 3, mark)
     controllers()
     kh.wait_running(core, namespace, {"gang": "done"}, 3, timeout=120)
     cond = _wait_condition(api_client, namespace, "done", "PodGroupInitiallyScheduled", "True")
@@ -99,9 +88,7 @@ def test_a_gang_that_cannot_be_placed_whole_is_not_initially_scheduled(
 ) -> None:  # fmt: skip
     mark = {"gang-test": kh.unique("s")}
     make_nodes(1, cpu="2", labels=mark)
-    ws.pod_group(api_client, namespace, "big", 3)
-    for i in range(3):
-        ws.member(core, namespace, f"big-{i}", "big", mark)
+    _gang(api_client, core, namespace, "big", 3, mark)
     controllers()
     cond = _wait_condition(api_client, namespace, "big", "PodGroupInitiallyScheduled", "False")
     assert cond["reason"] == "Unschedulable" and "cannot be placed whole" in cond["message"], cond
@@ -115,15 +102,11 @@ def test_a_preempted_group_is_a_disruption_target_and_its_preemptor_is_scheduled
     mark = {"gang-test": kh.unique("s")}
     make_nodes(4, cpu="1", labels=mark)
     low, high = priority_class(100), priority_class(1000)
-    ws.pod_group(api_client, namespace, "low", 4, disruption_all=True, priority_class=low)
-    for i in range(4):
-        ws.member(core, namespace, f"low-{i}", "low", mark, priority_class=low)
+    _gang(api_client, core, namespace, "low", 4, mark, priority_class=low, disruption_all=True)
     controllers()
     kh.wait_running(core, namespace, {"gang": "low"}, 4, timeout=120)
     _wait_condition(api_client, namespace, "low", "PodGroupInitiallyScheduled", "True")
-    ws.pod_group(api_client, namespace, "high", 2, priority_class=high)
-    for i in range(2):
-        ws.member(core, namespace, f"high-{i}", "high", mark, priority_class=high)
+    _gang(api_client, core, namespace, "high", 2, mark, priority_class=high)
     kh.wait_running(core, namespace, {"gang": "high"}, 2, timeout=180)
     cond = _wait_condition(api_client, namespace, "low", "DisruptionTarget", "True")
     assert cond["reason"] == "PreemptionByScheduler", cond
