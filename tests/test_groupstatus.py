@@ -123,6 +123,17 @@ def test_a_scheduled_group_never_goes_back_to_unschedulable() -> None:
     gs.shutdown()
 
 
+def test_a_group_just_patched_scheduled_is_not_taken_back_before_the_watch_shows_it() -> None:
+    objects = {(BETA_POD_GROUP, "ml/w"): _group()}
+    gs, writer, _ = _status(objects, echo=False)
+    gs.placed([_member("a")])
+    gs.bound("ml/a")
+    assert gs.idle(10)
+    gs.unschedulable(_member("b"), "0/3 nodes are available")
+    assert gs.idle(10) and [c["status"] for _, _, c in writer.patches] == ["True"]
+    gs.shutdown()
+
+
 def test_a_1_36_server_gets_its_own_condition_name_in_v1alpha2() -> None:
     objects = {(WORKLOAD_POD_GROUP, "ml/w"): _group()}
     gs, writer, _ = _status(objects)

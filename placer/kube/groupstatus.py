@@ -179,11 +179,12 @@ class GroupStatus(KeyedQueue[tuple[str, str], tuple[str, _Want]]):
         ctype = api.scheduled if want.kind == "scheduled" else DISRUPTION
         generation = (raw.get("metadata") or {}).get("generation")
         now = condition_of(raw, ctype)
-        if now is not None and ctype == api.scheduled and now.get("status") == "True" and want.status != "True":
+        slot = (api.informer, group, ctype)
+        was = {now.get("status") if now is not None else None, (self._sent.get(slot) or (None,))[0]}
+        if ctype == api.scheduled and "True" in was and want.status != "True":
             return "unchanged"  # upstream never takes a group's first scheduling back
         shown = (now.get("status"), now.get("reason"), now.get("message") or "") if now is not None else None
         mine = (want.status, want.reason, want.message)
-        slot = (api.informer, group, ctype)
         if shown == mine or self._sent.get(slot) == (*mine, generation):
             return "unchanged"
         condition: Raw = {"type": ctype, **dict(zip(("status", "reason", "message"), mine, strict=True))}
