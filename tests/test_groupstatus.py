@@ -16,8 +16,7 @@ from placer.kube.groupstatus import APIS, GroupStatus
 from placer.kube.informers import BETA_POD_GROUP, WORKLOAD_POD_GROUP, Informer
 from placer.kube.policy import Outcome
 from placer.models import Pod
-from placer.plan import Plan
-from placer.plan.planner import PlannedEviction
+from placer.plan import Plan, PlannedEviction
 
 BETA_PATH = "/apis/scheduling.k8s.io/v1beta1"
 
