@@ -16,6 +16,7 @@ __all__ = [
     "ClaimRef",
     "Cluster",
     "GroupDomain",
+    "GroupQuorum",
     "HostPort",
     "LabelSelector",
     "LabelSelectorRequirement",
@@ -149,6 +150,17 @@ class GroupDomain(_Frozen):
     key: str = Field(min_length=1)
 
 
+class GroupQuorum(_Frozen):
+    """A CompositePodGroup above a pod (Kubernetes 1.37, ``schedulingPolicy.gang.minGroupCount``):
+    at least ``min_groups`` of its child groups are placed together, or none of its pods is.
+    ``group`` names the composite (``CompositePodGroup ns/name``), ``child`` the child group the
+    pod belongs to below it (``PodGroup ns/name`` or ``CompositePodGroup ns/name``)."""
+
+    group: str = Field(min_length=1)
+    child: str = Field(min_length=1)
+    min_groups: int = Field(ge=1)
+
+
 class Node(_Frozen):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
@@ -193,6 +205,8 @@ class Pod(_Frozen):
     # Kubernetes 1.37 workloads (``placer.inputs.workloads``): the levels of the pod's group that
     # must each sit in one topology domain, innermost (its PodGroup) first, then composite parents.
     group_domains: tuple[GroupDomain, ...] = ()
+    # The composite gangs above the pod's group (``minGroupCount``), innermost first.
+    group_quorums: tuple[GroupQuorum, ...] = ()
     # The group this pod is disrupted with, whole or not at all (the outermost level with
     # ``disruptionMode: all``); None: the pod may be disrupted alone.
     disruption_unit: str | None = None
@@ -254,6 +268,12 @@ class Pod(_Frozen):
     def gang_key(self) -> str | None:
         """The gang the pod belongs to, namespace-qualified (None: not in a gang)."""
         return f"{self.namespace}/{self.gang}" if self.gang else None
+
+    @property
+    def batch_unit(self) -> str | None:
+        """What a batch never splits: the outermost composite gang above the pod (its children
+        are placed together or not at all), else its gang (None: neither)."""
+        return self.group_quorums[-1].group if self.group_quorums else self.gang_key
 
     def awaits(self, scheduler_name: str) -> bool:
         """Pending for ``scheduler_name`` ('*': any) and schedulable now: not being deleted (a

@@ -24,6 +24,7 @@ __all__ = [
     "Insufficient",
     "NodeFilter",
     "PlainFilter",
+    "QuorumWait",
     "Reason",
     "Rejected",
     "Untolerated",
@@ -117,6 +118,15 @@ class GangWait(_Data):
     domain: str | None = None  # the node label one of whose domains must hold the whole gang (1.37)
 
 
+class QuorumWait(_Data):
+    """A CompositePodGroup's ``minGroupCount`` (1.37): ``min_groups`` of its child groups placed
+    together, of the ``children`` it has (pending or running)."""
+
+    group: str
+    min_groups: int
+    children: int
+
+
 class Reason(_Data):
     nodes: int  # nodes in the cluster
     # Each node counts for the first filter it fails, in kube-scheduler's order; the resource
@@ -124,6 +134,7 @@ class Reason(_Data):
     filters: tuple[NodeFilter, ...] = ()
     volumes: str | None = None  # kube-scheduler's VolumeBinding message: no node can take the volumes
     gang: GangWait | None = None  # the pod's gang: incomplete, or not placeable whole
+    quorum: QuorumWait | None = None  # the composite gang above the pod: too few child groups
     solver: SolveStatus | None = None  # the solver stopped (this status) before deciding the pod
     unsupported: str | None = None  # a constraint placer does not honour
     invalid: str | None = None  # a field of the pod placer cannot read, named
@@ -161,11 +172,19 @@ def describe(reason: Reason) -> str:
     gang = reason.gang
     if gang is not None and gang.pending < gang.size:
         return f"gang {gang.gang} waits for all of its {gang.size} pods ({gang.pending} pending)"
+    quorum = reason.quorum
+    if quorum is not None and quorum.children < quorum.min_groups:
+        return f"{quorum.group} waits for {quorum.min_groups} child groups (minGroupCount), {quorum.children} exist"
     text = _filters(reason)
     if gang is not None:
         detail = "each fits alone, not all together" if not reason.filters and reason.volumes is None else text
         where = f" in one domain of {gang.domain}" if gang.domain else ""
         text = f"gang {gang.gang} of {gang.size} pods cannot be placed whole{where}: {detail}"
+    if quorum is not None:
+        text = (
+            f"{quorum.group}: fewer than {quorum.min_groups} of its {quorum.children} child groups "
+            f"(minGroupCount) can be placed together: {text}"
+        )
     if reason.solver is not None:
         text = f"the solver stopped ({reason.solver}) before deciding this pod; {text}"
     if reason.pdbs:

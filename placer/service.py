@@ -351,8 +351,8 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
         DefaultRun(before, cluster, evict=options.evict) if options.policy == "placer" and size < len(pending) else None
     )
     while queue or carried:
-        taken = set(cut_batch([p.key for p in queue], size, {p.key: p.gang_key for p in queue if p.gang_key}))
-        fresh = [p for p in queue if p.key in taken]  # whole gangs; a larger one alone (cut_batch)
+        taken = set(cut_batch([p.key for p in queue], size, {p.key: p.batch_unit for p in queue if p.batch_unit}))
+        fresh = [p for p in queue if p.key in taken]  # whole gangs and composite gangs; a larger one alone
         batch, queue = carried + fresh, [p for p in queue if p.key not in taken]
         if options.policy == "placer":
             target = beside.advance(fresh) if beside is not None else None

@@ -36,6 +36,7 @@ WRITES = [
     ("", "pods", "patch", TEAM),
     ("", "pods", "delete", TEAM),
     ("", "persistentvolumeclaims", "patch", TEAM),
+    ("scheduling.k8s.io", "podgroups/status", "patch", TEAM),  # PodGroup conditions (kube.groupstatus)
     ("events.k8s.io", "events", "create", TEAM),
     ("events.k8s.io", "events", "patch", TEAM),  # a repeated event's series (events._patch_series)
 ]

@@ -75,9 +75,18 @@ def pod_group(
     return {"apiVersion": api, "kind": "PodGroup", "metadata": {"name": name, "namespace": "ml"}, "spec": spec}
 
 
-def composite(name: str, *, key: str | None = ZONE, parent: str | None = None, disruption: str | None = None) -> Json:
+def composite(
+    name: str,
+    *,
+    key: str | None = ZONE,
+    parent: str | None = None,
+    disruption: str | None = None,
+    min_groups: int | None = None,
+) -> Json:
+    """A CompositePodGroup: ``basic``, or a gang of ``min_groups`` child groups (minGroupCount)."""
     spec = _rules(key, parent, disruption)
-    spec.update(schedulingPolicy={"basic": {}}, workloadRef={"workloadName": "w", "templateName": name})
+    policy = {"gang": {"minGroupCount": min_groups}} if min_groups is not None else {"basic": {}}
+    spec.update(schedulingPolicy=policy, workloadRef={"workloadName": "w", "templateName": name})
     return {
         "apiVersion": ALPHA3,
         "kind": "CompositePodGroup",

@@ -19,8 +19,12 @@ reaches its first pod (kube-scheduler queues the group, not its pods):
    random, the simulation by domain name.
 4. The winner's pods are placed; without a feasible placement none is (Unschedulable).
 
-Composite parents are not followed (each PodGroup is its own unit, by its own key), and a group
-does not preempt in the simulation.
+A CompositePodGroup with a gang policy (``minGroupCount``, gate ``CompositePodGroup``) is scheduled
+as one unit with every group below it (kube-scheduler queues the root of the tree): each child
+group as above, in queue order, one counting for the next; then GangScheduling's
+PlacementFeasible for the composite: unless ``minGroupCount`` child groups are placed (or run
+already), none of its pods is. A composite's own topology key is not followed (each PodGroup
+keeps to its own key), and a group does not preempt in the simulation.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from placer.models import GangWait, Node, Pod, Reason
+from placer.models import GangWait, Node, Pod, QuorumWait, Reason
 
 if TYPE_CHECKING:
     from placer.baseline.simulate import _Run
@@ -42,7 +46,15 @@ MAX = 100
 
 
 def group_of(pod: Pod) -> str | None:
-    """The pod group kube-scheduler 1.37 schedules ``pod`` with (None: the pod alone)."""
+    """The pod group kube-scheduler 1.37 schedules ``pod`` with (None: the pod alone): the
+    outermost composite gang above it, else its own group."""
+    if pod.group_quorums:
+        return pod.group_quorums[-1].group
+    return _own_group(pod)
+
+
+def _own_group(pod: Pod) -> str | None:
+    """The PodGroup of ``pod`` as a unit of its own (None: the pod alone)."""
     if pod.group_domains:
         return pod.group_domains[0].group
     if pod.gang_object == "workload" and pod.gang_key is not None:
@@ -66,8 +78,8 @@ def _placements(run: _Run, members: Sequence[Pod]) -> list[tuple[str, npt.NDArra
 
 
 def _running(run: _Run, members: Sequence[Pod]) -> int:
-    gid = group_of(members[0])
-    return sum(1 for pods in run.snap.running for p in pods if p.running and group_of(p) == gid)
+    gid = _own_group(members[0])
+    return sum(1 for pods in run.snap.running for p in pods if p.running and _own_group(p) == gid)
 
 
 def _try(run: _Run, members: Sequence[Pod], mask: npt.NDArray[np.bool_]) -> list[tuple[Pod, int]]:
@@ -100,6 +112,64 @@ def _fit_score(run: _Run, mask: npt.NDArray[np.bool_], placed: list[tuple[Pod, i
 
 def schedule_group(run: _Run, members: Sequence[Pod]) -> None:
     """Schedule the pending ``members`` of one pod group (queue order) as kube-scheduler 1.37 does."""
+    if members[0].group_quorums:
+        _schedule_composite(run, members)
+    else:
+        _schedule_one(run, members)
+
+
+def _schedule_composite(run: _Run, members: Sequence[Pod]) -> None:
+    """The groups below one composite gang, each in turn; then every composite of the tree that
+    got fewer than ``minGroupCount`` child groups (placed now or running) places nothing."""
+    start, reported = len(run.placements), len(run.unplaced)
+    children: dict[str, list[Pod]] = {}
+    for pod in members:
+        children.setdefault(_own_group(pod) or pod.key, []).append(pod)
+    for child in children.values():
+        _schedule_one(run, child)
+    placed = run.placements[start:]
+    where = {pod.key for pod, _ in placed}
+    running: dict[str, set[str]] = {}
+    for pods in run.snap.running:
+        for p in pods:
+            if p.running and p.key not in where:
+                for q in p.group_quorums:
+                    running.setdefault(q.group, set()).add(q.child)
+    short: dict[str, QuorumWait] = {}
+    changed = True
+    while changed:  # a composite left short takes its children's pods away: its parent may be short too
+        changed = False
+        got: dict[str, set[str]] = {}
+        present: dict[str, set[str]] = {}
+        for pod in members:
+            for q in pod.group_quorums:
+                present.setdefault(q.group, set()).add(q.child)
+                if pod.key in where:
+                    got.setdefault(q.group, set()).add(q.child)
+        for pod in members:
+            for q in pod.group_quorums:
+                done = got.get(q.group, set()) | running.get(q.group, set())
+                if q.group in got and q.group not in short and len(done) < q.min_groups:
+                    every = present[q.group] | running.get(q.group, set())
+                    short[q.group] = QuorumWait(group=q.group, min_groups=q.min_groups, children=len(every))
+                    changed = True
+        where -= {p.key for p in members if any(q.group in short for q in p.group_quorums)}
+    if not short:
+        return
+    for pod, node in reversed(placed):
+        run._unplace(pod, node)
+    for pod, node in placed:
+        if pod.key in where:
+            run._place(pod, node)
+    wait = {p.key: next(short[q.group] for q in p.group_quorums if q.group in short) for p in members
+            if any(q.group in short for q in p.group_quorums)}  # fmt: skip
+    run.unplaced[reported:] = [u for u in run.unplaced[reported:] if u[0].key not in wait]
+    n = len(run.snap.nodes)
+    run.unplaced += [(p, "Unschedulable", Reason(nodes=n, quorum=wait[p.key])) for p in members if p.key in wait]
+
+
+def _schedule_one(run: _Run, members: Sequence[Pod]) -> None:
+    """One PodGroup (or a lone gang) as its own unit."""
     running = _running(run, members)
     want = members[0].gang_size
     trials = []
@@ -109,7 +179,7 @@ def schedule_group(run: _Run, members: Sequence[Pod]) -> None:
         if feasible:
             trials.append((name, mask, placed))
     if not trials:
-        gid = group_of(members[0]) or ""
+        gid = _own_group(members[0]) or ""
         size = want or len(members)
         key = members[0].group_domains[0].key if members[0].group_domains else None
         reason = Reason(nodes=len(run.snap.nodes), gang=GangWait(gang=gid, size=size, pending=size, domain=key))

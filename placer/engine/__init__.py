@@ -7,6 +7,7 @@ from placer.engine import solve
 from placer.engine.batch import Batch, Group, build_batch, gang_groups, rebased
 from placer.engine.candidates import select_candidates
 from placer.engine.constraints.domains import build as build_domain_constraints
+from placer.engine.constraints.quorums import build as build_quorum_constraints
 from placer.engine.constraints.topology import build as build_topology_constraints
 from placer.engine.cuts import cut_batch
 from placer.engine.descent import descend
@@ -94,6 +95,7 @@ __all__ = [
     "batch_demand",
     "build_batch",
     "build_domain_constraints",
+    "build_quorum_constraints",
     "build_snapshot",
     "build_topology_constraints",
     "cut_batch",

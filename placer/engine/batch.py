@@ -11,6 +11,7 @@ import numpy.typing as npt
 from placer.engine.domains import DomainLevel, compile_levels, restrict
 from placer.engine.keys import pod_key
 from placer.engine.prefilter import PodMasks, Prefilter, fits
+from placer.engine.quorums import Quorum, compile_quorums
 from placer.engine.snapshot import Snapshot, pod_vector
 from placer.engine.topology import (
     Topology,
@@ -58,6 +59,13 @@ class Batch:
     topology: Topology = field(default_factory=Topology)
     tiers: TierScope = "cluster"  # where restart tiers rank pods (``placer.engine.keys``)
     levels: tuple[DomainLevel, ...] = ()  # workload groups held in one topology domain (``domains``)
+    quorums: tuple[Quorum, ...] = ()  # composite gangs: minGroupCount child groups or none (``quorums``)
+
+    @property
+    def grouped(self) -> bool:
+        """Workload groups' domains or composite gangs: what the heuristics that move pods one at
+        a time (descent, neighbourhood search, top-up, the guard) know nothing of."""
+        return bool(self.levels or self.quorums)
 
     def rank(self, group: Group) -> int:
         return self.key_rank[group.key]
@@ -82,6 +90,7 @@ def _signature(pod: Pod, topology: bool, tiers: TierScope) -> tuple[object, ...]
         pod.unsupported,
         pod.gang_key,
         pod.group_domains,
+        pod.group_quorums,
     )
 
 
@@ -174,6 +183,7 @@ def build_batch(snapshot: Snapshot, pending: Sequence[Pod], config: Config) -> B
         topology=topo,
         tiers=config.priority.restart_tiers,
         levels=levels,
+        quorums=compile_quorums(snapshot, groups),
     )
 
 
@@ -199,4 +209,5 @@ def rebased(batch: Batch, snapshot: Snapshot, keys: Sequence[tuple[int, int]] = 
         topology=batch.topology,
         tiers=batch.tiers,
         levels=batch.levels,
+        quorums=batch.quorums,
     )

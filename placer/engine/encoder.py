@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from placer.engine.batch import Batch
-from placer.engine.constraints import capacity, domains, gangs, ports, symmetry, topology
+from placer.engine.constraints import capacity, domains, gangs, ports, quorums, symmetry, topology
 from placer.engine.model import Model
 from placer.engine.scoring import Scorer
 
@@ -16,6 +16,7 @@ CONSTRAINTS: dict[str, Callable[[Model], object]] = {
     "ports": ports.build,
     "gangs": gangs.build,
     "domains": domains.build,
+    "quorums": quorums.build,
     "topology": topology.build,
 }
 

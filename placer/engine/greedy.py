@@ -16,6 +16,7 @@ from placer.engine.candidates import node_order
 from placer.engine.greedy_domains import place_levels
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget
 from placer.engine.prefilter import ports_conflict
+from placer.engine.quorums import short
 from placer.engine.scoring import Scorer
 from placer.engine.topology import TopologyState
 
@@ -218,7 +219,7 @@ def _greedy(
             topo.add(gi, best)
         if group.has_ports:
             port_nodes.setdefault(best, []).append(gi)
-    dropped = _drop_partial_gangs(batch, result)
+    dropped = _drop_partial_gangs(batch, result) | _drop_short_quorums(batch, result)
     if dropped and topo is not None:
         # Dropped pods may have counted for other pods' spreading or affinity: place again without
         # them, as far as this pass went.
@@ -239,6 +240,17 @@ def _drop_partial_gangs(batch: Batch, result: Assignment) -> frozenset[int]:
                 dropped.add(gi)
             result[gi][:] = -1
     return frozenset(dropped)
+
+
+def _drop_short_quorums(batch: Batch, result: Assignment) -> frozenset[int]:
+    """A composite gang the pass placed fewer than ``minGroupCount`` child groups of is not placed
+    at all (``placer.engine.quorums``); returns its groups that had pods placed."""
+    if not batch.quorums:
+        return frozenset()
+    dropped = short(batch.quorums, [int((nodes >= 0).sum()) for nodes in result])
+    for gi in dropped:
+        result[gi][:] = -1
+    return dropped
 
 
 def _choose(

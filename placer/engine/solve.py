@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placer.engine import dominance, extended, lns, packing
+from placer.engine import dominance, extended, lns, packing, quorums
 from placer.engine.batch import Batch, build_batch
 from placer.engine.candidates import select_candidates
 from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
@@ -126,8 +126,8 @@ def solve_batch(
     whole = budget = budget or Budget.of(config)
     guard = no_worse and alternative is not None
     batch = build_batch(snapshot, pending, config)
-    if batch.levels:  # descent, LNS, completion and the guard's moves know nothing of group domains
-        guard = False  # (the alternative, kube-scheduler 1.37's answer, keeps groups in their domains)
+    if batch.grouped:  # descent, LNS, completion and the guard's moves know nothing of group domains
+        guard = False  # or composite gangs (the alternative, kube-scheduler 1.37's answer, keeps both)
     scorer = Scorer(snapshot, config, batch_demand(batch))
     select_candidates(batch, scorer, config.solver.candidates)
     hint = greedy(batch, scorer, budget=budget)
@@ -139,7 +139,8 @@ def solve_batch(
         if not adopted:
             answer = alternative() if alternative is not None else None
             found = packing.adopt(batch, answer) if answer is not None else None
-            adopted.append(found if found is None or keeps_domains(batch.levels, found) else None)
+            kept = found is None or (keeps_domains(batch.levels, found) and not _short(batch, found))
+            adopted.append(found if kept else None)
         return adopted[0]
 
     held = extended.held_by_extended(batch, scorer)  # a batch with GPUs is held to its placed pods and GPUs, at once
@@ -160,8 +161,8 @@ def solve_batch(
                 raced = True
     greedy_placed = int(sum(int((nodes >= 0).sum()) for nodes in hint))
     all_placed = _all_placeable_placed(batch, hint)
-    counts = _widened(batch, scorer, hint, config, budget) if all_placed and not batch.levels else counts_of(hint)
-    large = not batch.levels and sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
+    counts = _widened(batch, scorer, hint, config, budget) if all_placed and not batch.grouped else counts_of(hint)
+    large = not batch.grouped and sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
 
     def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
         start = other() if guard else None
@@ -177,6 +178,9 @@ def solve_batch(
             )
             if changed:  # the levels' bound is not one of this answer: optimality and gap are unknown
                 status, gap = ("feasible" if status == "optimal" else status), 1.0
+        repaired = quorums.repair(batch.quorums, counts, len(batch.groups))
+        if repaired != counts:  # an answer of a heuristic left a composite gang short: none of it goes
+            counts, status, gap = repaired, ("feasible" if status == "optimal" else status), 1.0
         counts, topped = top_up(batch, counts)
         if topped:  # a pod left out fit as the answer stood: the placed level was not optimal
             status, gap = ("feasible" if status == "optimal" else status), 1.0
@@ -235,7 +239,7 @@ def solve_batch(
                     levels.proven = False
                     levels.reports.append(_lns_report(report))
                     continue
-                if not batch.levels:
+                if not batch.grouped:
                     _set(values, model, sym.order(_descend(batch, scorer, current(), config, own)))
             for term in terms:
                 levels.run(term)
@@ -251,6 +255,11 @@ def solve_batch(
     bounded = bool(strategy) and strategy[-1].bound == strategy[-1].bound
     gap = levels.gap if bounded else (0.0 if status == "optimal" else 1.0)
     return result(final, status, gap, levels.reports)
+
+
+def _short(batch: Batch, answer: Assignment) -> bool:
+    """Whether an answer (another scheduler's) leaves some composite gang short (``quorums``)."""
+    return bool(quorums.short(batch.quorums, [int((nodes >= 0).sum()) for nodes in answer]))
 
 
 def _set(values: dict[int, int], model: Model, counts: Counts) -> None:

@@ -6,7 +6,7 @@ so that a pod left out by an unproven placed level now fits somewhere. Kubernete
 Pending pod beside a node with room as a scheduler bug, and the validator's maximality rule says
 so too. ``top_up`` places such pods first-fit, highest key first (largest first within a key), on
 the nodes of their feasible sets with room and no host-port clash. Batches with inter-pod rules,
-workload groups' domains or gangs are left as they are: whether a pod may join depends on the
+workload groups' domains or composite gangs, and gangs, are left as they are: whether a pod may join depends on the
 others there, which the levels decided.
 """
 
@@ -25,7 +25,7 @@ Counts = dict[tuple[int, int], int]
 
 def top_up(batch: Batch, counts: Counts) -> tuple[Counts, bool]:
     """``counts`` with every pod that fits as it stands placed (first fit); whether any was."""
-    if not batch.topology.empty or batch.levels:
+    if not batch.topology.empty or batch.grouped:
         return counts, False
     groups = batch.groups
     used = batch.snapshot.used.copy()

@@ -19,7 +19,7 @@ from placer.engine.batch import Batch, incomplete_gangs
 from placer.engine.prefilter import Prefilter, fits
 from placer.engine.snapshot import Snapshot
 from placer.engine.topology import TopologyState
-from placer.models import GangWait, Pod, Reason, SolveStatus, UnplacedCode
+from placer.models import GangWait, Pod, QuorumWait, Reason, SolveStatus, UnplacedCode
 
 __all__ = ["Counts", "Unplaced", "after_plan", "extract", "refused"]
 
@@ -51,6 +51,7 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
                 topo.add(gi, n, c)
     everywhere = np.arange(len(batch.snapshot.nodes), dtype=np.int64)
     n_nodes = len(batch.snapshot.nodes)
+    unmet = _unmet_quorums(batch, per_group)
     for gi, group in enumerate(batch.groups):
         rest = group.pods[len(per_group.get(gi, [])) :]
         if not rest:
@@ -79,11 +80,13 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
                 domain = pod.group_domains[0].key if pod.group_domains else None
                 gang = GangWait(gang=group.gang, size=size, pending=size, domain=domain)
                 reason = reason.model_copy(update={"gang": gang})
+            if gi in unmet:
+                reason = reason.model_copy(update={"quorum": unmet[gi]})
             fits_now = group.masks.allowed & after.ports_ok(pod) & fits(final, group.vec)
             for ok, _ in checks:
                 fits_now &= ok
             code: UnplacedCode
-            if fits_now.any() and group.gang is None and not pod.group_domains:
+            if fits_now.any() and group.gang is None and not pod.group_domains and gi not in unmet:
                 code = "NotSolved"
                 reason = reason.model_copy(update={"solver": status})
             elif taken & set(group.feasible[~fits(final, group.vec)[group.feasible]].tolist()):
@@ -93,6 +96,18 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
             shared = (code, reason)
             unplaced.append((pod, code, reason))
     return placements, unplaced
+
+
+def _unmet_quorums(batch: Batch, per_group: dict[int, list[int]]) -> dict[int, QuorumWait]:
+    """Batch group -> a composite gang above it that the answer places nothing of."""
+    out: dict[int, QuorumWait] = {}
+    for q in batch.quorums:
+        if any(per_group.get(gi) for gi in q.groups):
+            continue
+        wait = QuorumWait(group=q.name, min_groups=q.min_groups, children=q.present)
+        for gi in q.groups:
+            out.setdefault(gi, wait)
+    return out
 
 
 def after_plan(

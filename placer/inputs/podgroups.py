@@ -28,7 +28,7 @@ controller's cache holds but placer cannot read (``PodGroup.problem``) makes its
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from placer.errors import InputError
@@ -117,9 +117,9 @@ def _read(item: Field, api: GangApi) -> PodGroup:
     if gang.present() == basic.present():
         raise policy.fail("exactly one of basic and gang must be set")
     rules = read_rules(spec)
-    if api == "composite":  # its gang policy (minGroupCount) is validated, not applied: see the README
+    if api == "composite":  # its gang's minGroupCount: that many child groups together, or none
         if gang.present():
-            _positive(gang.get("minGroupCount"))
+            rules = replace(rules, min_groups=_positive(gang.get("minGroupCount")))
         return PodGroup(api, namespace, name, None, rules=rules)
     return PodGroup(api, namespace, name, _positive(gang.get("minCount")) if gang.present() else None, rules=rules)
 
@@ -187,6 +187,16 @@ def resolve_gangs(pods: Sequence[Pod], groups: Iterable[PodGroup], warnings: lis
     return out
 
 
+def _basic_below_quorum(group: PodGroup, composite: str) -> str:
+    """Why a pod of a ``basic`` PodGroup below a composite gang is not placed: the validator's
+    rule that a pod left out must not fit anywhere knows gangs, not composite gangs, and would
+    refuse every answer that leaves such a pod out for its composite's sake."""
+    return (
+        f"PodGroup {group.namespace}/{group.name} has a basic policy below {composite}, whose gang "
+        "(minGroupCount) placer applies only to child groups that are gangs"
+    )
+
+
 def _member(
     pod: Pod, group: PodGroup, composites: Mapping[tuple[str, str], GroupRules], missing: dict[str, int]
 ) -> Pod:
@@ -201,10 +211,12 @@ def _member(
         chain = resolve_chain(group.namespace, group.name, group.rules, composites)
         if chain.problem is not None and pod.pending:
             update.update(unsupported=chain.problem, invalid=True)
+        elif chain.quorums and gang is None and pod.pending:
+            update["unsupported"] = _basic_below_quorum(group, chain.quorums[0].group)
         elif chain.missing is not None and pod.pending:
             missing[chain.missing] = missing.get(chain.missing, 0) + 1
             update["scheduling_gates"] = (*pod.scheduling_gates, chain.missing)
-        update.update(group_domains=chain.domains, disruption_unit=chain.disruption_unit)
+        update.update(group_domains=chain.domains, group_quorums=chain.quorums, disruption_unit=chain.disruption_unit)
         if chain.priority is not None:
             update["priority"] = chain.priority
     return pod.model_copy(update=update)

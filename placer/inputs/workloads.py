@@ -11,7 +11,10 @@ same fields are read from 1.36's ``v1alpha2`` PodGroups where they exist:
 - ``spec.disruptionMode``: the union ``{single: {}}`` (default) or ``{all: {}}``; with ``all`` the
   pods below that level are disrupted only together;
 - ``spec.priority``: the group's priority, which its pods take (admission resolves
-  ``priorityClassName`` into it; placer does not read PriorityClasses).
+  ``priorityClassName`` into it; placer does not read PriorityClasses);
+- a CompositePodGroup's ``spec.schedulingPolicy.gang.minGroupCount``: at least that many of its
+  child groups placed together, or none (kube-scheduler's GangScheduling counts a child placed
+  once its own gang is; a ``basic`` composite asks for one, which is no rule).
 
 A level's parents are followed up to the Workload API's depth limit (4); a cycle, a chain deeper
 than that, or a parent that is not in the input makes the group's pending pods wait or fail as
@@ -24,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from placer.inputs.fields import Field
-from placer.models import GroupDomain
+from placer.models import GroupDomain, GroupQuorum
 
 __all__ = [
     "COMPOSITE_API",
@@ -56,6 +59,7 @@ class GroupRules:
     parent: str | None = None  # parentCompositePodGroupName, same namespace
     disruption_all: bool = False
     priority: int | None = None
+    min_groups: int | None = None  # a CompositePodGroup's gang minGroupCount (None: basic)
 
 
 def is_workload(item: Field) -> bool:
@@ -120,6 +124,7 @@ class GroupChain:
     """What a group's levels give each of its pods."""
 
     domains: tuple[GroupDomain, ...] = ()
+    quorums: tuple[GroupQuorum, ...] = ()
     disruption_unit: str | None = None
     priority: int | None = None
     missing: str | None = None  # a parent not in the input: the pods wait for it (a gate)
@@ -147,6 +152,11 @@ def resolve_chain(
         levels.append((level_name(COMPOSITE_KIND, namespace, parent), found))
         parent = found.parent
     domains = tuple(GroupDomain(group=label, key=r.topology_key) for label, r in levels if r.topology_key)
+    quorums = tuple(
+        GroupQuorum(group=label, child=levels[k - 1][0], min_groups=r.min_groups)
+        for k, (label, r) in enumerate(levels)
+        if k and r.min_groups is not None and r.min_groups > 1
+    )
     unit = next((label for label, r in reversed(levels) if r.disruption_all), None)
     priority = next((r.priority for _, r in levels if r.priority is not None), None)
-    return GroupChain(domains=domains, disruption_unit=unit, priority=priority)
+    return GroupChain(domains=domains, quorums=quorums, disruption_unit=unit, priority=priority)

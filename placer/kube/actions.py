@@ -1,4 +1,4 @@
-"""Writes to the API: binds, evictions, deletions, pod conditions, events, nominations, and the
+"""Writes to the API: binds, evictions, deletions, pod and PodGroup conditions, events, nominations, and the
 selected node of a WaitForFirstConsumer claim.
 
 Every write goes through the call policy (``placer.kube.policy``): timeouts, bounded retries, the
@@ -220,6 +220,16 @@ class Actions:
         return self._write(
             "mark unschedulable", key, "PATCH", path, body, content_type=STRATEGIC, reserve=self.limit.burst / 2
         )
+
+    def pod_group_condition(self, api: str, key: str, condition: dict[str, object]) -> Outcome:
+        """One condition on a PodGroup's ``status`` (``api``: its group/version path), a
+        strategic-merge patch keyed by the condition's type, as kube-scheduler's
+        ``PatchPodGroupStatus``; a report like ``unschedulable``, behind binds on the bucket."""
+        ns, name = _split(key)
+        path = f"{api}/namespaces/{ns}/podgroups/{name}/status"
+        body: dict[str, object] = {"status": {"conditions": [condition]}}
+        what = f"set {condition.get('type')} on podgroup"
+        return self._write(what, key, "PATCH", path, body, content_type=STRATEGIC, reserve=self.limit.burst / 2)
 
     def nominate(self, key: str, node: str | None) -> Outcome:
         return self._patch_status(f"nominate {node} for", key, {"status": {"nominatedNodeName": node}})

@@ -13,12 +13,11 @@ recorder turns repeats into a series). Past ``QUEUE_MAX`` pods the oldest report
 from __future__ import annotations
 
 import logging
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from placer.kube.sendqueue import SendQueue
+from placer.kube.sendqueue import KeyedQueue
 from placer.models import Pod
 
 __all__ = ["QUEUE_MAX", "ReportQueue"]
@@ -28,7 +27,7 @@ QUEUE_MAX = 5000  # pods with a report waiting
 SENT_MAX = 20000  # last message patched per pod, remembered (least recent forgotten first)
 
 
-class ReportQueue(SendQueue):
+class ReportQueue(KeyedQueue[str, tuple[Pod, str]]):
     def __init__(
         self,
         actions: Callable[[], Any],
@@ -37,67 +36,17 @@ class ReportQueue(SendQueue):
         counted: Callable[[str], None] | None = None,
         queue_max: int = QUEUE_MAX,
     ) -> None:
-        super().__init__()
+        super().__init__(name="unschedulable report", log=log, counted=counted, queue_max=queue_max)
         self._actions = actions  # the writer: placer.kube.actions.Actions now (tests swap in a fake)
         self._current = current  # the pod's Unschedulable message as the cache has it, if any
-        self._counted = counted or (lambda _result: None)
-        self._max = queue_max
-        self._pending: OrderedDict[str, tuple[Pod, str]] = OrderedDict()
         self._sent: OrderedDict[str, str] = OrderedDict()
-        self._busy = False
-        self._thread: threading.Thread | None = None
-
-    def __len__(self) -> int:
-        with self._cv:
-            return len(self._pending)
 
     def submit(self, pod: Pod, message: str) -> None:
         """Queue (or replace) ``pod``'s report and return at once."""
-        with self._cv:
-            if self._closed:
-                return
-            if pod.key in self._pending:
-                self._counted("coalesced")
-                self._pending[pod.key] = (pod, message)
-                return
-            if len(self._pending) >= self._max:
-                self._pending.popitem(last=False)
-                self._counted("dropped")
-            self._pending[pod.key] = (pod, message)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="reports", daemon=True)
-                self._thread.start()
-            self._cv.notify()
+        self._put(pod.key, (pod, message))
 
-    def shutdown(self, wait: bool = False, **_: Any) -> None:
-        """Stop; with ``wait``, once everything queued has been sent (tests)."""
-        if wait:
-            self.idle(60.0)
-        self.close()
-
-    def _next(self) -> tuple[Pod, str] | None:
-        with self._cv:
-            while not self._pending and not self._closed:
-                self._cv.wait()
-            if self._closed:
-                return None
-            self._busy = True
-            return self._pending.popitem(last=False)[1]
-
-    def _run(self) -> None:
-        while (item := self._next()) is not None:
-            pod, message = item
-            try:
-                self._send(pod, message)
-            except Exception:  # a bug must not end the thread nor vanish
-                self._counted("failed")
-                log.exception("unschedulable report on %s failed", pod.key)
-            finally:
-                with self._cv:
-                    self._busy = False
-                    self._cv.notify_all()
-
-    def _send(self, pod: Pod, message: str) -> None:
+    def _send(self, item: tuple[Pod, str]) -> None:
+        pod, message = item
         if self._current(pod.key) == message or self._sent.get(pod.key) == message:
             self._counted("unchanged")
         else:

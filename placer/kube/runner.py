@@ -73,6 +73,7 @@ from placer.kube.anytime import Answer, SolveJob, solve_budget
 from placer.kube.assume import AssumeCache
 from placer.kube.client import Http
 from placer.kube.events import EventRecorder
+from placer.kube.groupstatus import GroupStatus  # groupstatus: PodGroup conditions
 from placer.kube.index import ParsedIndex, PodIndex
 from placer.kube.informers import (  # Kubernetes 1.37 workloads
     BETA_POD_GROUP,
@@ -222,6 +223,13 @@ class Runner:
         reported = self.metrics.reports.labels
         self.reports = ReportQueue(
             lambda: self.actions, current=self._unschedulable_now, counted=lambda result: reported(result=result).inc()
+        )
+        # groupstatus: PodGroup conditions (PodGroupInitiallyScheduled, DisruptionTarget), queued like the reports.
+        self.group_status = GroupStatus(
+            lambda: self.actions,
+            cached=lambda kind, key: inf.get(key) if (inf := self.informers.get(kind)) is not None else None,
+            scheduler_name=cfg.scheduler_name,
+            counted=lambda result: self.metrics.group_conditions.labels(result=result).inc(),
         )
         # The informer caches parsed (each object once per resourceVersion), pods with the queue.
         self.pods = PodIndex(cfg.scheduler_name, self._in_scope)
@@ -393,6 +401,7 @@ class Runner:
             self.pool.shutdown(wait=False, cancel_futures=True)  # queued binds are dropped
             self.solver.shutdown(wait=False, cancel_futures=True)  # a solve in flight writes nothing
             self.reports.shutdown()
+            self.group_status.shutdown()  # groupstatus
             self.events.close()
             if server is not None:
                 server.shutdown()
@@ -468,8 +477,8 @@ class Runner:
             if key in self.reserved or key in solving or pod in self.assumed:
                 continue
             out.append(key)
-            if pod.gang_key is not None:
-                self._gangs[key] = pod.gang_key
+            if pod.batch_unit is not None:  # groupstatus branch: a composite gang's groups batched together
+                self._gangs[key] = pod.batch_unit
         return out
 
     # -- one cycle ------------------------------------------------------------------------------
@@ -675,6 +684,7 @@ class Runner:
                     self.batcher.hold(pod.key)
                 continue
             self.reports.submit(pod, describe(reason))  # kube-scheduler's words, formatted at the edge
+            self.group_status.unschedulable(pod, describe(reason))  # groupstatus
             self.batcher.defer(pod.key, time.monotonic())
         if decision.plan is None:
             self._bind_all([(pod, names[n]) for pod, n in decision.placements])
@@ -723,6 +733,7 @@ class Runner:
         )
         self.reserved = {pod.key for pod, _ in plan.placements}
         self.plan_pods = {pod.key: pod for pod, _ in plan.placements} | {e.pod.key: e.pod for e in plan.evictions}
+        self.group_status.planned(plan)  # groupstatus
 
     def _rebalance(self, cluster: Cluster) -> None:
         """One rebalancing decision; its plan (if any, valid, and not a dry run) becomes the plan in
@@ -864,6 +875,7 @@ class Runner:
                     note=f"evicted by placer's plan ({self.identity}): {self.why.get(action.pod, '')}",
                     kind="Normal",
                 )
+                self.group_status.evicted(action.pod)  # groupstatus
             return self.plan.evicted(action.step, time.time(), ok=out.ok, reason=out.reason)
         if isinstance(action, Bind) and action.nominated:
             return []
@@ -879,6 +891,7 @@ class Runner:
                 self.actions.event(
                     action.pod, "", reason="Scheduled", note=f"Successfully assigned {action.pod} to {action.node}"
                 )
+                self.group_status.bound(action.pod)  # groupstatus
             return self.plan.bound(action.step, ok=out.ok, reason=out.reason)
         self.metrics.plan_aborts.inc()
         log.warning("plan step %d abandoned (%s): %s", action.step, action.subject, action.reason)
@@ -954,6 +967,7 @@ class Runner:
         the pods count as placed (``assumed``) right away, so the next batch can be solved while
         these binds are in flight without double-booking; a refused bind drops the assumption."""
         now = time.time()
+        self.group_status.placed(pod for pod, _ in binds)  # groupstatus
         for pod, node in binds:
             self.assumed.assume(pod, node, now)
             self.inflight.append((pod, node, self.pool.submit(self._bind_one, pod, node)))
@@ -987,6 +1001,7 @@ class Runner:
         self.metrics.binds.labels(result=_label(out)).inc()
         if out.ok:
             self.batcher.forget(pod.key)
+            self.group_status.bound(pod.key)  # groupstatus
             if self.cfg.dry_run:  # nothing was bound: the shadow's picture stays the cluster's
                 self.assumed.release(pod)
             return

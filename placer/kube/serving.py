@@ -99,6 +99,13 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        self.group_conditions = Counter(
+            "placer_group_conditions_total",
+            "PodGroup status conditions by what became of them: patched, unchanged (already so), coalesced, "
+            "dropped (queue full), gone (no such group), failed",
+            ["result"],
+            registry=r,
+        )
         self.api_retries = Counter(
             "placer_api_retries_total", "API calls retried, by cause (connection or HTTP status)", ["cause"], registry=r
         )

@@ -30,6 +30,7 @@ from placer.engine import (
     Scorer,
     Snapshot,
     build_domain_constraints,
+    build_quorum_constraints,
     build_topology_constraints,
     gang_groups,
     kept_namespace,
@@ -182,6 +183,7 @@ class PlanModel:
         self._host_ports()
         self._gangs()
         build_domain_constraints(self)  # workload groups in one topology domain
+        build_quorum_constraints(self)  # composite gangs: minGroupCount child groups or none
         workload_groups.build(self)  # disruptionMode all: whole groups or nothing
         # Inter-pod rules among the batch pods: the running pods they look at never leave
         # (see planner), so the engine's encoding of them holds unchanged.

@@ -4,6 +4,9 @@
   and every group below it) that run or are placed sit on nodes carrying the level's topology
   label, all with the same value. A composite level holds its children's pods, so a child placed
   outside its parent's domain breaks the parent's rule: that is the nesting rule.
+- Composite gangs: where a CompositePodGroup asks for ``minGroupCount`` (``Pod.group_quorums``)
+  and an answer places any pod below it, at least that many of its child groups have a pod that
+  runs (not ``gone``) or is placed (checked with the domains, by ``domain_violations``).
 - Disruption: where a group is disrupted only as a whole (``Pod.disruption_unit``,
   ``disruptionMode: all``), a plan evicts every running pod of it or none.
 - Gangs (pods sharing ``gang`` in a namespace: a PodGroup's ``minCount``): placed whole or not
@@ -21,7 +24,7 @@ from placer.validate.violations import Violation, texts
 
 def domain_violations(cluster: Cluster, placements: Mapping[str, str], gone: Collection[str] = ()) -> list[Violation]:
     """Levels whose pods (running and not ``gone``, or pending and placed at ``placements``)
-    do not share one domain of the level's key."""
+    do not share one domain of the level's key, and composite gangs placed short."""
     labels = {n.name: n.labels for n in cluster.nodes}
     where = {pod.key: node for pod, node in _positions(cluster, placements, gone)}
     levels: dict[str, tuple[str, list[Pod]]] = {}
@@ -42,6 +45,27 @@ def domain_violations(cluster: Cluster, placements: Mapping[str, str], gone: Col
         if len(values) > 1:
             spread = ", ".join(f"{v} ({len(keys)})" for v, keys in sorted(values.items()))
             out.append(Violation("group-domain", name, f"{name}: pods in {len(values)} domains of {key}: {spread}"))
+    return out + _quorum_violations(cluster, where, placements)
+
+
+def _quorum_violations(cluster: Cluster, where: Mapping[str, str], placements: Mapping[str, str]) -> list[Violation]:
+    """Composite gangs an answer places pods of with fewer child groups than ``minGroupCount``."""
+    wanted: dict[str, int] = {}
+    present: dict[str, set[str]] = {}
+    touched: set[str] = set()
+    for pod in cluster.pods:
+        for q in pod.group_quorums:
+            wanted[q.group] = q.min_groups
+            if pod.key in where:
+                present.setdefault(q.group, set()).add(q.child)
+                if pod.key in placements:
+                    touched.add(q.group)
+    out = []
+    for name in sorted(touched):
+        children = present.get(name, set())
+        if len(children) < wanted[name]:
+            text = f"{name}: minGroupCount {wanted[name]}, but only {len(children)} child groups run or are placed"
+            out.append(Violation("gang", name, text))  # a composite gang: all-or-nothing, as a gang
     return out
 
 

@@ -133,6 +133,7 @@ def make_nodes(core: client.CoreV1Api) -> Iterator[Callable[..., list[str]]]:
 
 # The controller fixtures, shared by the e2e modules that run `placer run`.
 from controller_support import controllers, placer_kubeconfig  # noqa: E402, F401
+from workload_support import priority_class  # noqa: E402, F401
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ Aspects (issue 30 item 5), each asserted on the cluster's own state (bound nodes
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import kube_helpers as kh
 import pytest
@@ -51,23 +51,6 @@ def _pods_per_node(core: client.CoreV1Api, namespace: str) -> dict[str, int]:
         if p.spec.node_name and p.metadata.deletion_timestamp is None:
             count[p.spec.node_name] = count.get(p.spec.node_name, 0) + 1
     return count
-
-
-@pytest.fixture
-def priority_class(api_client: client.ApiClient) -> Iterator[Callable[[int], str]]:
-    """Factory: a PriorityClass of the given value (cluster-wide, deleted after the test)."""
-    api = client.SchedulingV1Api(api_client)
-    made: list[str] = []
-
-    def make(value: int) -> str:
-        name = kh.unique(f"prio-{value}")
-        api.create_priority_class(client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value))
-        made.append(name)
-        return name
-
-    yield make
-    for name in made:
-        kh.delete_if_present(api.delete_priority_class, name)
 
 
 def test_three_rack_gangs_created_together_all_run_each_in_one_rack(
@@ -184,6 +167,17 @@ def _series(api_client: client.ApiClient, namespace: str, pod: str, reason: str)
     )
 
 
+def _zone_job(api_client: client.ApiClient, core: client.CoreV1Api, namespace: str, mark: dict[str, str],
+              size: int) -> None:  # fmt: skip
+    """CompositePodGroup ``job`` in one zone (``minGroupCount`` 2) and its child gangs ``w1`` and
+    ``w2`` of ``size`` pods, each in one rack, with their members."""
+    ws.composite_pod_group(api_client, namespace, "job", {"w1": (size, ws.RACK), "w2": (size, ws.RACK)}, ws.ZONE)
+    for child in ("w1", "w2"):
+        ws.pod_group(api_client, namespace, child, size, key=ws.RACK, parent="job")
+        for i in range(size):
+            ws.member(core, namespace, f"{child}-{i}", child, mark)
+
+
 def test_composite_group_children_each_in_one_rack_all_in_one_zone(
     api_client: client.ApiClient, core: client.CoreV1Api, namespace: str, make_nodes: NodeFactory,
     controllers: Controllers,
@@ -195,11 +189,7 @@ def test_composite_group_children_each_in_one_rack_all_in_one_zone(
         **_racks(make_nodes, mark, {"r3": (2, "2")}, **{ws.ZONE: f"{zone}-z2"}),
     }
     zone_of = {"r1": "z1", "r2": "z1", "r3": "z2"}  # every rack has 4 slots
-    ws.composite_pod_group(api_client, namespace, "job", {"w1": (3, ws.RACK), "w2": (3, ws.RACK)}, ws.ZONE)
-    for child in ("w1", "w2"):
-        ws.pod_group(api_client, namespace, child, 3, key=ws.RACK, parent="job")
-        for i in range(3):
-            ws.member(core, namespace, f"{child}-{i}", child, mark)
+    _zone_job(api_client, core, namespace, mark, 3)
     controllers()
 
     for child in ("w1", "w2"):
@@ -209,3 +199,34 @@ def test_composite_group_children_each_in_one_rack_all_in_one_zone(
     # Two children of 3 need two racks of one zone: only z1 has two.
     assert racks["w1"] | racks["w2"] == {"r1", "r2"}, racks
     assert {zone_of[r] for used in racks.values() for r in used} == {"z1"}
+
+
+def test_a_composite_gang_binds_no_child_until_min_group_count_children_fit(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str, make_nodes: NodeFactory,
+    controllers: Controllers,
+) -> None:  # fmt: skip
+    """minGroupCount 2 (``composite_pod_group`` asks for every child): two child gangs of 2, each in
+    one rack, and one rack of 3 slots: one child would fit, so none is bound; a second rack of the
+    zone lets both go."""
+    mark = {"gang-test": kh.unique("w")}
+    zone = {ws.ZONE: f"{next(iter(mark.values()))}-z1"}
+    _racks(make_nodes, mark, {"a": (3, "1")}, **zone)
+    _zone_job(api_client, core, namespace, mark, 2)
+    controllers()
+    kh.wait_for("both children reported unschedulable for the composite's minGroupCount",
+                lambda: _says_min_group_count(core, namespace, ("w1", "w2")), 120)  # fmt: skip
+    assert ws.bound(core, namespace, "w1") == {} and ws.bound(core, namespace, "w2") == {}
+
+    _racks(make_nodes, mark, {"b": (2, "1")}, **zone)
+    for child in ("w1", "w2"):
+        kh.wait_running(core, namespace, {"gang": child}, 2, timeout=180)
+
+
+def _says_min_group_count(core: client.CoreV1Api, namespace: str, groups: tuple[str, ...]) -> bool:
+    """Every member of ``groups`` carries placer's PodScheduled=False naming minGroupCount."""
+    pods = [p for g in groups for p in ws.live(core, namespace, g)]
+    return bool(pods) and all(
+        any(c.type == "PodScheduled" and c.status == "False" and "minGroupCount" in (c.message or "")
+            for c in (p.status.conditions or []))
+        for p in pods
+    )  # fmt: skip

@@ -1,13 +1,15 @@
 """Kubernetes 1.37 workload objects for the e2e tests of placer's controller: v1beta1 PodGroups,
 v1alpha3 CompositePodGroups, and member pods naming their group in ``spec.schedulingGroup``
-(dict bodies: the Python client's models predate the field)."""
+(dict bodies: the Python client's models predate the field), and the ``priority_class`` fixture."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import kube_helpers as kh
+import pytest
 from kubernetes import client
 
 GROUP = "scheduling.k8s.io"
@@ -113,3 +115,20 @@ def unschedulable_as_gang(core: client.CoreV1Api, namespace: str, group: str, si
         if c.type == "PodScheduled" and c.status == "False"
     ]
     return len(conds) == size and all("cannot be placed whole" in (c.message or "") for c in conds)
+
+
+@pytest.fixture
+def priority_class(api_client: client.ApiClient) -> Iterator[Callable[[int], str]]:
+    """Factory: a PriorityClass of the given value (cluster-wide, deleted after the test)."""
+    api = client.SchedulingV1Api(api_client)
+    made: list[str] = []
+
+    def make(value: int) -> str:
+        name = kh.unique(f"prio-{value}")
+        api.create_priority_class(client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value))
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        kh.delete_if_present(api.delete_priority_class, name)
