@@ -83,7 +83,7 @@ def test_the_loop_sleeps_until_a_batch_falls_due_not_a_whole_tick(monkeypatch: p
     r = make_runner(Recorder(), metricsPort=0, batchSize=10, batchWindowSeconds=30)
     feed(r, "Node", _node("a"))
     feed(r, "Pod", _pod("first", "ns"))
-    r._queue()
+    r.cycle.queue()
     for inf in r.informers.values():
         inf._synced.set()
     assert r._sleep() == TICK  # not leading: a follower ticks at its pace, whatever waits
@@ -126,19 +126,19 @@ def test_the_next_batch_is_solved_on_a_model_holding_the_previous_ones_placement
 ) -> None:
     budgets: list[float] = []
     r, actions = _runner(budgets, monkeypatch)
-    r.batcher.sync(r._pending_keys(), now=time.monotonic())  # the pods arrive now (the runner's clock)
-    r._submit(r.cluster())  # the first batch (one pod; the other one waits: a full batch)
-    assert r.solving is not None
-    (solving,) = r.solving[0].keys
-    assert solving not in r._pending_keys()  # a pod being solved is not queued again
-    r.solving[1].result(timeout=60)
-    r._finish()
-    r.batcher.sync(r._pending_keys(), now=time.monotonic())
-    r._submit(r.cluster())  # the second batch: nothing waits behind it
-    assert r.solving is not None
-    r.solving[1].result(timeout=60)
-    r._finish()
-    r.pool.shutdown(wait=True)
+    r.ctx.batcher.sync(r.cycle.pending_keys(), now=time.monotonic())  # the pods arrive now (the runner's clock)
+    r.cycle.submit(r.cluster())  # the first batch (one pod; the other one waits: a full batch)
+    assert r.cycle.solving is not None
+    (solving,) = r.cycle.solving[0].keys
+    assert solving not in r.cycle.pending_keys()  # a pod being solved is not queued again
+    r.cycle.solving[1].result(timeout=60)
+    r.cycle.finish()
+    r.ctx.batcher.sync(r.cycle.pending_keys(), now=time.monotonic())
+    r.cycle.submit(r.cluster())  # the second batch: nothing waits behind it
+    assert r.cycle.solving is not None
+    r.cycle.solving[1].result(timeout=60)
+    r.cycle.finish()
+    r.ctx.pool.shutdown(wait=True)
     r.reports.shutdown(wait=True)
     binds = [c[1:] for c in actions.calls if c[0] == "bind"]
     assert binds == [(solving, "a")]  # one pod fits on a; the second batch saw it there
@@ -157,12 +157,12 @@ def test_a_solve_that_raises_puts_its_batch_back(monkeypatch: pytest.MonkeyPatch
 
     r, actions = _runner([], monkeypatch)
     monkeypatch.setattr(anytime, "decide", broken)
-    r.batcher.sync(r._pending_keys(), now=0.0)
-    r._submit(r.cluster())
-    assert r.solving is not None
-    key = next(iter(r.solving[0].keys))
-    r.solving[1].exception(timeout=60)
+    r.ctx.batcher.sync(r.cycle.pending_keys(), now=0.0)
+    r.cycle.submit(r.cluster())
+    assert r.cycle.solving is not None
+    key = next(iter(r.cycle.solving[0].keys))
+    r.cycle.solving[1].exception(timeout=60)
     with pytest.raises(RuntimeError):
-        r._finish()
-    assert r.solving is None and key in r._pending_keys()  # queued again (after its back-off)
+        r.cycle.finish()
+    assert r.cycle.solving is None and key in r.cycle.pending_keys()  # queued again (after its back-off)
     assert not [c for c in actions.calls if c[0] == "bind"]

@@ -206,14 +206,14 @@ def _controller(*pods: dict[str, Any], nodes: dict[str, int]) -> tuple[Any, Grou
 
 def _solve_once(r: Any) -> None:
     """One batch through the controller: solved, applied, its binds collected and accounted."""
-    r.batcher.sync(r._pending_keys(), now=time.monotonic())
-    r._submit(r.cluster())
-    assert r.solving is not None
-    r.solving[1].result(timeout=60)
-    r._finish()
-    r.pool.shutdown(wait=True)
-    r._collect()
-    assert r.group_status.idle(10)
+    r.ctx.batcher.sync(r.cycle.pending_keys(), now=time.monotonic())
+    r.cycle.submit(r.cluster())
+    assert r.cycle.solving is not None
+    r.cycle.solving[1].result(timeout=60)
+    r.cycle.finish()
+    r.ctx.pool.shutdown(wait=True)
+    r.binder.collect()
+    assert r.ctx.group_status.idle(10)
 
 
 def _conditions(actions: GroupActions) -> list[tuple[str, ...]]:
@@ -225,7 +225,7 @@ def test_the_controller_marks_a_group_it_binds_initially_scheduled() -> None:
     _solve_once(r)
     assert len([c for c in actions.calls if c[0] == "bind"]) == 2
     assert _conditions(actions) == [(BETA_PATH, "ml/w", "PodGroupInitiallyScheduled", "True", "Scheduled")]
-    r.group_status.shutdown()
+    r.ctx.group_status.shutdown()
 
 
 def test_the_controller_marks_a_group_it_cannot_place_unschedulable() -> None:
@@ -233,4 +233,4 @@ def test_the_controller_marks_a_group_it_cannot_place_unschedulable() -> None:
     _solve_once(r)
     assert not [c for c in actions.calls if c[0] == "bind"]
     assert _conditions(actions) == [(BETA_PATH, "ml/w", "PodGroupInitiallyScheduled", "False", "Unschedulable")]
-    r.group_status.shutdown()
+    r.ctx.group_status.shutdown()

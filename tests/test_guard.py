@@ -104,26 +104,26 @@ def test_the_controller_writes_nothing_for_a_rejected_answer(monkeypatch: pytest
         return Decision([(p, 0) for p in batch], [], None, "optimal", 0.0)
 
     monkeypatch.setattr(runner_module, "decide", overbooking)
-    r.batcher.sync(["default/x", "default/y"], now=0.0)
-    r.batcher.size = 2
-    r._solve(c)
-    r.pool.shutdown(wait=True)
+    r.ctx.batcher.sync(["default/x", "default/y"], now=0.0)
+    r.ctx.batcher.size = 2
+    r.cycle.solve(c)
+    r.ctx.pool.shutdown(wait=True)
     assert not [call for call in actions.calls if call[0] == "bind"]
     refusals = [call for call in actions.calls if call[0] == "event" and call[2] == "FailedScheduling"]
     assert {call[1] for call in refusals} == {"default/x", "default/y"}
     assert all("refused its own answer" in call[3] for call in refusals)
     assert r.metrics.refused.labels(kind="placements")._value.get() == 1
-    assert len(r.assumed) == 0
+    assert len(r.ctx.assumed) == 0
 
 
 def test_the_controller_binds_an_answer_the_validator_accepts() -> None:
     actions = FakeActions()
     r = make_runner(actions, metricsPort=0)
     _nodes_and_pods(r)
-    r.batcher.sync(["default/x", "default/y"], now=0.0)
-    r.batcher.size = 2
-    r._solve(r.cluster())
-    r.pool.shutdown(wait=True)
+    r.ctx.batcher.sync(["default/x", "default/y"], now=0.0)
+    r.ctx.batcher.size = 2
+    r.cycle.solve(r.cluster())
+    r.ctx.pool.shutdown(wait=True)
     assert sorted(call[1] for call in actions.calls if call[0] == "bind") == ["default/x", "default/y"]
     assert r.metrics.refused.labels(kind="placements")._value.get() == 0
 
@@ -276,10 +276,10 @@ def test_the_controller_starts_no_plan_that_evicts_although_an_untouched_node_ha
         return Decision(plan.placements, [], plan, "optimal", 0.0)
 
     monkeypatch.setattr(runner_module, "decide", needless_preemption)
-    r.batcher.sync(["default/urgent"], now=0.0)
-    r.batcher.size = 1
-    r._solve(c)
-    r.pool.shutdown(wait=True)
-    assert r.plan is None  # no plan runs: nothing is evicted, nothing bound
+    r.ctx.batcher.sync(["default/urgent"], now=0.0)
+    r.ctx.batcher.size = 1
+    r.cycle.solve(c)
+    r.ctx.pool.shutdown(wait=True)
+    assert r.driver.plan is None  # no plan runs: nothing is evicted, nothing bound
     assert not [call for call in actions.calls if call[0] in ("bind", "evict")]
     assert r.metrics.refused.labels(kind="plan")._value.get() == 1

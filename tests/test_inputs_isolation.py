@@ -96,7 +96,7 @@ def test_moved_at_is_parsed_once_and_an_unreadable_stamp_counts_as_just_moved() 
     moved = {p.name: p.moved_at for p in c.pods}
     assert moved["old"] == 1577836800.0 and moved["garbled"] == math.inf
     r = make_runner(metricsPort=0)
-    assert r._frozen(c) == frozenset({"default/recent", "default/garbled"})
+    assert r.view.frozen(c) == frozenset({"default/recent", "default/garbled"})
 
 
 # --- the controller ----------------------------------------------------------------------------
@@ -129,9 +129,9 @@ def _kube_pod(name: str, cpu: Any = "100m", node: str | None = None, **spec: Any
 
 def _cycle(r: Runner) -> list[tuple[str, ...]]:
     """One scheduling cycle as ``tick`` runs it, the API writes awaited."""
-    r.batcher.sync(r._pending_keys(), now=0.0)
-    r._solve(r.cluster())
-    r.pool.shutdown(wait=True)
+    r.ctx.batcher.sync(r.cycle.pending_keys(), now=0.0)
+    r.cycle.solve(r.cluster())
+    r.ctx.pool.shutdown(wait=True)
     r.reports.shutdown(wait=True)  # unschedulable reports are written off the bind pool
     assert isinstance(r.actions, FakeActions)
     return r.actions.calls

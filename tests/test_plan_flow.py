@@ -21,9 +21,9 @@ def _node(name: str) -> dict[str, Any]:
 
 
 def _batch(r: Runner) -> None:
-    r.batcher.sync(r._pending_keys(), now=0.0)
-    r.batcher.size = 1
-    r._solve(r.cluster())
+    r.ctx.batcher.sync(r.cycle.pending_keys(), now=0.0)
+    r.ctx.batcher.size = 1
+    r.cycle.solve(r.cluster())
 
 
 def test_a_batch_solved_while_a_plan_runs_never_takes_the_plans_room() -> None:
@@ -33,7 +33,7 @@ def test_a_batch_solved_while_a_plan_runs_never_takes_the_plans_room() -> None:
     running = [_pod("old", "ns", node="a"), _pod("busy", "ns", node="b", priority=1000)]
     feed(r, "Pod", *running, _pod("urgent", "ns", priority=100))
     _batch(r)  # the plan: preempt old on a for urgent; the victim does not go away in this test
-    assert r.plan is not None and [c[1] for c in actions.calls if c[0] == "evict"] == ["ns/old"]
+    assert r.driver.plan is not None and [c[1] for c in actions.calls if c[0] == "evict"] == ["ns/old"]
     # The victim is gone (its room on a is free but the plan's bind has not happened yet), b has
     # been freed meanwhile, and two more pods arrive.
     feed(
@@ -45,7 +45,7 @@ def test_a_batch_solved_while_a_plan_runs_never_takes_the_plans_room() -> None:
     )
     _batch(r)  # runs although the plan is in flight
     _batch(r)
-    r.pool.shutdown(wait=True)
+    r.ctx.pool.shutdown(wait=True)
     binds = {c[1]: c[2] for c in actions.calls if c[0] == "bind"}
     assert "ns/urgent" not in binds  # still waiting for its victim
     assert list(binds.values()) == ["b"], binds  # one of the newcomers takes b, none takes a
@@ -58,14 +58,14 @@ def test_pending_pods_are_counted_by_why_they_wait() -> None:
     r = make_runner(actions, metricsPort=0)
     feed(r, "Node", _node("a"))
     feed(r, "Pod", _pod("busy", "ns", node="a", priority=1000), _pod("waits", "ns"), _pod("also", "ns"))
-    r._queue()
+    r.cycle.queue()
     gauge = r.metrics.pending_by_reason
     assert gauge.labels(reason="new")._value.get() == 2
-    r.batcher.sync(r._pending_keys(), now=0.0)
-    r.batcher.size = 10
-    r._solve(r.cluster())
-    r.pool.shutdown(wait=True)
-    r._queue()
+    r.ctx.batcher.sync(r.cycle.pending_keys(), now=0.0)
+    r.ctx.batcher.size = 10
+    r.cycle.solve(r.cluster())
+    r.ctx.pool.shutdown(wait=True)
+    r.cycle.queue()
     assert gauge.labels(reason="Unschedulable")._value.get() == 2 and gauge.labels(reason="new")._value.get() == 0
 
 
@@ -78,15 +78,15 @@ def test_a_pod_left_out_while_a_plan_runs_waits_for_its_end_unreported() -> None
     running = [_pod("old", "ns", node="a"), _pod("low", "ns", node="b", priority=10)]
     feed(r, "Pod", *running, _pod("urgent", "ns", priority=100))
     _batch(r)  # the plan: preempt old on a for urgent (the victim stays in this test)
-    assert r.plan is not None
+    assert r.driver.plan is not None
     feed(r, "Pod", *running, _pod("urgent", "ns", priority=100), _pod("also", "ns", priority=100))
     _batch(r)  # also needs low's room on b: a plan could give it, but one is in flight
-    r.pool.shutdown(wait=True)
+    r.ctx.pool.shutdown(wait=True)
     r.reports.shutdown(wait=True)
     assert [c[1] for c in actions.calls if c[0] == "evict"] == ["ns/old"]  # no second plan
     assert "ns/also" not in [c[1] for c in actions.calls if c[0] == "unschedulable"]
-    r.batcher.sync(r._pending_keys(), now=1e9)  # however long it takes: not before the plan ends
-    assert "ns/also" not in r.batcher.take()
-    r.batcher.wake(now=1e9)  # what the plan's end does
-    r.batcher.sync(r._pending_keys(), now=1e9)
-    assert "ns/also" in r.batcher.take()
+    r.ctx.batcher.sync(r.cycle.pending_keys(), now=1e9)  # however long it takes: not before the plan ends
+    assert "ns/also" not in r.ctx.batcher.take()
+    r.ctx.batcher.wake(now=1e9)  # what the plan's end does
+    r.ctx.batcher.sync(r.cycle.pending_keys(), now=1e9)
+    assert "ns/also" in r.ctx.batcher.take()

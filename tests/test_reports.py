@@ -106,5 +106,5 @@ def test_the_runner_reads_the_pods_current_condition_from_its_cache() -> None:
     condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}
     feed(r, "Pod", {"metadata": {"name": "p", "namespace": "ns"}, "spec": {}, "status": {"conditions": [condition]}},
          {"metadata": {"name": "q", "namespace": "ns"}, "spec": {}, "status": {}})  # fmt: skip
-    assert r._unschedulable_now("ns/p") == "0/3 nodes"
-    assert r._unschedulable_now("ns/q") is None and r._unschedulable_now("ns/gone") is None
+    assert r.view.unschedulable_now("ns/p") == "0/3 nodes"
+    assert r.view.unschedulable_now("ns/q") is None and r.view.unschedulable_now("ns/gone") is None

@@ -89,25 +89,25 @@ class Binder:
 
 def _settle(r: Runner) -> None:
     """Let the pool finish what is in flight and account it; send the read-backs that follow at once."""
-    wait([f for _, _, f in r.inflight])
-    r._collect()
-    r._recheck = {k: (p, n, 0.0) for k, (p, n, _) in r._recheck.items()}
-    r._collect()
+    wait([f for _, _, f in r.binder.inflight])
+    r.binder.collect()
+    r.binder.recheck = {k: (p, n, 0.0) for k, (p, n, _) in r.binder.recheck.items()}
+    r.binder.collect()
 
 
 def test_a_bind_whose_call_raised_is_read_back_instead_of_breaking_the_loop() -> None:
     reset = ProtocolError("Connection aborted.", ConnectionResetError(104, "reset"))
     binder = Binder([reset], reads=[Outcome(ok=False, result=Result.UNKNOWN), Outcome(ok=True)])
     r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
-    r._bind_all([(P, "n1")])
+    r.binder.bind_all([(P, "n1")])
     _settle(r)  # the exception is consumed once: the pod stays assumed, a read-back is sent
-    assert P in r.assumed and len(r.inflight) == 1
+    assert P in r.ctx.assumed and len(r.binder.inflight) == 1
     _settle(r)  # read back: still unknown, still assumed, read again
-    assert P in r.assumed
+    assert P in r.ctx.assumed
     _settle(r)  # read back: bound there
     assert [c[0] for c in binder.calls] == ["bind", "confirm", "confirm"]
-    assert P in r.assumed  # until the watch shows it
-    assert not r.inflight and not r._recheck
+    assert P in r.ctx.assumed  # until the watch shows it
+    assert not r.binder.inflight and not r.binder.recheck
     assert r.metrics.binds.labels(result="unknown")._value.get() == 2
 
 
@@ -115,30 +115,30 @@ def test_a_read_back_showing_the_pod_unbound_releases_it_for_the_next_batch() ->
     unbound = Outcome(ok=False, reason="bind did not land: pod still unbound", result=Result.REJECTED)
     binder = Binder([Outcome(ok=False, reason="outcome unknown", result=Result.UNKNOWN)], reads=[unbound])
     r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
-    r._bind_all([(P, "n1")])
+    r.binder.bind_all([(P, "n1")])
     _settle(r)
-    assert P in r.assumed
+    assert P in r.ctx.assumed
     _settle(r)
-    assert P not in r.assumed and not r.inflight
+    assert P not in r.ctx.assumed and not r.binder.inflight
 
 
 def test_a_definite_failure_releases_the_assumption_and_api_trouble_backs_the_pod_off() -> None:
     binder = Binder([Outcome(ok=False, status=409, result=Result.CONFLICT), Outcome(ok=False, result=Result.THROTTLED)])
     r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
     q = Pod(name="q", uid="u2")
-    r._bind_all([(P, "n1"), (q, "n2")])
+    r.binder.bind_all([(P, "n1"), (q, "n2")])
     _settle(r)
-    assert len(r.assumed) == 0
-    r.batcher.sync(["default/p", "default/q"], now=time.monotonic())
-    assert "default/q" in r.batcher._deferred and "default/p" not in r.batcher._deferred
+    assert len(r.ctx.assumed) == 0
+    r.ctx.batcher.sync(["default/p", "default/q"], now=time.monotonic())
+    assert "default/q" in r.ctx.batcher._deferred and "default/p" not in r.ctx.batcher._deferred
 
 
 def test_in_dry_run_nothing_stays_assumed_beyond_its_cycle() -> None:
     r = make_runner(Binder([Outcome(ok=True)]), metricsPort=0, dryRun=True)  # type: ignore[arg-type]
-    r._bind_all([(P, "n1")])
-    assert P in r.assumed  # during the cycle the room is booked
+    r.binder.bind_all([(P, "n1")])
+    assert P in r.ctx.assumed  # during the cycle the room is booked
     _settle(r)
-    assert len(r.assumed) == 0
+    assert len(r.ctx.assumed) == 0
 
 
 class _Never:
@@ -159,9 +159,9 @@ def test_a_fenced_replica_drops_its_queued_binds_unsent() -> None:
 
     r = make_runner(metricsPort=0)
     r.actions = Actions(Http(), Policy(fence=_Never()), scheduler_name="placer", identity="r1")
-    r._bind_all([(P, "n1")])
+    r.binder.bind_all([(P, "n1")])
     _settle(r)
-    assert sent == [] and len(r.assumed) == 0
+    assert sent == [] and len(r.ctx.assumed) == 0
     assert r.metrics.binds.labels(result="fenced")._value.get() == 1
 
 
@@ -173,7 +173,7 @@ def test_a_failing_stage_is_counted_and_the_next_cycle_runs() -> None:
         calls.append(1)
         raise RuntimeError("a bug")
 
-    r._collect = broken  # type: ignore[method-assign]
+    r.binder.collect = broken  # type: ignore[method-assign]
     assert r.tick() is False
     assert r.tick() is False
     assert len(calls) == 2
@@ -183,31 +183,31 @@ def test_a_failing_stage_is_counted_and_the_next_cycle_runs() -> None:
 def test_only_a_stuck_leader_with_pending_pods_and_a_reachable_api_is_unhealthy() -> None:
     r = make_runner(metricsPort=0)
     now = time.monotonic()
-    r._last_cycle = now - 10_000
-    r._pending = 3
+    r.probes.last_cycle = now - 10_000
+    r.cycle.pending = 3
     r.policy.last_answer = now
-    assert r.health() == (True, "ok (standby)")
+    assert r.probes.health() == (True, "ok (standby)")
     r.fence.renewed(now, 10)  # leading
-    ok, why = r.health()
+    ok, why = r.probes.health()
     assert not ok and "3 pods pending" in why
     r.policy.last_answer = now - 10_000  # an API outage: restarting would not help
-    assert r.health()[0]
-    r.policy.last_answer, r._pending = now, 0
-    assert r.health()[0]
-    r._pending, r._last_cycle = 3, now
-    assert r.health() == (True, "ok")
+    assert r.probes.health()[0]
+    r.policy.last_answer, r.cycle.pending = now, 0
+    assert r.probes.health()[0]
+    r.cycle.pending, r.probes.last_cycle = 3, now
+    assert r.probes.health() == (True, "ok")
 
 
 def test_readiness_waits_for_every_cache_and_says_why_not() -> None:
     r = make_runner(metricsPort=0)
-    ok, why = r.readiness()
+    ok, why = r.probes.readiness()
     assert not ok and "caches not synced" in why and "Pod" in why
     for inf in r.informers.values():
         inf._synced.set()
-    assert r.readiness() == (True, "ok")
+    assert r.probes.readiness() == (True, "ok")
     assert r.leadership._elector is not None
     r.leadership._elector.problem = "the Lease namespace 'placer-system' does not exist: create it"
-    assert r.readiness() == (False, "the Lease namespace 'placer-system' does not exist: create it")
+    assert r.probes.readiness() == (False, "the Lease namespace 'placer-system' does not exist: create it")
 
 
 # -- plan evictions refused by a PodDisruptionBudget ----------------------------------------------------
@@ -237,12 +237,14 @@ def _victim_plan(r: Runner) -> None:
     feed(r, "Pod", victim)
     view = PodView("ns/backend-0", "uid-v", "a", None, created=0.0)
     steps = [Step(id=1, op="evict", pod="ns/backend-0", node="a")]
-    r.plan = PlanRun(steps, {view.key: view}, started=time.time(), await_gone=60, await_replacement=60, await_room=60)
+    r.driver.plan = PlanRun(
+        steps, {view.key: view}, started=time.time(), await_gone=60, await_replacement=60, await_room=60
+    )
 
 
 def _again(r: Runner) -> None:
-    r._refused = {k: (n, 0.0) for k, (n, _) in r._refused.items()}
-    r._advance(r.cluster())
+    r.driver.refused = {k: (n, 0.0) for k, (n, _) in r.driver.refused.items()}
+    r.driver.advance(r.cluster())
 
 
 PDB = Outcome(ok=False, status=429, reason="would violate the pod's disruption budget", result=Result.REFUSED)
@@ -252,25 +254,25 @@ def test_a_budget_refusal_is_tried_again_a_few_times_before_the_step_fails() -> 
     evictor = Evictor(PDB, PDB, Outcome(ok=True))
     r = make_runner(evictor, metricsPort=0)  # type: ignore[arg-type]
     _victim_plan(r)
-    r._advance(r.cluster())
-    assert r.plan is not None and r.plan.steps[1].state == "running"  # not failed: retried later
+    r.driver.advance(r.cluster())
+    assert r.driver.plan is not None and r.driver.plan.steps[1].state == "running"  # not failed: retried later
     _again(r)
     _again(r)
     assert evictor.evicted == [("ns/backend-0", "uid-v")] * 3  # each with the victim's UID
-    assert r.plan is None  # the eviction went through at the third try; the plan is done
+    assert r.driver.plan is None  # the eviction went through at the third try; the plan is done
 
 
 def test_a_budget_that_keeps_refusing_fails_the_step_after_the_bounded_tries() -> None:
     evictor = Evictor(PDB, PDB, PDB)
     r = make_runner(evictor, metricsPort=0)  # type: ignore[arg-type]
     _victim_plan(r)
-    plan = r.plan
-    r._advance(r.cluster())
+    plan = r.driver.plan
+    r.driver.advance(r.cluster())
     _again(r)
     _again(r)
     assert len(evictor.evicted) == 3
-    assert r.plan is None and plan is not None and plan.steps[1].state == "failed"
-    assert r._refused == {}
+    assert r.driver.plan is None and plan is not None and plan.steps[1].state == "failed"
+    assert r.driver.refused == {}
 
 
 class Barrier:
@@ -321,9 +323,9 @@ def test_a_plans_evictions_are_sent_together_and_applied_in_order() -> None:
     feed(r, "Pod", *victims)
     views = {f"ns/v{i}": PodView(f"ns/v{i}", f"uid-{i}", n, None, created=0.0) for i, n in enumerate(names)}
     steps = [Step(id=i + 1, op="evict", pod=f"ns/v{i}", node=n) for i, n in enumerate(names)]
-    r.plan = PlanRun(steps, views, started=time.time(), await_gone=60, await_replacement=60, await_room=60)
-    plan = r.plan
-    r._advance(r.cluster())
+    r.driver.plan = PlanRun(steps, views, started=time.time(), await_gone=60, await_replacement=60, await_room=60)
+    plan = r.driver.plan
+    r.driver.advance(r.cluster())
     assert sorted(evictor.evicted) == sorted(views)  # every call answered: all were in flight at once
     assert evictor.events == list(views)  # outcomes applied in the plan's order
     assert all(plan.steps[i + 1].state == "done" for i in range(parties))
@@ -339,36 +341,36 @@ def _pending_plan(r: Runner) -> None:
     }
     feed(r, "Pod", pending)
     steps = [Step(id=1, op="bind", pod="ns/new", node="a")]
-    r.plan = PlanRun(steps, {}, started=time.time(), await_gone=60, await_replacement=60, await_room=60)
+    r.driver.plan = PlanRun(steps, {}, started=time.time(), await_gone=60, await_replacement=60, await_room=60)
 
 
 def test_a_plan_bind_of_unknown_outcome_keeps_the_room_booked_until_read_back() -> None:
     binder = Binder([Outcome(ok=False, reason="outcome unknown", result=Result.UNKNOWN)], reads=[Outcome(ok=True)])
     r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
     _pending_plan(r)
-    r._advance(r.cluster())
+    r.driver.advance(r.cluster())
     (pod,) = [p for p in r.cluster().pods if p.name == "new"]
     assert pod.node_name == "a"  # the model books its room while the outcome is unknown
-    assert "ns/new" not in r._pending_keys()
+    assert "ns/new" not in r.cycle.pending_keys()
     _settle(r)  # the read-back is sent ...
     _settle(r)  # ... and answers: bound there
     assert [c[0] for c in binder.calls if c[0] != "event"] == ["bind", "confirm"]
-    assert pod in r.assumed and not r.inflight and not r._recheck  # until the watch shows it bound
+    assert pod in r.ctx.assumed and not r.binder.inflight and not r.binder.recheck  # until the watch shows it bound
 
 
 def test_a_refused_plan_bind_says_nothing_was_scheduled_and_books_nothing() -> None:
     binder = Binder([Outcome(ok=False, status=409, reason="already assigned", result=Result.CONFLICT)])
     r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
     _pending_plan(r)
-    r._advance(r.cluster())
+    r.driver.advance(r.cluster())
     assert [c for c in binder.calls if c[0] != "bind"] == []  # no Scheduled event, no moved-at
-    assert len(r.assumed) == 0 and r.plan is None
+    assert len(r.ctx.assumed) == 0 and r.driver.plan is None
 
 
 def test_the_probes_answer_with_their_reason_and_metrics_show_ages() -> None:
     r = make_runner(metricsPort=0)
     r.informers["Pod"].last_event = time.monotonic() - 42
-    server = serve(0, r.metrics, r.health, r.readiness)
+    server = serve(0, r.metrics, r.probes.health, r.probes.readiness)
     port = server.server_address[1]
     try:
 
@@ -399,14 +401,14 @@ def test_a_bind_no_read_back_can_settle_is_released_once_the_watch_shows_it_unbo
     )
     binder = Binder([Outcome(ok=False, result=Result.UNKNOWN)], reads=[refused] * 20)
     r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
-    r._bind_all([(P, "n1")])
+    r.binder.bind_all([(P, "n1")])
     for _ in range(12):
         _settle(r)
-    assert P in r.assumed  # the watch has said nothing since the bind: the room stays booked
-    r.assumed.get(P).since -= 60  # type: ignore[union-attr]  # the bind was sent a minute ago ...
+    assert P in r.ctx.assumed  # the watch has said nothing since the bind: the room stays booked
+    r.ctx.assumed.get(P).since -= 60  # type: ignore[union-attr]  # the bind was sent a minute ago ...
     r.informers["Pod"].last_event = time.monotonic()  # ... and the watch delivered just now
     _settle(r)
-    assert P not in r.assumed and not r._recheck
+    assert P not in r.ctx.assumed and not r.binder.recheck
 
 
 def test_healthz_fails_while_an_informer_has_failed_for_minutes_and_the_api_answers() -> None:
@@ -416,12 +418,12 @@ def test_healthz_fails_while_an_informer_has_failed_for_minutes_and_the_api_answ
     r.policy.last_answer = now
     pods = r.informers["Pod"]
     pods.failing_since, pods.last_error = now - 5, "TooLargeError: too large resource version"
-    assert r.health()[0]  # a few seconds of errors: the loop backs off and retries
+    assert r.probes.health()[0]  # a few seconds of errors: the loop backs off and retries
     pods.failing_since = now - 600
-    ok, why = r.health()
+    ok, why = r.probes.health()
     assert not ok and "Pod watch" in why and "too large" in why
     r.policy.last_answer = now - 600  # an API outage: restarting would not help
-    assert r.health()[0]
+    assert r.probes.health()[0]
 
 
 def test_healthz_fails_while_a_solve_overruns_its_budget_by_the_stated_factor() -> None:
@@ -434,15 +436,15 @@ def test_healthz_fails_while_a_solve_overruns_its_budget_by_the_stated_factor() 
     job = SolveJob.__new__(SolveJob)
     object.__setattr__(job, "budget", 10.0)
     hung: Future[Any] = Future()
-    r.solving = (job, hung)
+    r.cycle.solving = (job, hung)
     now = time.monotonic()
-    r._solve_started = now - 35  # 3.5 times the budget: still within the factor
-    assert r.health()[0]
-    r._solve_started = now - 45
-    ok, why = r.health()
+    r.cycle.solve_started = now - 35  # 3.5 times the budget: still within the factor
+    assert r.probes.health()[0]
+    r.cycle.solve_started = now - 45
+    ok, why = r.probes.health()
     assert not ok and "10.0s budget" in why
     hung.set_result(None)  # done: the loop applies it on its next tick
-    assert r.health()[0]
+    assert r.probes.health()[0]
 
 
 def test_a_refused_bind_backs_the_pod_off_growing_not_every_batch() -> None:
@@ -452,8 +454,8 @@ def test_a_refused_bind_backs_the_pod_off_growing_not_every_batch() -> None:
     r = make_runner(binder, metricsPort=0)  # type: ignore[arg-type]
     delays = []
     for _ in range(3):
-        r._bind_all([(P, "n1")])
+        r.binder.bind_all([(P, "n1")])
         _settle(r)
-        assert P not in r.assumed
-        delays.append(r.batcher._deferred["default/p"][1])
+        assert P not in r.ctx.assumed
+        delays.append(r.ctx.batcher._deferred["default/p"][1])
     assert delays[0] > 0 and delays[1] > delays[0] and delays[2] > delays[1]

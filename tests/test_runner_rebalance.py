@@ -84,8 +84,8 @@ def _runner(**rebalance: Any) -> tuple[Runner, Recorder]:
 def test_a_due_rebalance_starts_a_plan_with_events_on_the_pod_and_both_nodes() -> None:
     r, rec = _runner()
     assert r.rebalancing.due(0.0)
-    r._rebalance(r.cluster())
-    assert r.plan is not None and r.plan_reason == "Rebalanced"
+    r.rebalancer.run(r.cluster())
+    assert r.driver.plan is not None and r.driver.reason == "Rebalanced"
     evicted = [c[1] for c in rec.calls if c[0] == "evict"]
     assert len(evicted) == 1 and evicted[0].startswith("ns/etl-")
     (pod_event,) = [c for c in rec.calls if c[0] == "event"]
@@ -100,16 +100,16 @@ def test_a_due_rebalance_starts_a_plan_with_events_on_the_pod_and_both_nodes() -
 
 def test_a_dry_run_prints_the_plan_and_moves_nothing() -> None:
     r, rec = _runner(controller={"dryRun": True})
-    r._rebalance(r.cluster())
-    assert r.plan is None and rec.calls == []
+    r.rebalancer.run(r.cluster())
+    assert r.driver.plan is None and rec.calls == []
 
 
 def test_disabled_is_never_due_and_no_plan_when_nothing_is_hot() -> None:
     r, _ = _runner(enabled=False)
     assert not r.rebalancing.due(0.0)
     r, rec = _runner(thresholds={"low": 10, "high": 100})
-    r._rebalance(r.cluster())
-    assert r.plan is None and rec.calls == []
+    r.rebalancer.run(r.cluster())
+    assert r.driver.plan is None and rec.calls == []
 
 
 class NoMetrics:
@@ -122,7 +122,7 @@ class NoMetrics:
 def test_missing_usage_falls_back_to_requests_with_an_event_on_each_node_concerned() -> None:
     r, rec = _runner(load="usage")
     r.rebalancing.usage = NoMetrics()  # type: ignore[assignment]
-    r._rebalance(r.cluster())
+    r.rebalancer.run(r.cluster())
     (event,) = [c for c in rec.calls if c[0] == "node_event" and c[2] == "UsageUnavailable"]
     assert event[1] == "hot" and "4 pod(s)" in event[3] and "503" in event[3]
-    assert r.plan is not None  # by requests node hot is at 100 %: the plan still moves a pod
+    assert r.driver.plan is not None  # by requests node hot is at 100 %: the plan still moves a pod

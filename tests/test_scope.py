@@ -77,11 +77,11 @@ class Recorder(FakeActions):
 def test_a_pod_outside_placers_namespaces_is_never_evicted(victim_namespace: str, evicts: bool) -> None:
     actions = Recorder()
     r = _runner(actions, victim_namespace)
-    assert r._pending_keys() == ["team-a/urgent"]  # team-b/elsewhere is not placer's to schedule
-    r.batcher.sync(r._pending_keys(), now=0.0)
-    r.batcher.size = 1
-    r._solve(r.cluster())
-    r.pool.shutdown(wait=True)
+    assert r.cycle.pending_keys() == ["team-a/urgent"]  # team-b/elsewhere is not placer's to schedule
+    r.ctx.batcher.sync(r.cycle.pending_keys(), now=0.0)
+    r.ctx.batcher.size = 1
+    r.cycle.solve(r.cluster())
+    r.ctx.pool.shutdown(wait=True)
     evicted = [call[1] for call in actions.calls if call[0] == "evict"]
     assert evicted == ([f"{victim_namespace}/low"] if evicts else [])
     touched = {call[1] for call in actions.calls if len(call) > 1}

@@ -400,7 +400,7 @@ WFFC_POD = Pod(name="p", uid="uid-p", wffc_claims=(ClaimRef(name="data"), ClaimR
 
 def test_the_controller_sets_the_selected_node_on_each_claim_before_binding() -> None:
     actions = FakeActions()
-    out = make_runner(actions)._bind_one(WFFC_POD, "b")
+    out = make_runner(actions).binder.bind_one(WFFC_POD, "b")
     assert out.ok
     assert actions.calls[:3] == [
         ("select_node", "default/data", "b"),
@@ -412,18 +412,18 @@ def test_the_controller_sets_the_selected_node_on_each_claim_before_binding() ->
 def test_a_refused_claim_patch_means_no_bind_an_event_and_a_back_off() -> None:
     actions = FakeActions(refuse=403)
     r = make_runner(actions)
-    out = r._bind_one(WFFC_POD, "b")
+    out = r.binder.bind_one(WFFC_POD, "b")
     assert not out.ok and out.prebind and out.status == 403
     assert not [c for c in actions.calls if c[0] == "bind"]
     (event,) = [c for c in actions.calls if c[0] == "event"]
     assert event[2] == "FailedScheduling" and SELECTED_NODE in event[3] and '"data"' in event[3]
     # The pool reports it: the assumption is dropped and the pod waits out a back-off.
-    r._bind_all([(WFFC_POD, "b")])
-    r.pool.shutdown(wait=True)
-    r._collect()
-    assert "default/p" not in r.assumed
-    r.batcher.sync(["default/p"], now=0.0)
-    assert len(r.batcher) == 0
+    r.binder.bind_all([(WFFC_POD, "b")])
+    r.ctx.pool.shutdown(wait=True)
+    r.binder.collect()
+    assert "default/p" not in r.ctx.assumed
+    r.ctx.batcher.sync(["default/p"], now=0.0)
+    assert len(r.ctx.batcher) == 0
 
 
 def test_dry_run_never_patches_a_claim() -> None:

@@ -1,11 +1,11 @@
-"""Read a Kubernetes ``List`` (``kubectl get nodes,pods,pdb,rs,jobs,ns,pv,pvc,storageclass -A -o json``,
-with ``deviceclass`` and ``podgroups`` where the cluster serves them: README, "Input formats") into
-models."""
+"""Read the Kubernetes objects of a dump or of the API server into models: a file's items
+(``read_*``, every problem refuses the file naming the field) and the controller's cached objects
+(``parse_*``, a pod's problems isolated to it). Which kinds exist and who reads them:
+``placer.inputs.kinds``; a whole List: ``placer.inputs.dump``."""
 
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +13,7 @@ from typing import Any
 from placer.errors import InputError
 from placer.inputs.annotations import EVICTABLE, PlacerFields, read_placer_fields
 from placer.inputs.fields import Field, api_object
-from placer.inputs.podgroups import PodGroup, is_pod_group, read_pod_group
+from placer.inputs.podgroups import PodGroup
 from placer.inputs.requests import ContainerRequests, effective_requests, scoring_requests
 from placer.inputs.shapes import (
     parse_host_ports,
@@ -29,28 +29,24 @@ from placer.inputs.volumes import (
     PersistentVolumeClaim,
     StorageClass,
     pod_volume_claims,
-    read_claim,
-    read_persistent_volume,
-    read_storage_class,
 )
-from placer.inputs.workloads import is_workload
 from placer.models import Job, Node, Owner, Pod, PodDisruptionBudget, ReplicaSet
 
-__all__ = ["DRA_CLASS_PREFIX", "KubeObjects", "dra_reason", "parse_job", "parse_namespace", "read_list"]
+__all__ = [
+    "DRA_CLASS_PREFIX",
+    "KubeObjects",
+    "dra_reason",
+    "parse_job",
+    "parse_namespace",
+    "parse_namespace_item",
+    "read_job",
+    "read_node",
+    "read_pdb",
+    "read_pod",
+    "read_replicaset",
+]
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-KINDS = (
-    "Node",
-    "Pod",
-    "PodDisruptionBudget",
-    "ReplicaSet",
-    "Job",
-    "Namespace",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "StorageClass",
-    "DeviceClass",
-)
 # A Job's annotation accepting that rebalancing restarts its pods' work (issue 15).
 REBALANCE_ANNOTATION = "placer.io/rebalance"
 REBALANCE_ACCEPTS = "restarts-work"
@@ -77,61 +73,6 @@ class KubeObjects:
         self.warnings: list[str] = []
 
 
-def read_list(doc: Field) -> KubeObjects:
-    out = KubeObjects()
-    kind = doc.get("kind").text()
-    items = [doc] if kind in KINDS else list(doc.get("items").items())
-    if kind not in KINDS and not doc.get("items").present():
-        raise doc.fail("expected a Kubernetes List with items, or placer's native schema (nodes, pods)")
-    ignored: Counter[str] = Counter()
-    for item in items:
-        item_kind = item.get("kind").text()
-        if item_kind == "Node":
-            out.nodes.append(_node(item))
-        elif item_kind == "Pod":
-            out.pods.append(_pod(item))
-        elif item_kind == "PodDisruptionBudget":
-            out.pdbs.append(_pdb(item))
-        elif item_kind == "ReplicaSet":
-            out.replicasets.append(_replicaset(item))
-        elif item_kind == "Job":
-            out.jobs.append(_job(item))
-        elif item_kind == "Namespace":
-            name, labels = parse_namespace_item(item)
-            out.namespaces[name] = labels
-        elif item_kind == "PersistentVolume":
-            out.volumes.append(read_persistent_volume(item))
-        elif item_kind == "PersistentVolumeClaim":
-            out.claims.append(read_claim(item))
-        elif item_kind == "StorageClass":
-            out.classes.append(read_storage_class(item))
-        elif is_pod_group(item):
-            out.pod_groups.append(read_pod_group(item))
-        elif is_workload(item):
-            pass  # its PodGroups carry the rules of its templates (placer.inputs.workloads)
-        elif item_kind == "DeviceClass":
-            resource = item.get("spec").get("extendedResourceName").text()
-            if resource:
-                out.device_resources.add(resource)
-        else:
-            ignored[item_kind or "(no kind)"] += 1
-    if ignored:
-        out.warnings.append(ignored_kinds(ignored))
-    for pod in out.pods:
-        out.warnings += [f"pod {pod.key}: {problem}" for problem in pod.problems]
-    return out
-
-
-def ignored_kinds(counts: Mapping[str, int]) -> str:
-    """One line for every object of a kind placer does not read: ``250 objects of 3 ignored kinds:
-    Service 200, ConfigMap 40, Secret 10``."""
-    total = sum(counts.values())
-    kinds = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    noun = "object" if total == 1 else "objects"
-    what = "kind" if len(kinds) == 1 else "kinds"
-    return f"{total} {noun} of {len(kinds)} ignored {what}: " + ", ".join(f"{k} {n}" for k, n in kinds)
-
-
 def _meta(item: Field) -> tuple[str, str, Field]:
     meta = item.get("metadata")
     name = meta.get("name").required_str()
@@ -148,7 +89,7 @@ def _owner(meta: Field) -> Owner | None:
     )
 
 
-def _node(item: Field) -> Node:
+def read_node(item: Field) -> Node:
     meta = item.get("metadata")
     spec, status = item.get("spec"), item.get("status")
     alloc = status.get("allocatable")
@@ -440,7 +381,7 @@ def _not_negative(f: Field) -> int:
     return value
 
 
-def _pdb(item: Field) -> PodDisruptionBudget:
+def read_pdb(item: Field) -> PodDisruptionBudget:
     namespace, name, _ = _meta(item)
     return PodDisruptionBudget(
         namespace=namespace,
@@ -450,7 +391,7 @@ def _pdb(item: Field) -> PodDisruptionBudget:
     )
 
 
-def _replicaset(item: Field) -> ReplicaSet:
+def read_replicaset(item: Field) -> ReplicaSet:
     namespace, name, meta = _meta(item)
     template_spec = item.get("spec").get("template").get("spec")
     return ReplicaSet(
@@ -474,7 +415,7 @@ def ignores_disruption(policy: Field) -> bool:
     return False
 
 
-def _job(item: Field) -> Job:
+def read_job(item: Field) -> Job:
     namespace, name, meta = _meta(item)
     spec, status = item.get("spec"), item.get("status")
     template_spec = spec.get("template").get("spec")
@@ -492,10 +433,6 @@ def _job(item: Field) -> Job:
         ignores_disruption=ignores_disruption(spec.get("podFailurePolicy")),
         accepts_restarts=meta.get("annotations").str_map().get(REBALANCE_ANNOTATION) == REBALANCE_ACCEPTS,
     )
-
-
-def is_list(data: Any) -> bool:
-    return isinstance(data, dict) and ("items" in data or data.get("kind") in KINDS)
 
 
 def _placement(spec: Field, status: Field) -> dict[str, Any]:
@@ -579,6 +516,11 @@ def reparse_pod(raw: Any, before: tuple[Any, Pod] | None) -> Pod:
     return parse_pod(raw)
 
 
+def read_pod(item: Field) -> Pod:
+    """A Pod item of a file, validated like the API server: any unreadable field refuses it."""
+    return _pod(item)
+
+
 def parse_pod(raw: Any, source: str = "api") -> Pod:
     """One Pod object as the API returns it (watch/list), with errors naming the object. Any
     field placer cannot read is isolated to this pod (``Pod.problems``, ``Pod.unaccounted``, code
@@ -618,19 +560,19 @@ def _held_whole(raw: Any, problem: str) -> Pod | None:
 
 
 def parse_node(raw: Any, source: str = "api") -> Node:
-    return _node(api_object(raw, "Node", source))
+    return read_node(api_object(raw, "Node", source))
 
 
 def parse_pdb(raw: Any, source: str = "api") -> PodDisruptionBudget:
-    return _pdb(api_object(raw, "PodDisruptionBudget", source))
+    return read_pdb(api_object(raw, "PodDisruptionBudget", source))
 
 
 def parse_replicaset(raw: Any, source: str = "api") -> ReplicaSet:
-    return _replicaset(api_object(raw, "ReplicaSet", source))
+    return read_replicaset(api_object(raw, "ReplicaSet", source))
 
 
 def parse_job(raw: Any, source: str = "api") -> Job:
-    return _job(api_object(raw, "Job", source))
+    return read_job(api_object(raw, "Job", source))
 
 
 def parse_namespace(raw: Any, source: str = "api") -> tuple[str, dict[str, str]]:

@@ -16,8 +16,8 @@ import yaml
 
 from placer.errors import InputError
 from placer.inputs.assemble import assemble_cluster
+from placer.inputs.dump import is_list, read_list
 from placer.inputs.fields import Field
-from placer.inputs.kubectl import is_list, read_list
 from placer.inputs.native import is_native, read_native
 from placer.models import Cluster
 

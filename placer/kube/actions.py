@@ -22,11 +22,18 @@ from placer.kube.events import EventRecorder
 from placer.kube.policy import Call, Outcome, Policy, Result
 from placer.kube.ratelimit import TokenBucket
 
-__all__ = ["Actions", "Outcome", "Result", "TokenBucket"]
+__all__ = ["Actions", "Outcome", "Result", "TokenBucket", "result_label"]
 
 log = logging.getLogger("placer.kube.actions")
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
+
+
+def result_label(out: Outcome) -> str:
+    """The ``result`` label of a write's metric: ok, the HTTP status, or what happened without one."""
+    if out.ok:
+        return "ok"
+    return str(out.status) if out.status else str(out.result)
 
 
 def _split(key: str) -> tuple[str, str]:

@@ -7,6 +7,7 @@ retries off: every retry is decided by ``placer.kube.policy``, where it is bound
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from typing import Any
@@ -19,7 +20,7 @@ from placer import __version__
 from placer.errors import InputError
 from placer.kube.policy import Call, Response, Timeouts
 
-__all__ = ["Http", "api_client", "connect", "user_agent"]
+__all__ = ["Http", "api_client", "connect", "own_client", "user_agent"]
 
 
 def user_agent(identity: str) -> str:
@@ -41,6 +42,18 @@ def api_client(kubeconfig: str | None = None, identity: str = "", *, context: st
     api = client.ApiClient(cfg)
     api.user_agent = user_agent(identity or "unknown")
     return api
+
+
+def own_client(api: client.ApiClient, *, connections: int | None = None) -> client.ApiClient:
+    """A client on the same configuration (server, credentials, user agent) with a connection
+    pool of its own, keeping up to ``connections`` connections (default: the client's)."""
+    configuration = api.configuration
+    if connections is not None:
+        configuration = copy.copy(configuration)  # shares the credentials (and their refreshes)
+        configuration.connection_pool_maxsize = connections
+    own = client.ApiClient(configuration)
+    own.user_agent = api.user_agent
+    return own
 
 
 def connect(kubeconfig: str | None = None, identity: str = "", *, context: str | None = None) -> client.ApiClient:

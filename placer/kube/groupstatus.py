@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from placer.kube.informers import BETA_POD_GROUP, OPTIONAL, WORKLOAD_POD_GROUP
+from placer.inputs.kinds import BY_NAME
+from placer.kube.informers import BETA_POD_GROUP, WORKLOAD_POD_GROUP
 from placer.kube.sendqueue import KeyedQueue
 from placer.models import Pod
 from placer.plan import Plan
@@ -55,8 +56,8 @@ class GroupApi:
 
 
 APIS = (
-    GroupApi(BETA_POD_GROUP, OPTIONAL[BETA_POD_GROUP][0], "PodGroupInitiallyScheduled"),
-    GroupApi(WORKLOAD_POD_GROUP, OPTIONAL[WORKLOAD_POD_GROUP][0], "PodGroupScheduled"),
+    GroupApi(BETA_POD_GROUP, BY_NAME[BETA_POD_GROUP].group_path, "PodGroupInitiallyScheduled"),
+    GroupApi(WORKLOAD_POD_GROUP, BY_NAME[WORKLOAD_POD_GROUP].group_path, "PodGroupScheduled"),
 )
 
 

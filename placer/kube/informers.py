@@ -1,6 +1,7 @@
-"""List-and-watch caches of Nodes, Pods, PodDisruptionBudgets, ReplicaSets, Namespaces,
-PersistentVolumes, PersistentVolumeClaims and StorageClasses, and of the PodGroups that declare
-gangs (the Workload API's and scheduler-plugins') where the API server serves them.
+"""List-and-watch caches of every kind the registry (``placer.inputs.kinds``) marks as watched:
+Nodes, Pods, PodDisruptionBudgets, ReplicaSets, Jobs, Namespaces, PersistentVolumes,
+PersistentVolumeClaims and StorageClasses, and the PodGroups that declare gangs (the Workload
+API's and scheduler-plugins') where the API server serves them.
 
 Each informer lists once, in pages (``limit``/``continue``; raw JSON, so the same readers as
 ``placer solve`` parse it), then watches from the list's resourceVersion in a thread, for ever:
@@ -28,7 +29,8 @@ reader that keeps a parsed index touches only what changed. One consumer drains 
 
 The PodGroup kinds are optional: at start-up discovery (``GET /apis/GROUP/VERSION``) says whether
 the server serves them; a kind it does not serve gets no informer and no request (placer runs as
-without it), and is looked for again only when the controller restarts.
+without it), and is looked for again only when the controller restarts. Of the Workload API's
+PodGroup versions only the first served is watched (the same objects).
 
 ``ListWatch`` is the I/O edge (``ApiListWatch`` on the API; tests pass a fake).
 """
@@ -43,12 +45,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
+from placer.inputs.kinds import KINDS, WATCH, Kind
 from placer.kube.policy import Budget, Outcome, Policy, Timeouts
 
 __all__ = [
-    "OPTIONAL",
-    "PATHS",
+    "BETA_POD_GROUP",
+    "COMPOSITE_POD_GROUP",
     "PLUGINS_POD_GROUP",
+    "WATCHED",
     "WORKLOAD_POD_GROUP",
     "ApiListWatch",
     "GoneError",
@@ -66,33 +70,13 @@ PAGE = 500
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0  # seconds between attempts of a failing loop (jittered)
 MIN_WATCH = 1.0  # a watch that ends sooner having delivered nothing is a failure
 DIRTY_SLACK = 1000  # changed keys kept beyond the cache's size before a drain says "everything"
-PATHS = {
-    "Node": "/api/v1/nodes",
-    "Pod": "/api/v1/pods",
-    "PodDisruptionBudget": "/apis/policy/v1/poddisruptionbudgets",
-    "ReplicaSet": "/apis/apps/v1/replicasets",
-    # Jobs: whether a Job's pods may move when rebalancing, and how their replacements come.
-    "Job": "/apis/batch/v1/jobs",
-    # Namespace labels, for namespaceSelector in pod affinity terms.
-    "Namespace": "/api/v1/namespaces",
-    # Volumes: a bound volume's node affinity, and which unbound claims wait for their first consumer.
-    "PersistentVolume": "/api/v1/persistentvolumes",
-    "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
-    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
-}
-
-# Gangs declared by objects (``placer.inputs.podgroups``): informer name -> (group/version path, resource).
+# Informer names of the gang kinds (``placer.inputs.kinds``; a test stands in for their watch).
 WORKLOAD_POD_GROUP = "PodGroup.scheduling.k8s.io"
 PLUGINS_POD_GROUP = "PodGroup.scheduling.x-k8s.io"
-# Kubernetes 1.37 (placer.inputs.workloads): PodGroups in v1beta1, CompositePodGroups in v1alpha3.
 BETA_POD_GROUP = "PodGroup.scheduling.k8s.io/v1beta1"
 COMPOSITE_POD_GROUP = "CompositePodGroup.scheduling.k8s.io"
-OPTIONAL = {
-    WORKLOAD_POD_GROUP: ("/apis/scheduling.k8s.io/v1alpha2", "podgroups"),
-    PLUGINS_POD_GROUP: ("/apis/scheduling.x-k8s.io/v1alpha1", "podgroups"),
-    BETA_POD_GROUP: ("/apis/scheduling.k8s.io/v1beta1", "podgroups"),
-    COMPOSITE_POD_GROUP: ("/apis/scheduling.k8s.io/v1alpha3", "compositepodgroups"),
-}
+WATCHED = [k for k in KINDS if WATCH in k.sources]  # every kind the controller keeps a cache of
+assert {WORKLOAD_POD_GROUP, PLUGINS_POD_GROUP, BETA_POD_GROUP, COMPOSITE_POD_GROUP} <= {k.name for k in WATCHED}
 
 
 class GoneError(Exception):
@@ -396,34 +380,46 @@ class ApiListWatch:
             resp.release_conn()
 
 
-def served(http: Any, policy: Policy, group_version: str, resource: str) -> bool:
-    """Whether the API server serves ``resource`` in ``group_version`` (discovery). A group the
-    server does not know answers 404; any other failure is logged once and counts as not served."""
-    out = policy.call(f"discover {group_version}", http.call("GET", group_version), budget=Budget(attempts=3))
-    if not out.ok:
-        if out.status != 404:
+def served(http: Any, policy: Policy, kind: Kind, discovered: dict[str, Any] | None = None) -> bool:
+    """Whether the API server serves ``kind`` (discovery of its group/version, asked once per
+    ``discovered`` cache). A group the server does not know answers 404; any other failure is
+    logged once and counts as not served."""
+    cache: dict[str, Any] = {} if discovered is None else discovered
+    group_version = kind.group_path
+    if group_version not in cache:
+        out = policy.call(f"discover {group_version}", http.call("GET", group_version), budget=Budget(attempts=3))
+        if not out.ok and out.status != 404:
             log.warning(
                 "discovery of %s failed (%s %s); its objects are not read", group_version, out.result, out.reason
             )
+        cache[group_version] = (out.json() or {}) if out.ok else None
+    data = cache[group_version]
+    if data is None:
         return False
-    data = out.json() or {}
-    return any(r.get("name") == resource for r in data.get("resources") or [] if isinstance(r, dict))
+    return any(r.get("name") == kind.plural for r in data.get("resources") or [] if isinstance(r, dict))
+
+
+def _informer(http: Any, policy: Policy, kind: Kind, watch_timeout: int) -> Informer:
+    return Informer(kind.name, ApiListWatch(http, policy, kind.path), watch_timeout=watch_timeout)
 
 
 def informers(http: Any, policy: Policy, *, watch_timeout: int = 60) -> dict[str, Informer]:
-    """An informer per kind of ``PATHS``."""
-    return {
-        kind: Informer(kind, ApiListWatch(http, policy, path), watch_timeout=watch_timeout)
-        for kind, path in PATHS.items()
-    }
+    """An informer per watched kind that every server serves (``placer.inputs.kinds``)."""
+    return {k.name: _informer(http, policy, k, watch_timeout) for k in WATCHED if not k.optional}
 
 
 def optional_informers(http: Any, policy: Policy, *, watch_timeout: int = 60) -> dict[str, Informer]:
-    """An informer per kind of ``OPTIONAL`` the server serves (discovered now, once)."""
+    """An informer per optional watched kind the server serves (discovered now, once); of a
+    family, only the first version served."""
     out = {}
-    for kind, (group_version, resource) in OPTIONAL.items():
-        if served(http, policy, group_version, resource):
-            log.info("%s is served: gangs are read from its %s", group_version, resource)
-            path = f"{group_version}/{resource}"
-            out[kind] = Informer(kind, ApiListWatch(http, policy, path), watch_timeout=watch_timeout)
+    discovered: dict[str, Any] = {}
+    families: set[str] = set()
+    for kind in WATCHED:
+        if not kind.optional or (kind.family and kind.family in families):
+            continue
+        if served(http, policy, kind, discovered):
+            log.info("%s is served: gangs are read from its %s", kind.group_path, kind.plural)
+            out[kind.name] = _informer(http, policy, kind, watch_timeout)
+            if kind.family:
+                families.add(kind.family)
     return out

@@ -1,70 +1,67 @@
 """``placer solve`` without a file: read the cluster straight from the API server, read-only.
 
-The same objects a ``kubectl get nodes,pods,pdb,rs,ns,pv,pvc,storageclass -A -o json`` dump holds,
-and the PodGroups (and 1.37 CompositePodGroups) of the gang APIs the server serves, listed in
-pages, returned as one Kubernetes List for the same reader as a file.
+Every kind the registry (``placer.inputs.kinds``) marks as read live: the objects of a
+``kubectl get nodes,pods,pdb,rs,jobs,ns,pv,pvc,storageclass -A -o json`` dump, and the PodGroups
+(and 1.37 CompositePodGroups) of the gang APIs the server serves, listed in pages through the call
+policy (bounded retries, timeouts), returned as one Kubernetes List for the same reader as a file.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from typing import Any
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
-
 from placer.errors import InputError
-from placer.inputs.podgroups import PLUGINS_API
-from placer.inputs.workloads import COMPOSITE_API, COMPOSITE_KIND, WORKLOAD_APIS
-from placer.kube.client import connect
+from placer.inputs.kinds import KINDS, LIVE, Kind
+from placer.kube.client import Http, connect
+from placer.kube.informers import ApiListWatch
+from placer.kube.policy import Outcome, Policy
 
 __all__ = ["PAGE", "read_live"]
 
 PAGE = 500  # objects per list call, as kubectl pages
 
 
-def _all(kind: str, list_fn: Callable[..., Any], api_version: str = "") -> list[dict[str, Any]]:
+class _ListError(Exception):
+    def __init__(self, kind: str, out: Outcome) -> None:
+        super().__init__(kind)
+        self.kind, self.out = kind, out
+
+
+def _all(http: Http, policy: Policy, kind: Kind) -> list[dict[str, Any]]:
+    """Every object of ``kind``, cluster-wide, a page at a time."""
+    lister = ApiListWatch(http, policy, kind.path)
     items: list[dict[str, Any]] = []
     token: str | None = None
     while True:
-        kwargs: dict[str, Any] = {"limit": PAGE, "_preload_content": False, "_request_timeout": (5, 60)}
-        if token:
-            kwargs["_continue"] = token
-        page = json.loads(list_fn(**kwargs).data)
-        for item in page.get("items", []):
-            item.setdefault("kind", kind)
-            if api_version:
-                item.setdefault("apiVersion", api_version)
+        out = lister.list(limit=PAGE, cont=token)
+        if not out.ok:
+            raise _ListError(kind.kind, out)
+        page = out.json() or {}
+        for item in page.get("items") or []:
+            item.setdefault("kind", kind.kind)  # a list's items come without them
+            item.setdefault("apiVersion", kind.api_version)
             items.append(item)
-        token = page.get("metadata", {}).get("continue")
+        token = (page.get("metadata") or {}).get("continue")
         if not token:
             return items
 
 
-def _pod_groups(custom: client.CustomObjectsApi) -> list[dict[str, Any]]:
-    """The PodGroups of the APIs the server serves (the Workload API's in its preferred version,
-    scheduler-plugins'), and CompositePodGroups; an API it does not serve (404) holds none."""
+def _read(http: Http, policy: Policy) -> list[dict[str, Any]]:
+    """The items of every kind read live; an optional kind the server does not serve (404) holds
+    none, and of a family only the first version served is read."""
     items: list[dict[str, Any]] = []
-    lists = [*((v, "PodGroup", "podgroups") for v in WORKLOAD_APIS), (PLUGINS_API, "PodGroup", "podgroups")]
-    lists.append((COMPOSITE_API, COMPOSITE_KIND, "compositepodgroups"))
-    workload = False
-    for api_version, kind, resource in lists:
-        if workload and kind == "PodGroup" and api_version in WORKLOAD_APIS:
-            continue  # the same objects in another version
-        group, version = api_version.split("/")
-
-        def list_fn(group: str = group, version: str = version, resource: str = resource, **kwargs: Any) -> Any:
-            return custom.list_cluster_custom_object(group, version, resource, **kwargs)
-
-        try:
-            items += _all(kind, list_fn, api_version)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+    read_families: set[str] = set()
+    for kind in KINDS:
+        if LIVE not in kind.sources or (kind.family and kind.family in read_families):
             continue
-        workload = workload or (kind == "PodGroup" and api_version in WORKLOAD_APIS)
+        try:
+            items += _all(http, policy, kind)
+        except _ListError as exc:
+            if kind.optional and exc.out.status == 404:
+                continue
+            raise
+        if kind.family:
+            read_families.add(kind.family)
     return items
 
 
@@ -72,29 +69,13 @@ def read_live(kubeconfig: str | None, context: str | None) -> tuple[str, dict[st
     """(a name for messages, a Kubernetes List) of the cluster the kubeconfig's context points at."""
     source = f"cluster {context}" if context else "cluster (current context)"
     api = connect(kubeconfig, context=context)
-    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
-    policy, storage = client.PolicyV1Api(api), client.StorageV1Api(api)
-    kinds: list[tuple[str, Callable[..., Any]]] = [
-        ("Node", core.list_node),
-        ("Pod", core.list_pod_for_all_namespaces),
-        ("PodDisruptionBudget", policy.list_pod_disruption_budget_for_all_namespaces),
-        ("ReplicaSet", apps.list_replica_set_for_all_namespaces),
-        ("Namespace", core.list_namespace),
-        ("PersistentVolume", core.list_persistent_volume),
-        ("PersistentVolumeClaim", core.list_persistent_volume_claim_for_all_namespaces),
-        ("StorageClass", storage.list_storage_class),
-    ]
-    items: list[dict[str, Any]] = []
-    kind = ""
     try:
-        for kind, list_fn in kinds:
-            items += _all(kind, list_fn)
-        kind = "PodGroup"
-        items += _pod_groups(client.CustomObjectsApi(api))
-    except ApiException as exc:
-        raise InputError(source, kind, f"cannot list: {exc.status} {exc.reason}") from None
-    except (HTTPError, OSError) as exc:
-        raise InputError(source, kind, f"cannot reach the API server: {exc}") from None
+        items = _read(Http(api), Policy())
+    except _ListError as failed:
+        out = failed.out
+        if out.status:
+            raise InputError(source, failed.kind, f"cannot list: {out.status} {out.reason}") from None
+        raise InputError(source, failed.kind, f"cannot reach the API server: {out.reason}") from None
     finally:
         api.close()
     return source, {"kind": "List", "apiVersion": "v1", "items": items}

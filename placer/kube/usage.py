@@ -12,6 +12,7 @@ from collections import deque
 from typing import Any
 
 from placer.errors import InputError
+from placer.inputs.kinds import BY_NAME
 from placer.inputs.usage import parse_pod_metrics
 from placer.kube.policy import Policy
 from placer.models import PodUsage, Usage
@@ -19,7 +20,7 @@ from placer.models import PodUsage, Usage
 __all__ = ["UsageWindow"]
 
 log = logging.getLogger("placer.kube.usage")
-PATH = "/apis/metrics.k8s.io/v1beta1/pods"
+PATH = BY_NAME["PodMetrics"].path
 
 
 class UsageWindow:

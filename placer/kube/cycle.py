@@ -1,0 +1,236 @@
+"""The scheduling cycle: the queue (pods waiting for this scheduler, fed to the batcher) and the
+solve of a batch, with the same ``decide`` as ``placer solve``, on a solver thread while the loop
+goes on gathering the next batch (``placer.kube.anytime``: one solve in flight; its time limit is
+the floor with a backlog and grows up to what is left of the batch window when arrivals are
+slow). The model it solves holds the binds issued but not yet seen (``assumed``) and the running
+plan's room, so nothing is double-booked.
+
+When the answer is in, placed pods are bound concurrently (``placer.kube.binds``), unplaced ones
+get PodScheduled=False/Unschedulable and a FailedScheduling event and are backed off, and a
+global plan (only when none is running) is handed to the plan driver (``placer.kube.plans``).
+The validator's objections refuse an answer whole.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from placer.engine import build_snapshot
+from placer.kube.anytime import Answer, SolveJob, solve_budget
+from placer.kube.binds import Binder
+from placer.kube.context import Context
+from placer.kube.plans import PlanDriver
+from placer.kube.reports import ReportQueue
+from placer.kube.view import ClusterView
+from placer.models import UNPLACED_CODES, Cluster, EvictionDetail, Pod, describe, describe_eviction
+from placer.service import nominated_holds, plan_steps
+
+__all__ = ["SchedulingCycle"]
+
+log = logging.getLogger("placer.controller")
+
+
+class SchedulingCycle:
+    def __init__(
+        self, ctx: Context, view: ClusterView, binder: Binder, driver: PlanDriver, reports: ReportQueue
+    ) -> None:
+        self.ctx = ctx
+        self.view = view
+        self.binder = binder
+        self.driver = driver
+        self.reports = reports
+        # Anytime solving: the batch being solved on the solver thread (at most one).
+        self.solver = ThreadPoolExecutor(1, thread_name_prefix="solver")
+        self.solving: tuple[SolveJob, Future[Answer]] | None = None
+        self.solve_started: float | None = None  # when the solve in flight was submitted
+        self.wake = threading.Event()  # set when a solve is done: the loop applies it at once
+        self.pending = 0  # pods pending at the last look (queued or being solved)
+        self._gangs: dict[str, str] = {}  # pending pod -> its gang, to keep gangs in one batch
+        self._left_as: dict[str, str] = {}  # pending pod -> the unplaced code its last solve gave
+
+    # -- the queue ------------------------------------------------------------------------------
+    def pending_keys(self) -> list[str]:
+        """Pods waiting for this scheduler (``Pod.awaits``) in the configured namespaces, less
+        those a plan will bind, assumed or being solved; also records each one's gang, so that
+        gangs are batched whole. Reads the queue the pod index keeps (only changed pods are
+        looked at)."""
+        pods = self.view.pods
+        pods.update(self.view.informers.get("Pod"))
+        solving = self.solving[0].keys if self.solving is not None else frozenset()
+        reserved, assumed = self.driver.reserved, self.ctx.assumed
+        out = []
+        self._gangs = {}
+        for key, pod in pods.waiting.items():
+            if key in reserved or key in solving or pod in assumed:
+                continue
+            out.append(key)
+            if pod.batch_unit is not None:  # a gang, or a composite gang's groups, batched together
+                self._gangs[key] = pod.batch_unit
+        return out
+
+    def queue(self) -> None:
+        """Feed the batcher the pods pending now; the pending gauges."""
+        metrics = self.ctx.metrics
+        queued = self.pending_keys()
+        solving = sorted(self.solving[0].keys) if self.solving is not None else []
+        pending = queued + solving  # a pod being solved is still pending
+        self.pending = len(pending)
+        metrics.pending.set(len(pending))
+        self._left_as = {k: v for k, v in self._left_as.items() if k in set(pending)}
+        counts: dict[str, int] = dict.fromkeys((*UNPLACED_CODES, "new"), 0)
+        for key in pending:
+            counts[self._left_as.get(key, "new")] += 1
+        for reason, count in counts.items():
+            metrics.pending_by_reason.labels(reason=reason).set(count)
+        self.ctx.batcher.sync(queued, time.monotonic(), held=solving)
+
+    # -- the solve ------------------------------------------------------------------------------
+    def job(self, cluster: Cluster) -> SolveJob | None:
+        """Take the next batch and fix what its solve reads; None when no pod of it can be solved."""
+        cfg, batcher = self.ctx.cfg, self.ctx.batcher
+        now = time.monotonic()
+        overdue = batcher.waited(now) or 0.0  # the batch's own oldest pod (taken first)
+        keys = set(batcher.take(self._gangs))
+        # awaits: the assembled pod, whose gang's PodGroup may not exist yet (it then waits).
+        batch = [p for p in cluster.pods if p.key in keys and p.awaits(cfg.scheduler_name)]
+        if not batch:
+            return None
+        planning = self.driver.plan is None  # at most one plan in flight: meanwhile batches only place
+        cluster = self.driver.holding(cluster)
+        running = [p for p in cluster.pods if p.running] + nominated_holds(cluster, cfg.scheduler_name, batch)
+        state = build_snapshot(cluster.nodes, running, batch, cluster.namespaces)
+        engine = cfg.engine
+        budget = solve_budget(
+            floor=engine.solver.time_limit,
+            most=cfg.max_solve,
+            window=cfg.batch_window,
+            size=cfg.batch_size,
+            waiting=len(batcher),
+            waited=batcher.waited(now),
+            overdue=overdue,
+            fills_in=batcher.fills_in(now),
+        )
+        if budget != engine.solver.time_limit:
+            solver = engine.solver.model_copy(update={"time_limit": budget})
+            engine = engine.model_copy(update={"solver": solver})
+        limits = cfg.evictions
+        return SolveJob(
+            cluster=cluster,
+            state=state,
+            batch=batch,
+            config=engine,
+            budget=budget,
+            planning=planning,
+            max_evictions=limits.per_cycle,
+            max_per_node=limits.per_node,
+            frozen=self.view.out_of_scope(cluster),
+            held=self.view.recently_moved(cluster),
+        )
+
+    def submit(self, cluster: Cluster) -> None:
+        """Take the next batch and solve it on the solver thread; ``finish`` applies the answer."""
+        job = self.job(cluster)
+        if job is None:
+            return
+        future = self.solver.submit(job.run)
+        future.add_done_callback(lambda _: self.wake.set())
+        self.solving = (job, future)
+        self.solve_started = time.monotonic()
+
+    def solve(self, cluster: Cluster) -> None:
+        """Take the next batch, solve it and apply the answer, here and now."""
+        job = self.job(cluster)
+        if job is not None:
+            self.apply(job, job.run())
+
+    def done(self) -> bool:
+        """A solve in flight has finished: ``finish`` applies it."""
+        return self.solving is not None and self.solving[1].done()
+
+    def finish(self) -> None:
+        """Apply the answer of the solve in flight (done). A solve that raised puts its batch back
+        (backed off), as a refused answer does."""
+        assert self.solving is not None
+        job, future = self.solving
+        self.solving = None
+        try:
+            answer = future.result()
+        except Exception:
+            for pod in job.batch:
+                self.ctx.batcher.defer(pod.key, time.monotonic())
+            raise
+        self.apply(job, answer)
+
+    # -- the answer -----------------------------------------------------------------------------
+    def apply(self, job: SolveJob, answer: Answer) -> None:
+        """What a batch's answer means: binds, reports, or a plan (the validator's objections
+        refuse it whole)."""
+        metrics, batcher = self.ctx.metrics, self.ctx.batcher
+        batch, state, decision = job.batch, job.state, answer.decision
+        metrics.solve_seconds.observe(answer.seconds)
+        metrics.solve_budget.observe(job.budget)
+        metrics.solve_gap.set(decision.gap)
+        metrics.batch_size.observe(len(batch))
+        if answer.problems:
+            self.refuse(batch, "plan" if decision.plan is not None else "placements", answer.problems)
+            return
+        if decision.plan is not None and self.driver.plan is not None:  # never two plans (a guard: not reached)
+            self.refuse(batch, "plan", ["another plan started while this batch was solved"])
+            return
+        names = [n.name for n in state.nodes]
+        for pod, code, reason in decision.unplaced:
+            metrics.unplaced.labels(code=code).inc()
+            self._left_as[pod.key] = code
+            if not job.planning:
+                # Solved while a plan ran, so no plan could be made for it: it waits for that plan
+                # to end (at once if it has ended) and is solved again, with planning, before it is
+                # reported; a preemptor is not told it is unschedulable while its victims go.
+                if self.driver.plan is not None:
+                    batcher.hold(pod.key)
+                continue
+            self.reports.submit(pod, describe(reason))  # kube-scheduler's words, formatted at the edge
+            self.ctx.group_status.unschedulable(pod, describe(reason))
+            batcher.defer(pod.key, time.monotonic())
+        if decision.plan is None:
+            self.binder.bind_all([(pod, names[n]) for pod, n in decision.placements])
+            log.info(
+                "batch of %d: %d placed (binding), %d unplaced; decided in %.2fs of a %.2fs budget",
+                len(batch),
+                len(decision.placements),
+                len(decision.unplaced),
+                answer.seconds,
+                job.budget,
+            )
+            return
+        plan = decision.plan
+        log.info(
+            "global plan: %d evictions, %d steps; decided in %.2fs of a %.2fs budget",
+            len(plan.evictions),
+            len(plan.steps),
+            answer.seconds,
+            job.budget,
+        )
+        why = {
+            e.pod.key: describe_eviction(
+                e.kind,
+                names[e.node],
+                names[e.to] if e.to is not None else None,
+                e.for_,
+                EvictionDetail(short_of=e.short_of, outranked_by=e.outranked_by, choice=e.choice),
+            )
+            for e in plan.evictions
+        }
+        self.driver.start(plan, plan_steps(plan.steps, names), why, reason="Preempted")
+        self.driver.advance(self.view.cluster())  # the cluster as it is now, not as the solve began
+
+    def refuse(self, batch: list[Pod], kind: str, problems: list[str]) -> None:
+        """The validator rejected the answer: write nothing, say so, try these pods again later."""
+        self.ctx.metrics.refused.labels(kind=kind).inc()
+        log.error("refusing a batch answer (%s): %d validator problems: %s", kind, len(problems), problems[:3])
+        note = f"placer refused its own answer for this batch (validator: {problems[0]}); retried later"
+        for pod in batch:
+            self.ctx.actions.event(pod.key, pod.uid, reason="FailedScheduling", note=note, kind="Warning")
+            self.ctx.batcher.defer(pod.key, time.monotonic())
