@@ -174,8 +174,9 @@ class RebalanceReport(_Out):
 
 
 # 2: evictions gained reason and detail; 3: unplaced code Invalid, detail.invalid and detail.pdbs;
-# 4: steps' waitSeconds, and the rebalance section of ``placer rebalance``; 5: metrics.read_seconds.
-SCHEMA_VERSION = 5
+# 4: steps' waitSeconds, and the rebalance section of ``placer rebalance``; 5: metrics.read_seconds;
+# 6: ``placer explain`` prints one story per pod named (``explanations``), each with its rules.
+SCHEMA_VERSION = 6
 
 
 class Result(_Out):

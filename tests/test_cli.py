@@ -38,7 +38,7 @@ def test_json_output_follows_the_contract(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert set(data) == {"schemaVersion", "status", "policy", "placements", "unplaced", "evictions", "steps", "metrics"}
-    assert data["schemaVersion"] == 5 and data["policy"] == "placer" and data["status"] == "optimal"
+    assert data["schemaVersion"] == 6 and data["policy"] == "placer" and data["status"] == "optimal"
     assert [p["pod"] for p in data["placements"]] == sorted(p["pod"] for p in data["placements"])
     assert {p["kind"] for p in data["placements"]} == {"pending"}
     assert set(data["metrics"]) >= {

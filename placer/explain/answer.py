@@ -1,7 +1,7 @@
 """The answer's final state, shared by every pod explained from one solve.
 
-Built once per solve: where the answer put each pod of the batch, the pods it put on each node, a
-scorer of the strategy on the final state, and (only when some rule of the batch looks at other
+Built once per solve: where the answer put each pod of the batch, the pods it put on each node, the
+strategy's scorer as the decision built it, and (only when some rule of the batch looks at other
 pods) the batch's topology rules with the answer's pods counted in, so that a question "could
 this pod have gone to node n instead?" is asked of the engine's own rules, not of a guess.
 """
@@ -13,7 +13,17 @@ from functools import cached_property
 
 import numpy as np
 
-from placer.engine import Batch, Scorer, Snapshot, TopologyState, build_batch, uses_topology, with_default_spread
+from placer.engine import (
+    Batch,
+    Prefilter,
+    Scorer,
+    Snapshot,
+    TopologyState,
+    build_batch,
+    pod_vector,
+    uses_topology,
+    with_default_spread,
+)
 from placer.models import Cluster, Config, Pod
 from placer.service import Outcome, pending_batch
 
@@ -58,10 +68,24 @@ class Answer:
         """The batch's pod ``key`` as the engine placed it (default spreading added)."""
         return next((p for p in self.pending if p.key == key), None)
 
+    @property
+    def before(self) -> Snapshot:
+        return self.outcome.before
+
+    @cached_property
+    def prefilter(self) -> Prefilter:
+        """The filters on the cluster as it was before the batch."""
+        return Prefilter(self.before)
+
     @cached_property
     def scorer(self) -> Scorer:
-        """The strategy on the final state (the batch already in it: no demand to come)."""
-        return Scorer(self.after, self.config, np.zeros(len(self.after.resources), dtype=np.int64))
+        """The strategy as the decision scored it (the engine's ``Scorer`` of the batch: the
+        cluster before the batch, the whole batch's demand to come), for a pod alone on the
+        cluster before the batch and for a pod moved on the answer's final state alike."""
+        demand = np.zeros(len(self.before.resources), dtype=np.int64)
+        for pod in self.pending:
+            demand += pod_vector(pod, self.before.resources)
+        return Scorer(self.before, self.config, demand)
 
     @cached_property
     def rules(self) -> Rules | None:

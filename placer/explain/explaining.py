@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from placer.engine import Prefilter, Scorer, fits, pod_vector
+from placer.engine import fits, pod_vector
 from placer.explain.alternatives import why_not
 from placer.explain.answer import Answer
 from placer.explain.domains import domain_tries
@@ -29,19 +29,26 @@ __all__ = ["SHOWN", "explain_answer", "explain_pods", "unknown_pods"]
 SHOWN = 10  # candidate nodes listed (the cheapest), plus the chosen one
 
 
+def _named(cluster: Cluster, keys: Sequence[str]) -> dict[str, Pod]:
+    """The pods of ``keys`` (namespace/name) the cluster has."""
+    wanted = set(keys)
+    names = {k.partition("/")[2] for k in keys}
+    return {key: p for p in cluster.pods if p.name in names and (key := f"{p.namespace}/{p.name}") in wanted}
+
+
 def unknown_pods(cluster: Cluster, keys: Sequence[str]) -> list[str]:
     """Those of ``keys`` (namespace/name) that name no pod of the cluster."""
-    known = {p.key for p in cluster.pods}
+    known = _named(cluster, keys)
     return [k for k in keys if k not in known]
 
 
 def explain_pods(cluster: Cluster, options: SolveOptions, keys: Sequence[str]) -> list[Explanation]:
     """The stories of pods ``keys`` (all of the cluster: ``unknown_pods``), from one solve (none
     when no pod named is part of the batch)."""
-    pods = {p.key: p for p in cluster.pods}
+    pods = _named(cluster, keys)
     scheduler = options.config.scheduler_name
-    outcome = solve_cluster(cluster, options) if any(pods[k].awaits(scheduler) for k in keys) else None
-    return explain_answer(cluster, options, outcome, keys)
+    outcome = solve_cluster(cluster, options) if any(p.awaits(scheduler) for p in pods.values()) else None
+    return _stories(cluster, options, outcome, pods, keys)
 
 
 def explain_answer(
@@ -49,7 +56,12 @@ def explain_answer(
 ) -> list[Explanation]:
     """The stories of pods ``keys`` in ``outcome``, the answer of ``solve_cluster(cluster,
     options)`` (None only when no pod named is in the batch)."""
-    pods = {p.key: p for p in cluster.pods}
+    return _stories(cluster, options, outcome, _named(cluster, keys), keys)
+
+
+def _stories(
+    cluster: Cluster, options: SolveOptions, outcome: Outcome | None, pods: dict[str, Pod], keys: Sequence[str]
+) -> list[Explanation]:
     answer = Answer(cluster, options.config, outcome) if outcome is not None else None
     return [_story(answer, pods[k], options) for k in keys]
 
@@ -87,13 +99,13 @@ def _story(answer: Answer | None, read: Pod, options: SolveOptions) -> Explanati
     pod = answer.pod(read.key) or read
     outcome = answer.outcome
     before = outcome.before
-    prefilter = Prefilter(before)
+    prefilter = answer.prefilter
     vec = pod_vector(pod, before.resources)
     masks = prefilter.masks(pod)
     ok = np.flatnonzero(masks.allowed & fits(before, vec))
     result = outcome.result
     node = answer.placed.get(pod.key)
-    scorer = Scorer(before, options.config, vec)
+    scorer = answer.scorer
     alone = scorer.delta(vec, ok.astype(np.int64), before.used) if len(ok) else np.zeros(0)
     order = [int(n) for n in ok[np.argsort(alone, kind="stable")[:SHOWN]]]
     if node is not None and node not in order:
@@ -120,7 +132,8 @@ def _story(answer: Answer | None, read: Pod, options: SolveOptions) -> Explanati
     return Explanation(
         pod=pod.key,
         in_batch=True,
-        note=f"strategy {options.config.strategy.value}: cost is what placing the pod alone adds (lower is better)",
+        note=f"strategy {options.config.strategy.value}: cost is what placing the pod alone adds, as the decision "
+        "scored it (lower is better)",
         spec=_spec(read),
         filters=prefilter.diagnose(pod),
         candidates=candidates,
