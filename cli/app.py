@@ -182,6 +182,8 @@ def solve(
         gc.freeze()  # the model lives until the command ends: later collections need not walk it
     except InputError as exc:
         raise _fail(str(exc)) from None
+    if explain and policy != "placer":
+        raise _fail(f"--explain tells placer's decisions, not those of --policy {policy} (use --compare {policy})")
     _known_pods(cluster, explain or [], file)
     updates: dict[str, Any] = {}
     if strategy is not None:

@@ -134,8 +134,8 @@ def _why(w: Why, story: Explanation) -> str:
         case Rule.PORTS:
             return "host port: " + (f"held by {_pods(w.taken_by)}" if w.taken_by else "held by a pod there")
         case Rule.TOPOLOGY:
-            words = label(Rejected(filter=Filter(w.filter), nodes=1)).removeprefix("node(s) ") if w.filter else ""
-            return f"{w.filter}: {words}, with the batch placed"
+            words = label(Rejected(filter=Filter(w.filter), nodes=1)).split(" ", 1)[1] if w.filter else ""
+            return f"{w.filter}: {words}, with the batch placed"  # kube-scheduler's words, "node(s)" cut
         case Rule.MATCHING:
             return "kept on nodes matching its affinity first (when-no-node-fits: ignore-affinity)"
         case Rule.PREFERENCE:
@@ -208,7 +208,7 @@ def _lacks(d: DomainTry) -> str:
     if d.filters is not None:
         for f in d.filters.filters:
             if not isinstance(f, Insufficient):
-                parts.append(f"{f.nodes} node(s): {_filter_detail(f)}")
+                parts.append(f"{f.nodes} of its nodes: {_filter_detail(f)}")
     if not d.needs and d.allowed and d.room_for < d.members:
         parts.append("enough in total, split across nodes: no node has room for the rest")
     return "; ".join(parts) or "-"

@@ -252,3 +252,10 @@ def test_kubectl_words(value: Any, words: str) -> None:
 )
 def test_quantities_read_as_kubectl_prints_them(resource: str, units: int, words: str) -> None:
     assert kubectl.quantity(resource, units) == words
+
+
+def test_solve_refuses_to_explain_a_simulated_policy_as_if_placer_had_decided(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"nodes": [node("a")], "pods": [pod("p-0")]}))
+    res = runner.invoke(app, ["solve", str(path), "--policy", "default", "--explain", "default/p-0"])
+    assert res.exit_code == 2 and "--explain tells placer's decisions" in res.stderr
