@@ -13,7 +13,7 @@ from rich.table import Table
 
 from placer.cli import kubectl
 from placer.explain import DomainTry, Explanation, PodSpec, Rule, Why
-from placer.models import Filter, Insufficient, Reason, Rejected, Untolerated, label
+from placer.models import Filter, Insufficient, Reason, Rejected, Step, Untolerated, label
 
 __all__ = ["render_explanations"]
 
@@ -35,6 +35,11 @@ def _render(console: Console, story: Explanation) -> None:
             console.print(f"  {name}: {value}", highlight=False, markup=False)
     if not story.in_batch:
         console.print(story.note)
+        if story.evicted is not None:
+            e = story.evicted
+            what = f"moves it to {e.to}" if e.kind == "move" else "preempts it"
+            console.print(f"The answer {what}, for {', '.join(e.for_) or '-'}: {e.reason}", highlight=False)
+        _render_plan(console, story)
         return
     if story.filters is not None and story.filters.filters:
         console.print(_filters_table(story.filters, f"Filters (kube-scheduler's order) on {story.filters.nodes} nodes"))
@@ -55,17 +60,26 @@ def _render(console: Console, story: Explanation) -> None:
         console.print(f"Decision: placed on [bold]{story.node}[/].")
     else:
         console.print(f"Decision: stays pending ({story.unplaced_code}): {story.unplaced_reason}")
-    if story.step is not None:
-        waits = ", ".join(f"{s.id} {s.op} {s.pod or s.replaces} on {s.node}" for s in story.waits_for)
-        console.print(
-            f"Plan: step {story.step.id} binds it to {story.step.node}"
-            + (f" once these are done: {waits}" if waits else ", waiting for no other step"),
-            highlight=False,
-        )
+    _render_plan(console, story)
     for e in story.evictions:
         console.print(f"For it: {e.pod} on {e.node} is {'moved' if e.kind == 'move' else 'preempted'}: {e.reason}")
     if story.domains:
         console.print(_domains_table(story.domains))
+
+
+def _step(s: Step) -> str:
+    return f"{s.id} {s.op} {s.pod or f'the replacement of {s.replaces}'} on {s.node}"
+
+
+def _render_plan(console: Console, story: Explanation) -> None:
+    """Its steps in the plan, and the other steps they wait for."""
+    if story.plan:
+        waits = ", ".join(_step(s) for s in story.waits_for)
+        console.print(
+            f"Plan: steps {'; '.join(_step(s) for s in story.plan)}"
+            + (f"; once these are done: {waits}" if waits else "; waiting for no other step"),
+            highlight=False,
+        )
 
 
 def _spec_lines(spec: PodSpec) -> list[tuple[str, str]]:

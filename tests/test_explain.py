@@ -120,7 +120,7 @@ def test_a_preemptors_landing_node_is_in_its_table_with_the_step_that_waits_for_
     assert landing["node"] == story["node"] == "n" and not landing["fits_before"]
     victims = {e["pod"] for e in story["evictions"]}
     assert victims == {"default/pod-1", "default/pod-2"}
-    assert story["step"]["op"] == "bind" and {s["pod"] for s in story["waits_for"]} == victims
+    assert [s["op"] for s in story["plan"]] == ["bind"] and {s["pod"] for s in story["waits_for"]} == victims
     text = runner.invoke(app, ["explain", "default/arrival", str(THESIS), "--time-limit", "2"], env={"COLUMNS": "200"})
     assert "yes (room made by the plan)" in text.stdout and "once these are done" in text.stdout
 
@@ -259,3 +259,23 @@ def test_solve_refuses_to_explain_a_simulated_policy_as_if_placer_had_decided(tm
     path.write_text(json.dumps({"nodes": [node("a")], "pods": [pod("p-0")]}))
     res = runner.invoke(app, ["solve", str(path), "--policy", "default", "--explain", "default/p-0"])
     assert res.exit_code == 2 and "--explain tells placer's decisions" in res.stderr
+
+
+CHAIN = THESIS.parent.parent / "08-chain-of-moves" / "cluster.json"
+
+
+def test_a_running_pod_the_plan_moves_says_where_to_for_whom_and_its_steps(tmp_path: Path) -> None:
+    # big fits only on a once x leaves; x fits elsewhere only once y or z moves: two moves.
+    res = runner.invoke(app, ["solve", str(CHAIN), "-o", "json", "--time-limit", "2"])
+    moves = {e["pod"]: e for e in json.loads(res.stdout)["evictions"]}
+    assert moves.keys() >= {"default/x"} and len(moves) == 2
+    keys = sorted(moves)
+    told = runner.invoke(app, ["explain", *keys, str(CHAIN), "-o", "json", "--time-limit", "2"])
+    for story in json.loads(told.stdout)["explanations"]:
+        move = moves[story["pod"]]
+        assert not story["in_batch"] and story["evicted"]["kind"] == "move"
+        assert story["evicted"]["to"] == move["to"] and story["evicted"]["for"] == move["for"]
+        ops = {s["op"] for s in story["plan"]}
+        assert {"evict", "bind"} <= ops  # its eviction, and its replacement's bind
+    text = runner.invoke(app, ["explain", "default/x", str(CHAIN), "--time-limit", "2"], env={"COLUMNS": "200"})
+    assert f"The answer moves it to {moves['default/x']['to']}" in text.stdout

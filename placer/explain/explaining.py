@@ -21,7 +21,7 @@ from placer.explain.alternatives import why_not
 from placer.explain.answer import Answer
 from placer.explain.domains import domain_tries
 from placer.explain.stories import Candidate, Explanation, PodSpec
-from placer.models import BIND, Cluster, Pod
+from placer.models import Cluster, Pod, Step
 from placer.service import Outcome, SolveOptions, solve_cluster
 
 __all__ = ["SHOWN", "explain_answer", "explain_pods", "unknown_pods"]
@@ -44,10 +44,12 @@ def unknown_pods(cluster: Cluster, keys: Sequence[str]) -> list[str]:
 
 def explain_pods(cluster: Cluster, options: SolveOptions, keys: Sequence[str]) -> list[Explanation]:
     """The stories of pods ``keys`` (all of the cluster: ``unknown_pods``), from one solve (none
-    when no pod named is part of the batch)."""
+    when no pod named is in the batch or running)."""
     pods = _named(cluster, keys)
     scheduler = options.config.scheduler_name
-    outcome = solve_cluster(cluster, options) if any(p.awaits(scheduler) for p in pods.values()) else None
+    # A running pod's story is the answer's too: the plan may move or preempt it.
+    decided = any(p.awaits(scheduler) or p.running for p in pods.values())
+    outcome = solve_cluster(cluster, options) if decided else None
     return _stories(cluster, options, outcome, pods, keys)
 
 
@@ -55,7 +57,7 @@ def explain_answer(
     cluster: Cluster, options: SolveOptions, outcome: Outcome | None, keys: Sequence[str]
 ) -> list[Explanation]:
     """The stories of pods ``keys`` in ``outcome``, the answer of ``solve_cluster(cluster,
-    options)`` (None only when no pod named is in the batch)."""
+    options)`` (None only when no pod named is in the batch or running)."""
     return _stories(cluster, options, outcome, _named(cluster, keys), keys)
 
 
@@ -95,7 +97,12 @@ def _story(answer: Answer | None, read: Pod, options: SolveOptions) -> Explanati
     scheduler = options.config.scheduler_name
     if answer is None or not read.awaits(scheduler):
         why = _outside(read, scheduler)
-        return Explanation(pod=read.key, in_batch=False, note=f"not part of the batch: {why}", spec=_spec(read))
+        story = Explanation(pod=read.key, in_batch=False, note=f"not part of the batch: {why}", spec=_spec(read))
+        if answer is not None:
+            result = answer.outcome.result
+            story.evicted = next((e for e in result.evictions if e.pod == read.key), None)
+            story.plan, story.waits_for = _steps(result.steps, read.key)
+        return story
     pod = answer.pod(read.key) or read
     outcome = answer.outcome
     before = outcome.before
@@ -127,8 +134,7 @@ def _story(answer: Answer | None, read: Pod, options: SolveOptions) -> Explanati
             Candidate(before.nodes[n].name, round(float(cost), 6), free_after, n == node, n in fitting, whys.get(n, []))
         )
     unplaced = next((u for u in result.unplaced if u.pod == pod.key), None)
-    step = next((s for s in result.steps if s.pod == pod.key and s.op == BIND.op), None)
-    waits = set(step.after) if step is not None else set()
+    plan, waits_for = _steps(result.steps, pod.key)
     return Explanation(
         pod=pod.key,
         in_batch=True,
@@ -142,7 +148,16 @@ def _story(answer: Answer | None, read: Pod, options: SolveOptions) -> Explanati
         unplaced_code=unplaced.code if unplaced else None,
         unplaced_reason=unplaced.reason if unplaced else None,
         evictions=[e for e in result.evictions if pod.key in e.for_],
-        step=step,
-        waits_for=[s for s in result.steps if s.id in waits],
+        plan=plan,
+        waits_for=waits_for,
         domains=domain_tries(answer, pod) if node is None and pod.group_domains else [],
     )
+
+
+def _steps(steps: Sequence[Step], key: str) -> tuple[list[Step], list[Step]]:
+    """The plan's steps acting on pod ``key`` (its bind; or its eviction, the wait until it is
+    gone and its replacement's bind), and the other steps those wait for."""
+    mine = [s for s in steps if key in (s.pod, s.replaces)]
+    ids = {s.id for s in mine}
+    waits = {a for s in mine for a in s.after} - ids
+    return mine, [s for s in steps if s.id in waits]

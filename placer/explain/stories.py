@@ -115,6 +115,7 @@ class Explanation:
     unplaced_code: str | None = None
     unplaced_reason: str | None = None
     evictions: list[Eviction] = field(default_factory=list)  # made for it
-    step: Step | None = None  # its bind, when the answer is a plan
-    waits_for: list[Step] = field(default_factory=list)  # the steps its bind waits for
+    evicted: Eviction | None = None  # a running pod the answer moves or preempts: where to, for whom
+    plan: list[Step] = field(default_factory=list)  # when the answer is a plan: its steps (or its replacement's)
+    waits_for: list[Step] = field(default_factory=list)  # the other steps those wait for
     domains: list[DomainTry] = field(default_factory=list)  # pending group member: each domain tried
