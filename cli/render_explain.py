@@ -155,7 +155,7 @@ def _why(w: Why, story: Explanation) -> str:
         case Rule.PREFERENCE:
             return f"preferences: score {w.cost:g} here, {w.chosen_cost:g} on {chosen} (higher is better)"
         case Rule.STRATEGY:
-            return f"strategy: costs {w.cost:.4f} here, {w.chosen_cost:.4f} on {chosen}, with the batch placed"
+            return f"strategy {w.term}: costs {w.cost:.4f} here, {w.chosen_cost:.4f} on {chosen}, with the batch placed"
         case Rule.TIE:
             return f"tie: {w.cost:.4f} here and on {chosen}; the solver kept {chosen}"
         case _:

@@ -108,7 +108,7 @@ def test_a_node_that_only_looked_cheaper_costs_more_once_the_batch_is_placed() -
     on_b = [s for s in stories.values() if s.node == "b"]
     assert len(on_b) == 1
     (why,) = next(cand.why_not for cand in on_b[0].candidates if cand.node == "a")
-    assert why.rule is Rule.STRATEGY and why.cost is not None and why.chosen_cost is not None
+    assert why.rule is Rule.STRATEGY and why.term == "spread" and why.cost is not None and why.chosen_cost is not None
     assert why.cost > why.chosen_cost
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from placer.engine import PodMasks, ports_clash
+from placer.engine import Fragmentation, PodMasks, ports_clash
 from placer.explain.answer import Answer
 from placer.explain.stories import Rule, Why
 from placer.models import Pod
@@ -111,6 +111,8 @@ def _objective(
     costs = answer.scorer.delta(vec, at, used)
     mine = float(costs[-1])
     result = answer.outcome.result
+    strategy = answer.scorer.strategy
+    term = f"{strategy.name} + GPU fragmentation" if isinstance(strategy, Fragmentation) else str(strategy.name)
     out: dict[int, list[Why]] = {}
     for n, cost in zip(nodes, costs[:-1].tolist(), strict=True):
         if masks.binding == "relaxed" and masks.matching[chosen] and not masks.matching[n]:
@@ -120,15 +122,16 @@ def _objective(
         elif preference[n] > preference[chosen]:
             out[n] = [Why(Rule.SOLVER, status=result.status, gap=result.metrics.gap)]
         elif cost > mine + TIE:
-            out[n] = [Why(Rule.STRATEGY, cost=round(cost, 6), chosen_cost=round(mine, 6))]
+            out[n] = [Why(Rule.STRATEGY, cost=round(cost, 6), chosen_cost=round(mine, 6), term=term)]
         elif cost >= mine - TIE:
-            out[n] = [Why(Rule.TIE, cost=round(cost, 6), chosen_cost=round(mine, 6))]
+            out[n] = [Why(Rule.TIE, cost=round(cost, 6), chosen_cost=round(mine, 6), term=term)]
         else:
             out[n] = [
                 Why(
                     Rule.SOLVER,
                     cost=round(cost, 6),
                     chosen_cost=round(mine, 6),
+                    term=term,
                     status=result.status,
                     gap=result.metrics.gap,
                 )

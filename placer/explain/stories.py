@@ -55,6 +55,7 @@ class Why:
     # solver: the strategy's cost of the pod there on the final state (lower is better)
     cost: float | None = None
     chosen_cost: float | None = None  # ... the same on the node the answer chose
+    term: str | None = None  # strategy, tie, solver: the strategy's name ("balance", "balance + GPU fragmentation")
     status: str | None = None  # solver: how the solve ended
     gap: float | None = None
 
