@@ -24,9 +24,10 @@ from rich.table import Table
 from placer import DISTRIBUTION
 from placer.check import find_fixtures, run_fixture
 from placer.cli.formats import dump
-from placer.cli.render import MAX_ROWS, render_compare, render_explanation, render_outcome, render_rebalance
+from placer.cli.render import MAX_ROWS, render_compare, render_outcome, render_rebalance
+from placer.cli.render_explain import render_explanations
 from placer.errors import InputError
-from placer.explain import explain_document, explain_pod, explain_schema
+from placer.explain import explain_answer, explain_document, explain_pods, explain_schema, unknown_pods
 from placer.inputs import cluster_schema, load_cluster, read_cluster
 from placer.inputs.load import load_yaml, read_file
 from placer.inputs.usage import load_usage
@@ -170,6 +171,10 @@ def solve(
     ] = None,
     context: Annotated[str | None, typer.Option(help="without FILE: the kubeconfig context to read")] = None,
     max_rows: Annotated[int, _MAX_ROWS] = MAX_ROWS,
+    explain: Annotated[
+        list[str] | None,
+        typer.Option(help="also explain this pod (namespace/name) from the same solve; repeat for more"),
+    ] = None,
 ) -> None:
     """Place the pending pods of a cluster and show where each goes, what stays unplaced and why.
 
@@ -183,6 +188,9 @@ def solve(
         gc.freeze()  # the model lives until the command ends: later collections need not walk it
     except InputError as exc:
         raise _fail(str(exc)) from None
+    if explain and policy != "placer":
+        raise _fail(f"--explain tells placer's decisions, not those of --policy {policy} (use --compare {policy})")
+    _known_pods(cluster, explain or [], file)
     updates: dict[str, Any] = {}
     if strategy is not None:
         updates["strategy"] = strategy.value
@@ -203,16 +211,24 @@ def solve(
     other = None
     if compare is not None:
         other = _read_in(solve_cluster(cluster, replace(options, policy=cast(Policy, compare))), read_seconds)
+    stories = explain_answer(cluster, options, outcome, explain) if explain else None
     if output is Output.text:
         console = Console()  # the terminal's width (COLUMNS when not a terminal)
         render_outcome(console, outcome, max_rows)
         if other is not None:
             console.print()
             render_compare(console, outcome, other, cluster.pods, max_rows)
+        if stories is not None:
+            console.print()
+            render_explanations(console, stories)
     else:
         data: Any = outcome.result.contract()
+        if other is not None or stories is not None:
+            data = {"result": data}
         if other is not None:
-            data = {"result": data, "compare": other.result.contract()}
+            data["compare"] = other.result.contract()
+        if stories is not None:
+            data["explain"] = explain_document(stories)
         typer.echo(dump(data, output.value), nl=False)
     for warning in outcome.warnings:  # on stderr in every format: stdout stays the answer
         typer.echo(f"placer: warning: {warning}", err=True)
@@ -289,34 +305,51 @@ def _live(kubeconfig: str | None, context: str | None) -> Cluster:
     return read_cluster(source, data)
 
 
+def _known_pods(cluster: Cluster, keys: list[str], file: Path | None) -> None:
+    """Every pod named to explain is in the cluster (else one line naming the first, exit 2)."""
+    unknown = unknown_pods(cluster, keys)
+    if unknown:
+        where = f"{file}: " if file is not None else ""
+        raise _fail(f"{where}no pod {unknown[0]!r} (give namespace/name)")
+
+
 @app.command()
 def explain(
-    pod: Annotated[str, typer.Argument(help="the pod, namespace/name")],
-    file: Annotated[Path, typer.Argument(help="kubectl List dump or native-schema cluster")],
+    pods_and_file: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="POD... FILE", help="the pods (namespace/name), then the kubectl List dump or native-schema cluster"
+        ),
+    ],
     output: Annotated[Output, typer.Option("--output", "-o", help="text, json or yaml")] = Output.text,
     scheduler_name: Annotated[str | None, typer.Option(help="the scheduler whose batch it is; '*' all")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML/JSON engine configuration")] = None,
     time_limit: Annotated[float | None, typer.Option(min=0.01, help="solver time limit in seconds")] = None,
 ) -> None:
-    """One pod's whole story: the filters that turned nodes away, the nodes left and what each
-    costs, and the decision (its node, or why it stays pending, and the evictions made for it)."""
+    """Pods' whole stories from one solve: the filters that turned nodes away, the nodes left and
+    what each costs, the rule that kept each pod off the cheaper nodes, and the decision (its
+    node, its plan step, or why it stays pending, and the evictions made for it)."""
+    if len(pods_and_file) < 2:
+        raise _fail("give the pods to explain (namespace/name), then the cluster file")
+    *keys, name = pods_and_file
+    file = Path(name)
     try:
         cfg = load_config(config)
         cluster = load_cluster(file)
+        gc.freeze()  # the model lives until the command ends: later collections need not walk it
     except InputError as exc:
         raise _fail(str(exc)) from None
+    _known_pods(cluster, keys, file)
     updates: dict[str, Any] = {}
     if scheduler_name is not None:
         updates["scheduler_name"] = scheduler_name
     if time_limit is not None:
         updates["solver"] = cfg.solver.model_copy(update={"time_limit": time_limit})
-    story = explain_pod(cluster, SolveOptions(config=cfg.model_copy(update=updates)), pod)
-    if story is None:
-        raise _fail(f"{file}: no pod {pod!r} (give namespace/name)")
+    stories = explain_pods(cluster, SolveOptions(config=cfg.model_copy(update=updates)), keys)
     if output is not Output.text:
-        typer.echo(dump(explain_document(story), output.value), nl=False)
+        typer.echo(dump(explain_document(stories), output.value), nl=False)
         return
-    render_explanation(Console(), story)
+    render_explanations(Console(), stories)
 
 
 @app.command()

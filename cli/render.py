@@ -10,13 +10,12 @@ from rich.text import Text
 
 from placer.cli.tables import Col, fits, fitted
 from placer.engine import Snapshot
-from placer.explain import Explanation
 from placer.metrics import running_by_priority
 from placer.models import Balance, BudgetStop, NamespaceCounts, Pod, Result, Step, eviction_cause, format_quantity
 from placer.rebalance import RebalanceOutcome
 from placer.service import Outcome
 
-__all__ = ["offered_resources", "render_compare", "render_explanation", "render_outcome", "render_rebalance"]
+__all__ = ["offered_resources", "render_compare", "render_outcome", "render_rebalance"]
 
 _COLUMNS = ("cpu", "memory", "ephemeral-storage", "placer.io/bandwidth", "pods")
 _GPU_HINTS = ("gpu", "neuron", "tpu")  # extended resources shown when some node offers them
@@ -234,39 +233,6 @@ def render_compare(console: Console, a: Outcome, b: Outcome, pods: Sequence[Pod]
         console.print(fitted(title, cols, cells, width=console.width, limit=_limit(rows), where=_JSON))
     else:
         console.print("Both policies place every pod on the same node.")
-
-
-def render_explanation(console: Console, story: Explanation) -> None:
-    console.print(f"[bold]{story.pod}[/]")
-    if not story.in_batch:
-        console.print(story.note)
-        return
-    if story.filters is not None and story.filters.filters:
-        filters = Table(title=f"Filters (kube-scheduler's order) on {story.filters.nodes} nodes")
-        filters.add_column("filter")
-        filters.add_column("nodes turned away", justify="right")
-        filters.add_column("detail", overflow="fold")
-        for f in story.filters.filters:
-            extra = {
-                k: v for k, v in f.model_dump(by_alias=True).items() if k not in ("filter", "nodes") and v is not None
-            }
-            filters.add_row(str(f.filter), str(f.nodes), ", ".join(f"{k} {v}" for k, v in extra.items()))
-        console.print(filters)
-    console.print(f"Nodes that pass every filter with room now: {story.feasible}. {story.note}.")
-    if story.candidates:
-        table = Table(title="Candidate nodes, cheapest first")
-        for col in ("node", "cost", "left free after it", "chosen"):
-            table.add_column(col)
-        for c in story.candidates:
-            left = ", ".join(f"{r.replace('placer.io/', '')} {100 * v:.0f}%" for r, v in c.free_after.items())
-            table.add_row(c.node, f"{c.cost:.4f}", left, "yes" if c.chosen else "")
-        console.print(table)
-    if story.node is not None:
-        console.print(f"Decision: placed on [bold]{story.node}[/].")
-    else:
-        console.print(f"Decision: stays pending ({story.unplaced_code}): {story.unplaced_reason}")
-    for e in story.evictions:
-        console.print(f"For it: {e.pod} on {e.node} is {'moved' if e.kind == 'move' else 'preempted'}: {e.reason}")
 
 
 _STOP_UNITS = {"perPeriod": "moves per plan", "perNamespace": "moves per namespace", "perNode": "moves off one node"}

@@ -296,7 +296,8 @@ def summarize(placements: list[Placement], evictions: list[Eviction], unplaced: 
 # 2: evictions gained reason and detail; 3: unplaced code Invalid, detail.invalid and detail.pdbs;
 # 4: steps' waitSeconds, and the rebalance section of ``placer rebalance``; 5: metrics.read_seconds;
 # 6: summary, and the rebalance section's stops.
-SCHEMA_VERSION = 6
+# 7: ``placer explain`` prints one story per pod named (``explanations``), each with its rules.
+SCHEMA_VERSION = 7
 
 
 class Result(_Out):

@@ -48,7 +48,7 @@ def test_json_output_follows_the_contract(tmp_path: Path) -> None:
         "steps",
         "metrics",
     }
-    assert data["schemaVersion"] == 6 and data["policy"] == "placer" and data["status"] == "optimal"
+    assert data["schemaVersion"] == 7 and data["policy"] == "placer" and data["status"] == "optimal"
     assert [p["pod"] for p in data["placements"]] == sorted(p["pod"] for p in data["placements"])
     assert {p["kind"] for p in data["placements"]} == {"pending"}
     assert set(data["metrics"]) >= {
@@ -309,11 +309,14 @@ def test_every_json_answer_follows_the_published_schema(tmp_path: Path) -> None:
     moves = json.loads(runner.invoke(app, ["rebalance", str(path), "-o", "json"]).stdout)
     jsonschema.validate(moves, schemas["result"])
     explain_schema = json.loads(runner.invoke(app, ["schema", "explain"]).stdout)
-    for key in ("default/web", "default/huge", "default/job"):
-        story = json.loads(runner.invoke(app, ["explain", key, str(path), "-o", "json"]).stdout)
-        jsonschema.validate(story, explain_schema)
+    keys = ["default/web", "default/huge", "default/job"]
+    stories = json.loads(runner.invoke(app, ["explain", *keys, str(path), "-o", "json"]).stdout)
+    jsonschema.validate(stories, explain_schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({**story, "surprise": 1}, explain_schema)
+        jsonschema.validate({**stories, "surprise": 1}, explain_schema)
+    (story, *_) = stories["explanations"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**stories, "explanations": [{**story, "surprise": 1}]}, explain_schema)
 
 
 def test_plot_draws_a_png_and_says_what_to_install_without_matplotlib(
@@ -337,12 +340,16 @@ def test_explain_tells_one_pods_whole_story(tmp_path: Path) -> None:
         pod("other", schedulerName="default-scheduler"),
     ]
     path = _write(tmp_path, {"nodes": [node("a", cpu="2"), node("b", cpu="1")], "pods": pods})
-    story = json.loads(runner.invoke(app, ["explain", "default/web", str(path), "-o", "json"]).stdout)
+    (story,) = json.loads(runner.invoke(app, ["explain", "default/web", str(path), "-o", "json"]).stdout)[
+        "explanations"
+    ]
     assert story["in_batch"] and story["node"] == "a" and story["feasible"] == 0
     (filt,) = story["filters"]["filters"]
     assert (filt["filter"], filt["resource"], filt["nodes"]) == ("NodeResourcesFit", "cpu", 2)
     assert [e["pod"] for e in story["evictions"]] == ["default/job"]
-    small = json.loads(runner.invoke(app, ["explain", "default/small", str(path), "-o", "json"]).stdout)
+    (small,) = json.loads(runner.invoke(app, ["explain", "default/small", str(path), "-o", "json"]).stdout)[
+        "explanations"
+    ]
     assert [c["node"] for c in small["candidates"]] == ["b"] and small["candidates"][0]["chosen"]
     other = runner.invoke(app, ["explain", "default/other", str(path)], env={"COLUMNS": "200"})
     assert "addressed to scheduler 'default-scheduler'" in other.stdout

@@ -181,7 +181,7 @@ def test_solve_reports_the_read_time_apart_from_the_decision(tmp_path: Path) -> 
     path.write_text(json.dumps(sample_dump()), encoding="utf-8")
     runner = CliRunner()
     answer = json.loads(runner.invoke(app, ["solve", str(path), "-o", "json", "--deterministic"]).stdout)
-    assert answer["schemaVersion"] == 6
+    assert answer["schemaVersion"] == 7
     assert answer["metrics"]["read_seconds"] > 0 and answer["metrics"]["solve_seconds"] > 0
     text = runner.invoke(app, ["solve", str(path), "--deterministic"], env={"COLUMNS": "200"}).stdout
     assert re.search(r"read \d+\.\d{3}s, solve \d+\.\d{3}s", text)

@@ -33,7 +33,7 @@ from placer.check import FixtureResult
 from placer.cli.app import load_config
 from placer.cli.formats import dump, plain
 from placer.cli.tables import Col, fitted
-from placer.explain import explain_document
+from placer.explain import explain_document, explain_schema
 from placer.inputs import load_cluster
 from placer.models import Cluster, Filter, compare_schema, eviction_cause, result_schema
 from placer.rebalance import RebalanceOptions, RebalanceOutcome, rebalance_cluster
@@ -154,7 +154,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Recorder]]:
 
     recorders = {
         "solve_cluster": Recorder(cli.solve_cluster, lambda c, o: o.policy, solved),
-        "explain_pod": Recorder(cli.explain_pod, lambda c, o, key: key, lambda a, story: story),
+        "explain_pods": Recorder(cli.explain_pods, lambda c, o, keys: tuple(keys), lambda a, stories: stories),
         "rebalance_cluster": Recorder(cli.rebalance_cluster, lambda c, o: "one", lambda a, out: out),
         "run_fixture": Recorder(cli.run_fixture, lambda f, **kw: f.name, lambda a, r: r),
     }
@@ -254,21 +254,87 @@ def test_the_corpus_holds_every_unplaced_code_moves_preemptions_and_gangs(
     assert gangs >= 2
 
 
+def _racks() -> Json:
+    """A Kubernetes 1.37 PodGroup of three pods required in one rack, no rack with room for all:
+    the story of a member lists every rack tried and what it lacked."""
+    gang = {"spec": {"schedulingGroup": {"podGroupName": "train"}}}
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "train", "namespace": "default"},
+        "spec": {
+            "schedulingPolicy": {"gang": {"minCount": 3}},
+            "schedulingConstraints": {"topology": [{"key": "rack"}]},
+        },
+    }
+    nodes = [_node(f"{rack}-{i}", "1") for rack in ("r1", "r2") for i in range(2)]
+    for n in nodes:
+        n["metadata"]["labels"]["rack"] = n["metadata"]["name"][:2]
+    pods = [_pod(f"train-{i}", "1", created=i, **gang) for i in range(3)]
+    return {"apiVersion": "v1", "kind": "List", "items": [*nodes, group, *pods]}
+
+
+EXPLAINED = {**CASES, "topology gang": (_racks(), None)}
+
+
 @pytest.mark.parametrize(
-    ("case", "leaves_pods_out"), [("every code", True), ("preemptions", False), ("gang cannot fit", True)]
+    ("case", "leaves_pods_out"),
+    [("every code", True), ("preemptions", False), ("gang cannot fit", True), ("topology gang", True)],
 )
 def test_explain_prints_every_pod_in_every_format(
     case: str, leaves_pods_out: bool, tmp_path: Path, recorded: dict[str, Recorder]
 ) -> None:
+    source, _ = EXPLAINED[case]
+    path, config = _file(tmp_path, source), str(_config(tmp_path))
+    stories = recorded["explain_pods"].answers
+    keys = sorted(p.key for p in load_cluster(path).pods)
+    for key in keys:  # one pod at a time
+        text = _formats(
+            ["explain", key, str(path), "--config", config],
+            lambda key=key: explain_document(stories[(key,)]),
+            explain_schema(),
+        )
+        assert key in text
+    # Every pod from one solve, in one document.
+    text = _formats(
+        ["explain", *keys, str(path), "--config", config],
+        lambda: explain_document(stories[tuple(keys)]),
+        explain_schema(),
+    )
+    assert all(key in text for key in keys)
+    told = stories[tuple(keys)]
+    # Some story is of an unplaced pod where the answer leaves pods out (the thesis case places all).
+    assert bool({s.unplaced_code for s in told} - {None}) == leaves_pods_out
+    assert any(not s.in_batch for s in told) or case == "topology gang"  # and some of a running pod
+    if case == "topology gang":
+        assert {d.domain for s in told for d in s.domains} == {"r1", "r2"} and "Topology domains tried" in text
+
+
+@pytest.mark.parametrize("case", ["every code", "preemptions", "gang cannot fit"])
+def test_solve_explains_pods_of_its_answer_in_every_format(
+    case: str, tmp_path: Path, recorded: dict[str, Recorder], monkeypatch: pytest.MonkeyPatch
+) -> None:
     source, _ = CASES[case]
     path, config = _file(tmp_path, source), str(_config(tmp_path))
-    stories = recorded["explain_pod"].answers
-    for key in sorted(p.key for p in load_cluster(path).pods):
-        text = _formats(["explain", key, str(path), "--config", config], lambda key=key: explain_document(stories[key]))
-        assert key in text
-    # Some story is of an unplaced pod where the answer leaves pods out (the thesis case places all).
-    assert bool({s.unplaced_code for s in stories.values()} - {None}) == leaves_pods_out
-    assert any(not s.in_batch for s in stories.values())  # and some of a running pod
+    keys = sorted(p.key for p in load_cluster(path).pods)
+    answers = recorded["solve_cluster"].answers
+    explained: list[Any] = []
+
+    def document() -> Json:
+        return {"result": _contract(answers, "placer"), "explain": explain_document(explained[-1])}
+
+    real = cli.explain_answer
+
+    def kept(*args: Any) -> Any:
+        explained.append(real(*args))
+        return explained[-1]
+
+    monkeypatch.setattr(cli, "explain_answer", kept)
+    text = _formats(["solve", str(path), "--config", config, *(f"--explain={k}" for k in keys)], document)
+    assert all(key in text for key in keys)
+    stories = explained[-1]
+    placed = {p.pod: p.node for p in answers["placer"].result.placements if p.pod}
+    assert all(s.node == placed.get(s.pod) for s in stories)  # read off the answer it printed
 
 
 def test_rebalance_prints_a_plan_and_no_plan_in_every_format(tmp_path: Path, recorded: dict[str, Recorder]) -> None:

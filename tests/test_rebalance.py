@@ -357,7 +357,7 @@ def test_the_cli_prints_the_plan_and_answers_in_the_solve_contract(tmp_path: Pat
     assert "Rebalancing plan: moves" in text.output and "lower is better" in text.output
     as_json = runner.invoke(app, ["rebalance", str(EXAMPLE), "-o", "json"])
     data = json.loads(as_json.stdout)
-    assert data["schemaVersion"] == 6 and data["rebalance"]["kept"] is True
+    assert data["schemaVersion"] == 7 and data["rebalance"]["kept"] is True
     assert {e["kind"] for e in data["evictions"]} == {"move"}
     bad = tmp_path / "usage.json"
     bad.write_text('{"kind": "PodMetricsList", "items": [{"metadata": {"name": "p"}, "timestamp": "yesterday"}]}')

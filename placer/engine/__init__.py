@@ -36,7 +36,7 @@ from placer.engine.objectives.registry import (
 )
 from placer.engine.objectives.strategy import Aux, StrategyObjective, Term
 from placer.engine.packing import Alternative, adopt
-from placer.engine.prefilter import Prefilter, fits, ports_clash, ports_conflict
+from placer.engine.prefilter import PodMasks, Prefilter, fits, ports_clash, ports_conflict
 from placer.engine.scoring import FloatArray, IntArray, Scorer
 from placer.engine.selectors import selector_matches
 from placer.engine.snapshot import Snapshot, build_snapshot, pod_vector
@@ -44,7 +44,7 @@ from placer.engine.solve import BatchResult, batch_demand, solve_batch
 from placer.engine.spread_defaults import with_default_spread
 from placer.engine.taints import UNSCHEDULABLE_TAINT, first_untolerated
 from placer.engine.tally import Tally
-from placer.engine.topology import running_anti_terms, term_matches, uses_topology
+from placer.engine.topology import TopologyState, running_anti_terms, term_matches, uses_topology
 from placer.engine.topup import top_up
 from placer.engine.unplaced import Unplaced, after_plan, refused
 
@@ -79,6 +79,7 @@ __all__ = [
     "LevelSolver",
     "LoadEntry",
     "NodeLabels",
+    "PodMasks",
     "Prefilter",
     "Quality",
     "Scorer",
@@ -87,6 +88,7 @@ __all__ = [
     "StrategyObjective",
     "Tally",
     "Term",
+    "TopologyState",
     "Unplaced",
     "Workload",
     "adopt",
