@@ -74,3 +74,22 @@ def test_evictions_are_counted_whole_or_in_part() -> None:
     filler = [eg.Gang("low-000", 2, eg.LOW, True), eg.Gang("low-001", 2, eg.LOW, True), eg.Gang("low-002", 2)]
     alive = {"low-001-00", "low-002-00", "low-002-01"}
     assert eg.count_evicted(filler, alive) == {"evicted_pods": 3, "evicted_groups": 1, "evicted_in_part": 1}
+
+
+def test_kube_scheduler_group_counters_are_read_from_its_metrics_text() -> None:
+    text = "\n".join(
+        [
+            "# HELP scheduler_generated_placements_total Number of candidate placements",
+            'scheduler_generated_placements_total{profile="default-scheduler"} 126',
+            'scheduler_placement_evaluations_total{profile="default-scheduler",result="feasible"} 70',
+            'scheduler_placement_evaluations_total{profile="default-scheduler",result="infeasible"} 56',
+            'scheduler_podgroup_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 2',
+            'scheduler_preemption_workload_disruptions_sum{preemptor="x"} 3',
+            'scheduler_preemption_workload_disruptions_count{preemptor="x"} 1',
+        ]
+    )
+    got = eg.group_counters(text)
+    assert got["placements_generated"] == 126
+    assert (got["placements_feasible"], got["placements_infeasible"]) == (70, 56)
+    assert (got["group_cycles_scheduled"], got["group_cycles_unschedulable"]) == (2, 0)
+    assert (got["preempted_units"], got["preempted_pods"]) == (3, 0)
