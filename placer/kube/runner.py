@@ -246,6 +246,8 @@ class Runner:
         self.plan_reason = "Preempted"  # the reason of the running plan's eviction events
         self.inflight: list[tuple[Pod, str, Future[Outcome]]] = []
         self._gangs: dict[str, str] = {}  # pending pod -> its gang, to keep gangs in one batch
+        # Gangs a batch found incomplete -> members it saw pending: held until more are pending.
+        self._short: dict[str, int] = {}
         self._last_tick = time.monotonic()
         self._last_cycle = time.monotonic()  # the last tick all of whose stages completed
         self._pending = 0
@@ -500,7 +502,25 @@ class Runner:
             counts[self._left_as.get(key, "new")] += 1
         for reason, count in counts.items():
             self.metrics.pending_by_reason.labels(reason=reason).set(count)
+        self._release_grown(queued)
         self.batcher.sync(queued, time.monotonic(), held=solving)
+
+    def _release_grown(self, queued: list[str]) -> None:
+        """Members of a gang a batch found incomplete join the queue again, all at once, when
+        more of its members are pending than that batch saw: the next batch then takes the gang
+        whole."""
+        if not self._short:
+            return
+        members: dict[str, list[str]] = {}
+        for key in queued:
+            gang = self._gangs.get(key)
+            if gang in self._short:
+                members.setdefault(gang, []).append(key)
+        for gang, seen in list(self._short.items()):
+            keys = members.get(gang, [])
+            if len(keys) > seen or not keys:  # grown, or none pending any more
+                del self._short[gang]
+                self.batcher.wake(time.monotonic(), keys)
 
     def tick(self) -> bool:
         """Feed the batcher every tick; build the full cluster model only when there is work.
@@ -675,6 +695,14 @@ class Runner:
                     self.batcher.hold(pod.key)
                 continue
             self.reports.submit(pod, describe(reason))  # kube-scheduler's words, formatted at the edge
+            gang = reason.gang
+            if gang is not None and gang.pending < gang.size:
+                # Its gang lacks members: it waits for the next one (``_release_grown``), not for a
+                # back-off of its own, which would part the gang into cohorts that each come back
+                # incomplete (kube-scheduler's GangScheduling waits for minCount pods likewise).
+                self._short[gang.gang] = max(self._short.get(gang.gang, 0), gang.pending)
+                self.batcher.hold(pod.key)
+                continue
             self.batcher.defer(pod.key, time.monotonic())
         if decision.plan is None:
             self._bind_all([(pod, names[n]) for pod, n in decision.placements])
