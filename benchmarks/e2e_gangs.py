@@ -249,11 +249,13 @@ class GangBench(e2e.Bench):
         filler = [p for g in case.filler for p in members(g)]
         measured = [p for g in case.measured for p in members(g)]
         t0 = time.monotonic()
+        filler_bound = 0
         try:
             if filler:
                 made = self._create(ns, filler, scheduler)
                 self._wait(watch, made)
-                e2e.log(f"  filler: {sum(1 for n in made if n in watch.bound)}/{len(made)} bound")
+                filler_bound = sum(1 for n in made if n in watch.bound)
+                e2e.log(f"  filler: {filler_bound}/{len(made)} bound")
             self._hold(proc, signal.SIGSTOP)
             created = self._create(ns, measured, scheduler)
             cpu0 = self._cpu(proc)
@@ -272,7 +274,10 @@ class GangBench(e2e.Bench):
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
         try:
-            return self._gang_row(case, who, ns, created, watch, released, elapsed, cpu, alive)
+            row = self._gang_row(case, who, ns, created, watch, released, elapsed, cpu, alive)
+            if filler:
+                row["filler_bound"] = filler_bound
+            return row
         finally:
             self._clean(ns, [p["metadata"]["name"] for p in filler + measured])
 
@@ -568,13 +573,15 @@ def report(result: dict[str, Any], png: str) -> str:
             "whole low groups.",
             "",
             "| scheduler | high groups | groups fully placed | partial | split across racks | pods bound | pods/s "
-            "| p50 (s) | p99 (s) | low pods evicted | low groups evicted | low groups evicted in part | run s |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| p50 (s) | p99 (s) | low pods bound first | low pods evicted | low groups evicted "
+            "| low groups evicted in part | run s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for r in pre:
             lines.append(
                 f"| {r['who']} | {r['groups']} | {r['whole']} | {r['partial']} | {r['split']} | {r['bound']} "
-                f"| {r['pods_per_s']:.1f} | {_fmt(r['p50'])} | {_fmt(r['p99'])} | {r.get('evicted_pods', '')} "
+                f"| {r['pods_per_s']:.1f} | {_fmt(r['p50'])} | {_fmt(r['p99'])} | {r.get('filler_bound', '')} "
+                f"| {r.get('evicted_pods', '')} "
                 f"| {r.get('evicted_groups', '')} | {r.get('evicted_in_part', '')} | {r['seconds']} |"
             )
     lines += ["", f"![{png}]({png})", ""]
