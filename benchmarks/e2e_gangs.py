@@ -34,6 +34,7 @@ is bound or none was bound for ``--stall`` seconds. Writes docs/bench/e2e-gangs.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -59,7 +60,17 @@ sys.path.insert(0, str(REPO / "tests" / "e2e"))
 import kube_helpers as kh  # noqa: E402
 
 from benchmarks import e2e  # noqa: E402
-from benchmarks.e2e_shapes import HIGH, LOW, POD_GROUP_API, PRIORITIES, RACK, RACK_NODES, Json, rack_of  # noqa: E402
+from benchmarks.e2e_shapes import (  # noqa: E402
+    HIGH,
+    LOW,
+    POD_GROUP_API,
+    PRIORITIES,
+    RACK,
+    RACK_NODES,
+    Json,
+    node_labels,
+    rack_of,
+)
 from benchmarks.machine import machine_info  # noqa: E402
 from testenv import cluster as testenv  # noqa: E402
 
@@ -184,8 +195,8 @@ def members(g: Gang) -> list[Json]:
     if g.priority_class is not None:
         spec["priorityClassName"] = g.priority_class
     meta = {"labels": {"bench": "e2e-gangs", "bench-gang": g.name}}
-    return [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{g.name}-{k:02d}", **meta}, "spec": spec}
-            for k in range(g.size)]  # fmt: skip
+    return [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{g.name}-{k:02d}", **copy.deepcopy(meta)},
+             "spec": copy.deepcopy(spec)} for k in range(g.size)]  # fmt: skip
 
 
 def group_of(pod: str) -> str:
@@ -407,6 +418,42 @@ def measure(args: argparse.Namespace, out_json: Path) -> dict[str, Any]:
     return result
 
 
+def preemption_dump(nodes: int, seed: int, batch: int) -> Json:
+    """A kubectl List for ``placer solve``: the preemption case right after its filler (every low
+    gang bound, two pods per node in order, PodGroup ``spec.priority`` as admission sets it) with
+    the first high gangs, at least ``batch`` pods, pending for placer (the controller's first batch)."""
+    case = preemption_case(nodes, 0.25, seed)
+    items: list[Json] = [
+        {"kind": "Node", "metadata": {"name": f"bench-{i}", "labels": node_labels(i)},
+         "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}}}
+        for i in range(nodes)
+    ]  # fmt: skip
+    high, pods = [], 0
+    for g in case.measured:
+        if pods >= batch:
+            break
+        high.append(g)
+        pods += g.size
+    slot = 0
+    for g in case.filler + high:
+        group = pod_group(g)
+        group["metadata"]["namespace"] = "bench"
+        group["spec"]["priority"] = PRIORITIES[g.priority_class or LOW]
+        items.append(group)
+        for pod in members(g):
+            pod["metadata"]["namespace"] = "bench"
+            pod["spec"]["priority"] = group["spec"]["priority"]
+            if g in case.filler:
+                pod["spec"]["nodeName"] = f"bench-{slot // SLOTS_PER_NODE}"
+                pod["status"] = {"phase": "Running"}
+                slot += 1
+            else:
+                pod["spec"]["schedulerName"] = "placer"
+                pod["status"] = {"phase": "Pending"}
+            items.append(pod)
+    return {"kind": "List", "apiVersion": "v1", "items": items}
+
+
 def _pair(rows: list[dict[str, Any]], shape: str, demand: float) -> dict[str, dict[str, Any]]:
     return {r["who"]: r for r in rows if r["shape"] == shape and r["demand"] == demand}
 
@@ -606,8 +653,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap", type=float, default=600.0)
     ap.add_argument("--logs", help="keep placer's configuration and log per run here (default: the cluster's workdir)")
     ap.add_argument("--from-json", help="rewrite the report from a results file, measuring nothing")
+    ap.add_argument("--preemption-dump", help="write the preemption case after its filler, with the first high "
+                    "gangs (99 pods) pending, as a kubectl List for `placer solve`, and measure nothing")  # fmt: skip
     ap.add_argument("--out", default=str(REPO / "docs" / "bench" / "e2e-gangs.md"))
     args = ap.parse_args(argv)
+    if args.preemption_dump:
+        Path(args.preemption_dump).write_text(json.dumps(preemption_dump(args.nodes, args.seed, 99)) + "\n")
+        return 0
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out_json = out.with_suffix(".json")

@@ -93,3 +93,15 @@ def test_kube_scheduler_group_counters_are_read_from_its_metrics_text() -> None:
     assert (got["placements_feasible"], got["placements_infeasible"]) == (70, 56)
     assert (got["group_cycles_scheduled"], got["group_cycles_unschedulable"]) == (2, 0)
     assert (got["preempted_units"], got["preempted_pods"]) == (3, 0)
+
+
+def test_the_preemption_dump_is_full_nodes_and_a_first_batch_of_high_gangs() -> None:
+    dump = eg.preemption_dump(4 * RACK_NODES, seed=1, batch=20)
+    pods = [i for i in dump["items"] if i["kind"] == "Pod"]
+    running = [p for p in pods if p["spec"].get("nodeName")]
+    per_node = {p["spec"]["nodeName"] for p in running}
+    assert len(running) == eg.room(4 * RACK_NODES) and len(per_node) == 4 * RACK_NODES  # two on every node
+    pending = [p for p in pods if not p["spec"].get("nodeName")]
+    assert len(pending) >= 20 and all(p["spec"]["priority"] == eg.PRIORITIES[eg.HIGH] for p in pending)
+    groups = [i for i in dump["items"] if i["kind"] == "PodGroup"]
+    assert {g["spec"]["priority"] for g in groups} == {eg.PRIORITIES[eg.LOW], eg.PRIORITIES[eg.HIGH]}
