@@ -20,6 +20,8 @@ from typing import Any
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 ZONES = 10
+RACK = "bench.placer.io/rack"  # racks of RACK_NODES consecutive nodes (the topology gangs of e2e_gangs.py)
+RACK_NODES = 16
 GROUP = 100  # pods per group (label bench-group)
 MIXES = [("250m", "256Mi"), ("500m", "512Mi"), ("1", "1Gi"), ("100m", "1Gi"), ("1", "256Mi")]
 GANG_SIZE = 8
@@ -48,7 +50,12 @@ class Shape:
 
 
 def node_labels(i: int) -> dict[str, str]:
-    return {ZONE: f"zone-{i % ZONES}"}
+    return {ZONE: f"zone-{i % ZONES}", RACK: rack_of(i)}
+
+
+def rack_of(i: int) -> str:
+    """The rack of node ``i`` (bench-<i>)."""
+    return f"rack-{i // RACK_NODES:03d}"
 
 
 def _pod(

@@ -5,3 +5,11 @@ BENCH_E2E_ARGS ?= --nodes 1000 --pods 2000 --runs 3 --qps 1000 --burst 2000 --ce
 .PHONY: bench-e2e
 bench-e2e: $(STAMP) testenv
 	$(PY) -m benchmarks.e2e $(BENCH_E2E_ARGS)
+
+# Topology gangs (85-100 % demand) and gang preemption against kube-scheduler 1.37.2 with its
+# gang and topology plugins (benchmarks/e2e_gangs.py, docs/bench/e2e-gangs.md). Not part of CI.
+BENCH_E2E_GANGS_ARGS ?= --nodes 1000 --seed 1 --joint-batch 2000 --joint-limit 5
+
+.PHONY: bench-e2e-gangs
+bench-e2e-gangs: $(STAMP) testenv
+	$(PY) -m benchmarks.e2e_gangs $(BENCH_E2E_GANGS_ARGS)

@@ -295,3 +295,13 @@ def test_a_gangs_binds_go_out_together_once_every_member_has_room() -> None:
     run.advance(World(1, _views(*members), half))
     late = run.advance(World(40, _views(*members), half))
     assert {a.step for a in late if isinstance(a, Abandon)} == {1, 2} and run.finished
+
+
+def test_waking_chosen_pods_leaves_the_others_backed_off() -> None:
+    b = Batcher(window=1, size=99, backoff=5, max_backoff=60)
+    b.defer("ns/a", 0)
+    b.hold("ns/b")
+    b.hold("ns/c")
+    b.wake(now=1, keys=["ns/b", "ns/gone"])
+    b.sync(["ns/a", "ns/b", "ns/c"], now=1)
+    assert b.take() == ["ns/b"]

@@ -19,7 +19,7 @@ import urllib.request
 from concurrent.futures import wait
 from typing import Any
 
-from runner_support import feed, make_runner
+from runner_support import FakeActions, feed, make_runner
 from urllib3.exceptions import ProtocolError
 
 from placer.controller.executor import PlanRun, PodView
@@ -459,3 +459,38 @@ def test_a_refused_bind_backs_the_pod_off_growing_not_every_batch() -> None:
         assert P not in r.ctx.assumed
         delays.append(r.ctx.batcher._deferred["default/p"][1])
     assert delays[0] > 0 and delays[1] > delays[0] and delays[2] > delays[1]
+
+
+def _gang_member(name: str) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"uid-{name}",
+            "annotations": {"placer.io/gang": "train", "placer.io/gang-size": "3"},
+        },
+        "spec": {"schedulerName": "placer", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": "Pending"},
+    }
+
+
+def test_an_incomplete_gang_waits_for_its_next_member_and_is_then_batched_whole() -> None:
+    """A batch that saw two of a gang's three members: they backed off on their own timers, and a
+    third member arriving meanwhile was batched alone, incomplete again, for ever out of step."""
+    r = make_runner(FakeActions(), metricsPort=0, batchWindowSeconds=1, engine={"solver": {"workers": 1}})
+    feed(r, "Node", {"kind": "Node", "metadata": {"name": "n1"},
+                     "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}})  # fmt: skip
+    feed(r, "Pod", _gang_member("g0"), _gang_member("g1"))
+    r.cycle.queue()
+    r.cycle.solve(r.cluster())
+    assert r.ctx.batcher._deferred["ns/g0"][0] == float("inf")  # held, not backed off
+    r.cycle.queue()
+    assert len(r.ctx.batcher) == 0  # no new member: they keep waiting
+    feed(r, "Pod", _gang_member("g0"), _gang_member("g1"), _gang_member("g2"))
+    r.cycle.queue()
+    assert len(r.ctx.batcher) == 3  # the newcomer and the held members join together
+    r.cycle.solve(r.cluster())
+    _settle(r)
+    binds = sorted(c[1] for c in r.ctx.actions.calls if c[0] == "bind")  # type: ignore[attr-defined]
+    assert binds == ["ns/g0", "ns/g1", "ns/g2"]

@@ -106,11 +106,15 @@ class Batcher:
         waits for that plan to end (``wake``), its back-off unchanged."""
         self._deferred[key] = (math.inf, self._deferred.get(key, (0.0, 0.0))[1])
 
-    def wake(self, now: float) -> None:
+    def wake(self, now: float, keys: Iterable[str] | None = None) -> None:
         """Room changed (a plan finished: its victims are gone, its pods bound or abandoned): pods
         backed off join at the next sync, as kube-scheduler moves unschedulable pods back on such
-        an event. Their back-off stays, so one that still fits nowhere waits longer next time."""
-        self._deferred = {key: (min(until, now), delay) for key, (until, delay) in self._deferred.items()}
+        an event. Their back-off stays, so one that still fits nowhere waits longer next time.
+        ``keys``: only these pods (a gang that gained members), the others keep waiting."""
+        chosen = list(self._deferred) if keys is None else [k for k in keys if k in self._deferred]
+        for key in chosen:
+            until, delay = self._deferred[key]
+            self._deferred[key] = (min(until, now), delay)
 
     def forget(self, key: str) -> None:
         """The pod was placed: reset its back-off."""

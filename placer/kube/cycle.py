@@ -48,7 +48,10 @@ class SchedulingCycle:
         self.solve_started: float | None = None  # when the solve in flight was submitted
         self.wake = threading.Event()  # set when a solve is done: the loop applies it at once
         self.pending = 0  # pods pending at the last look (queued or being solved)
-        self._gangs: dict[str, str] = {}  # pending pod -> its gang, to keep gangs in one batch
+        self._gangs: dict[str, str] = {}  # pending pod -> its batch unit, to keep gangs in one batch
+        self._gang_of: dict[str, str] = {}  # pending pod -> its gang (``Pod.gang_key``)
+        # Gangs a batch found incomplete -> members it saw pending: held until more are pending.
+        self._short: dict[str, int] = {}
         self._left_as: dict[str, str] = {}  # pending pod -> the unplaced code its last solve gave
 
     # -- the queue ------------------------------------------------------------------------------
@@ -62,13 +65,15 @@ class SchedulingCycle:
         solving = self.solving[0].keys if self.solving is not None else frozenset()
         reserved, assumed = self.driver.reserved, self.ctx.assumed
         out = []
-        self._gangs = {}
+        self._gangs, self._gang_of = {}, {}
         for key, pod in pods.waiting.items():
             if key in reserved or key in solving or pod in assumed:
                 continue
             out.append(key)
             if pod.batch_unit is not None:  # a gang, or a composite gang's groups, batched together
                 self._gangs[key] = pod.batch_unit
+            if pod.gang_key is not None:
+                self._gang_of[key] = pod.gang_key
         return out
 
     def queue(self) -> None:
@@ -85,7 +90,25 @@ class SchedulingCycle:
             counts[self._left_as.get(key, "new")] += 1
         for reason, count in counts.items():
             metrics.pending_by_reason.labels(reason=reason).set(count)
+        self._release_grown(queued)
         self.ctx.batcher.sync(queued, time.monotonic(), held=solving)
+
+    def _release_grown(self, queued: list[str]) -> None:
+        """Members of a gang a batch found incomplete join the queue again, all at once, when
+        more of its members are pending than that batch saw: the next batch then takes the gang
+        whole."""
+        if not self._short:
+            return
+        members: dict[str, list[str]] = {}
+        for key in queued:
+            gang = self._gang_of.get(key)
+            if gang in self._short:
+                members.setdefault(gang, []).append(key)
+        for gang, seen in list(self._short.items()):
+            keys = members.get(gang, [])
+            if len(keys) > seen or not keys:  # grown, or none pending any more
+                del self._short[gang]
+                self.ctx.batcher.wake(time.monotonic(), keys)
 
     # -- the solve ------------------------------------------------------------------------------
     def job(self, cluster: Cluster) -> SolveJob | None:
@@ -193,6 +216,14 @@ class SchedulingCycle:
                 continue
             self.reports.submit(pod, describe(reason))  # kube-scheduler's words, formatted at the edge
             self.ctx.group_status.unschedulable(pod, describe(reason))
+            gang = reason.gang
+            if gang is not None and gang.pending < gang.size:
+                # Its gang lacks members: it waits for the next one (``_release_grown``), not for a
+                # back-off of its own, which would part the gang into cohorts that each come back
+                # incomplete (kube-scheduler's GangScheduling waits for minCount pods likewise).
+                self._short[gang.gang] = max(self._short.get(gang.gang, 0), gang.pending)
+                batcher.hold(pod.key)
+                continue
             batcher.defer(pod.key, time.monotonic())
         if decision.plan is None:
             self.binder.bind_all([(pod, names[n]) for pod, n in decision.placements])
