@@ -183,6 +183,9 @@ class Decision:
     plan: Plan | None
     status: SolveStatus
     gap: float
+    # False when the plan's search ran out of time before it could tell whether evictions would
+    # place the pods left out: a caller may decide them again with more time.
+    settled: bool = True
 
 
 def measured(config: Config, batch: Sequence[Pod]) -> bool:
@@ -245,9 +248,9 @@ def decide(
         state, batch, config, budget=budget, reserve=reserve, alternative=alternative, no_worse=no_worse, target=target
     )
     left = res.unplaced
-    plan = None
+    plan, settled = None, True
     if may_plan and left:
-        plan = plan_batch(
+        plan, settled = plan_batch(
             cluster,
             state,
             batch,
@@ -262,7 +265,8 @@ def decide(
     if plan is None:
         if may_plan:
             left = name_blocking_pdbs(cluster, state, left, config.scheduler_name)
-        return Decision(res.placements, left, None, res.status, res.gap)
+        status = res.status if settled else worst_status(res.status, "feasible")
+        return Decision(res.placements, left, None, status, res.gap, settled)
     after = state.copy()
     for e in plan.evictions:
         after.remove(e.pod, e.node)

@@ -6,6 +6,7 @@ applied, so its model holds this batch's placements (never two batches on the sa
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -166,3 +167,43 @@ def test_a_solve_that_raises_puts_its_batch_back(monkeypatch: pytest.MonkeyPatch
         r.cycle.finish()
     assert r.cycle.solving is None and key in r.cycle.pending_keys()  # queued again (after its back-off)
     assert not [c for c in actions.calls if c[0] == "bind"]
+
+
+def test_a_plan_search_that_ran_out_of_time_is_tried_again_at_once_with_twice_the_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A backlog's batches get the floor; a batch whose plan search could not finish in it (the
+    gang-preemption benchmark: 2 of 27 high gangs placed at 0.1 s) is neither reported
+    unschedulable nor backed off: it is decided again with twice the time, up to maxSolveSeconds,
+    and only then reported."""
+    solves: list[tuple[str, float]] = []
+
+    def unsettled(cluster: Cluster, state: Any, batch: Any, config: Config, **kwargs: Any) -> Decision:
+        (pod,) = batch
+        solves.append((pod.key, config.solver.time_limit))
+        d = decide(cluster, state, batch, config, **kwargs)
+        return Decision(d.placements, d.unplaced, d.plan, "feasible", d.gap, settled=False)
+
+    monkeypatch.setattr(anytime, "decide", unsettled)
+    actions = Recorder()
+    r = make_runner(actions, metricsPort=0, batchSize=1, batchWindowSeconds=20, maxSolveSeconds=1)
+    r.cfg.engine.solver.time_limit = 0.25
+    feed(r, "Node", _node("a"))  # room for one of the three
+    feed(r, "Pod", _pod("p1", "ns"), _pod("p2", "ns"), _pod("p3", "ns"))
+    for _ in range(12):
+        r.ctx.batcher.sync(r.cycle.pending_keys(), now=time.monotonic())
+        r.cycle.submit(r.cluster())
+        if r.cycle.solving is None:
+            break
+        r.cycle.solving[1].result(timeout=60)
+        r.cycle.finish()
+    r.ctx.pool.shutdown(wait=True)
+    r.reports.shutdown(wait=True)
+    reported = [c[1] for c in actions.calls if c[0] == "unschedulable"]
+    assert sorted(reported) == sorted(set(reported)) and len(reported) == 2  # each left-out pod told once
+    for key in reported:
+        mine = [budget for k, budget in solves if k == key]
+        assert mine[-1] == 1.0  # reported only after a search with maxSolveSeconds
+        for before, after in itertools.pairwise(mine):
+            assert after == min(2 * before, 1.0) or after == 1.0  # twice the time (the window may give more)
+        assert len(mine) >= 2  # decided again, not backed off

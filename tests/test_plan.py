@@ -12,14 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import yaml
 from support import cluster, node, pod
 from typer.testing import CliRunner
 
 from placer.cli.app import app
+from placer.engine import build_snapshot
+from placer.inputs import load_cluster
 from placer.models import Config
-from placer.plan import BindSpec, EvictSpec, order_steps
-from placer.service import Outcome, SolveOptions, solve_cluster
+from placer.plan import BindSpec, EvictSpec, order_steps, planner
+from placer.service import Decision, Outcome, SolveOptions, decide, pending_batch, solve_cluster
 
 FIXTURES = Path(__file__).parent / "fixtures" / "infeasible"
 
@@ -233,3 +236,31 @@ def test_every_eviction_says_why_as_data_and_in_words() -> None:
     for detail in why.values():
         assert detail is not None and detail.outranked_by == ["default/arrival"]
         assert set(detail.short_of) == {"cpu", "memory"}
+
+
+def test_a_plan_search_that_could_not_finish_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No plan places more here (the preemptor fits nowhere even with every victim gone): a search
+    that proves it settles the decision; one that ran out of time before proving it leaves it
+    unsettled and not optimal, so that the controller decides it again with more time."""
+    c = load_cluster(
+        Path(__file__).parent / "fixtures" / "infeasible" / "06-preemption-that-would-not-make-room" / "cluster.json"
+    )
+    config = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 5}})
+    batch, _ = pending_batch(c, config.scheduler_name)
+    running = [p for p in c.pods if p.running]
+
+    def decided() -> Decision:
+        return decide(c, build_snapshot(c.nodes, running, batch, c.namespaces), batch, config)
+
+    proven = decided()
+    assert proven.plan is None and proven.settled and proven.unplaced
+
+    class OutOfTime(planner.LevelSolver):
+        def run(self, term: Any) -> Any:
+            report = super().run(term)
+            self.proven = False  # as when the level's solve stops at its limit
+            return report
+
+    monkeypatch.setattr(planner, "LevelSolver", OutOfTime)
+    cut_short = decided()
+    assert cut_short.plan is None and not cut_short.settled and cut_short.status != "optimal"

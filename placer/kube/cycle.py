@@ -52,6 +52,9 @@ class SchedulingCycle:
         self._gang_of: dict[str, str] = {}  # pending pod -> its gang (``Pod.gang_key``)
         # Gangs a batch found incomplete -> members it saw pending: held until more are pending.
         self._short: dict[str, int] = {}
+        # Pods whose plan search ran out of time (``Decision.settled``) -> the budget it had: their
+        # next batch gets twice that (at most maxSolveSeconds) instead of waiting out a back-off.
+        self._more_time: dict[str, float] = {}
         self._left_as: dict[str, str] = {}  # pending pod -> the unplaced code its last solve gave
 
     # -- the queue ------------------------------------------------------------------------------
@@ -85,6 +88,7 @@ class SchedulingCycle:
         self.pending = len(pending)
         metrics.pending.set(len(pending))
         self._left_as = {k: v for k, v in self._left_as.items() if k in set(pending)}
+        self._more_time = {k: v for k, v in self._more_time.items() if k in set(pending)}
         counts: dict[str, int] = dict.fromkeys((*UNPLACED_CODES, "new"), 0)
         for key in pending:
             counts[self._left_as.get(key, "new")] += 1
@@ -136,6 +140,9 @@ class SchedulingCycle:
             overdue=overdue,
             fills_in=batcher.fills_in(now),
         )
+        short = max((self._more_time.get(p.key, 0.0) for p in batch), default=0.0)
+        if short:  # a plan search these pods needed ran out of time: twice its budget now
+            budget = max(budget, min(2 * short, cfg.max_solve))
         if budget != engine.solver.time_limit:
             solver = engine.solver.model_copy(update={"time_limit": budget})
             engine = engine.model_copy(update={"solver": solver})
@@ -204,9 +211,17 @@ class SchedulingCycle:
             self.refuse(batch, "plan", ["another plan started while this batch was solved"])
             return
         names = [n.name for n in state.nodes]
+        for pod in batch:
+            self._more_time.pop(pod.key, None)
+        # A plan search that ran out of time did not show the pods unschedulable: they are decided
+        # again at once with more time (``job``), until maxSolveSeconds, before being reported.
+        retry = job.planning and not decision.settled and job.budget < self.ctx.cfg.max_solve
         for pod, code, reason in decision.unplaced:
             metrics.unplaced.labels(code=code).inc()
             self._left_as[pod.key] = code
+            if retry:
+                self._more_time[pod.key] = job.budget
+                continue
             if not job.planning:
                 # Solved while a plan ran, so no plan could be made for it: it waits for that plan
                 # to end (at once if it has ended) and is solved again, with planning, before it is

@@ -188,9 +188,11 @@ def plan_batch(
     frozen: frozenset[str] = frozenset(),
     held: frozenset[str] = frozenset(),
     budget: Budget | None = None,
-) -> Plan | None:
-    """A plan that places more (higher-key) pods than ``first``, or None. ``budget``: what is left
-    of the decision's time limit (a fresh one from the config by default).
+) -> tuple[Plan | None, bool]:
+    """A plan that places more (higher-key) pods than ``first`` (None: none found), and whether
+    the search settled it: False when the plan's solve ran out of ``budget`` (what is left of the
+    decision's time limit; a fresh one from the config by default) before it could tell whether
+    such a plan exists, so that a caller may try again with more time.
 
     ``max_evictions`` caps moves + preemptions, ``max_per_node`` the evictions on any one node;
     pods in ``frozen`` (outside placer's namespaces, standing in for a plan's binds) are never
@@ -204,7 +206,7 @@ def plan_batch(
     still_calm = calm(pending, state)
     unplaced = [pod for pod, code, _ in first.unplaced if code != "Unsupported" and pod.key not in still_calm]
     if not unplaced or max_evictions == 0 or first.batch is None:
-        return None
+        return None, True
     first_batch = first.batch  # the solve's groups, masks and inter-pod rules, reused
     tiers = config.priority.restart_tiers
     # Running pods that inter-pod rules or spreading of this batch look at stay where they are:
@@ -657,8 +659,9 @@ def _solve(
     started: float,
     hood_size: int,
     budget: Budget,
-) -> Plan | None:
-    """The objective levels through the engine's solver loop; None unless level (1) improves."""
+) -> tuple[Plan | None, bool]:
+    """The objective levels through the engine's solver loop; no plan unless level (1) improves,
+    and then settled only if that level was solved to optimality (no better plan exists)."""
     values: dict[int, int] = {var.index: hint.get(key, 0) for key, var in model.y.items()}
     for var in [*model.z.values(), *model.p.values()]:
         values[var.index] = 0
@@ -673,8 +676,8 @@ def _solve(
         for term in terms:
             levels.run(term)
         if level.name == PLACED_LEVEL and not _improves(terms, levels.values, first):
-            return None
-    return _extract(model, batch, levels.values, levels.proven, started, hood_size)
+            return None, levels.proven
+    return _extract(model, batch, levels.values, levels.proven, started, hood_size), True
 
 
 def _improves(terms: list[Term], values: dict[int, int], before: dict[int, int]) -> bool:
