@@ -233,10 +233,7 @@ def _current(model: Model, levels: LevelSolver) -> Assignment:
     chosen: list[list[int]] = [[] for _ in model.batch.groups]
     for (gi, n), var in model.y.items():
         chosen[gi] += [n] * levels.values.get(var.index, 0)
-    return [
-        np.array(nodes + [-1] * (g.size - len(nodes)), dtype=np.int64)
-        for g, nodes in zip(model.batch.groups, chosen, strict=True)
-    ]
+    return completion.padded(model.batch, chosen)
 
 
 def _counts(model: Model, symmetry: Symmetry, found: Assignment) -> dict[tuple[int, int], int] | None:

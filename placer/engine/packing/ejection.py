@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from placer.engine.batch import Batch
 from placer.engine.greedy import Assignment
-from placer.engine.packing import clock, tuning
+from placer.engine.packing import clock, completion, tuning
 from placer.engine.scoring import IntArray
 
 __all__ = ["search"]
@@ -186,8 +186,4 @@ def _assignment(batch: Batch, nodes: list[int], owners: list[tuple[int, int]], b
     for (gi, _), b in zip(owners, bin_of.tolist(), strict=True):
         if b >= 0:
             chosen[gi].append(nodes[b])
-    out: Assignment = []
-    for gi, group in enumerate(batch.groups):
-        picked: npt.NDArray[np.int64] = np.array(chosen[gi], dtype=np.int64)
-        out.append(np.concatenate([picked, np.full(group.size - len(picked), -1, dtype=np.int64)]))
-    return out
+    return completion.padded(batch, chosen)
