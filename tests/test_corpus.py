@@ -50,10 +50,10 @@ def _totals(inst: Instance) -> list[int]:
 @pytest.mark.parametrize("family", PACKING_FAMILIES)
 def test_packing_instances_agree_with_their_published_optimum(family: str) -> None:
     instances = packing_instances(family)
-    assert len(instances) >= 50
+    assert len(instances) >= 40
     for inst in instances:
         assert inst.nodes == inst.optimum
-        assert all(all(a <= c for a, c in zip(v, inst.capacity, strict=True)) for v, _ in inst.items)
+        assert all(all(0 <= a <= c for a, c in zip(v, inst.capacity, strict=True)) for v, _ in inst.items)
         # The volume bound: no optimum below the total demand over one bin's capacity, in any resource.
         assert all(math.ceil(t / c) <= inst.nodes for t, c in zip(_totals(inst), inst.capacity, strict=True))
 

@@ -3,7 +3,9 @@
 Aspects: each heuristic answers with a valid placement that leaves out only pods that fit nowhere
 (first-fit, best-fit and dot-product are maximal); the start of a tight batch places at least as
 many pods as every heuristic; a stopped race stops bin completion; a raced tight batch places every
-pod of a perfect packing, through the validator; every technique is listed with its precondition.
+pod of a perfect packing, through the validator; every technique is listed with its precondition;
+the ejection search turns a start that leaves pods out into a packing of every pod, never answers
+with fewer pods than its start, and gives up at once in a stopped race.
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def test_a_raced_tight_batch_places_every_pod_of_a_perfect_packing() -> None:
 
 def test_every_technique_states_its_precondition_and_budget() -> None:
     names = [t.name for t in packing.TECHNIQUES]
-    assert names == ["heuristics", "place-all", packing.dispatch.COMPLETION]
+    assert names == ["heuristics", "place-all", packing.dispatch.COMPLETION, packing.dispatch.EJECTION]
     assert all(t.applies and t.budget for t in packing.TECHNIQUES)
 
 
@@ -180,3 +182,49 @@ def test_the_heuristics_wait_for_time_left_unless_the_budget_is_deterministic() 
     assert len(packing.starts.heuristic_starts(batch, Budget(0.0, deterministic=True))) == len(
         packing.starts.HEURISTICS
     )
+
+
+def _ejection_case(seed: int) -> tuple[Cluster, Any, Any, list[int], Any]:
+    """A perfect packing, its batch, the nodes, and first-fit decreasing's answer as the start."""
+    c = packgen.perfect(seed, 40, 3, (3, 5)).cluster()
+    state, pending = _state(c)
+    batch = build_batch(state, pending, CONFIG)
+    nodes = packing.completion.applies(batch)
+    assert nodes is not None
+    start = packing.adopt(batch, packing.starts.first_fit_decreasing(batch))
+    assert start is not None
+    return c, state, batch, nodes, start
+
+
+def _placed(assignment: Any) -> int:
+    return sum(int((picked >= 0).sum()) for picked in assignment)
+
+
+def _names(state: Any, batch: Any, assignment: Any) -> dict[str, str]:
+    return {
+        pod.key: state.nodes[int(n)].name
+        for group, picked in zip(batch.groups, assignment, strict=True)
+        for pod, n in zip(group.pods, picked.tolist(), strict=True)
+        if n >= 0
+    }
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_ejection_search_places_every_pod_that_first_fit_leaves_out(seed: int) -> None:
+    c, state, batch, nodes, start = _ejection_case(seed)
+    assert _placed(start) < sum(g.size for g in batch.groups)  # first fit decreasing leaves pods out
+    found = packing.ejection.search(batch, nodes, start, seconds=600.0, seed=seed)
+    assert found is not None and _placed(found) == sum(g.size for g in batch.groups)
+    assert validate_placements(c, _names(state, batch, found)) == []
+
+
+def test_a_stopped_race_stops_the_ejection_search() -> None:
+    """The race was stopped (the CP-SAT search won): the search does not start; left a moment,
+    its best answer never places fewer pods than its start."""
+    c, state, batch, nodes, start = _ejection_case(1)
+    with packing.clock.stoppable() as stop:
+        stop.set()
+        assert packing.ejection.search(batch, nodes, start, seconds=600.0) is None
+    found = packing.ejection.search(batch, nodes, start, seconds=1.0)
+    assert found is not None and _placed(found) >= _placed(start)
+    assert validate_placements(c, _names(state, batch, found)) == []

@@ -9,7 +9,7 @@ method runs on every instance at the same ``--time-limit`` (see ``benchmarks/cor
 
 ``--quick`` (2 instances of at most 60 pods per packing family, 1 one-node instance per trace
 family, 1 s) is a smoke run and writes to ``build/bench-quick/`` unless ``--out`` says otherwise.
-The full default run (214 packing instances, 30 trace instances, 10 s) takes about 1.5 h on 2
+The full default run (200 packing instances, 30 trace instances, 10 s) takes about 1.5 h on 2
 cores: every instance costs placer's limit plus the reference's.
 """
 

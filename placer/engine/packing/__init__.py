@@ -3,7 +3,8 @@
 ``dispatch`` lists the techniques (``TECHNIQUES``: each with its precondition and budget) and
 runs them; ``starts`` holds the heuristics and the check every other answer goes through
 (``adopt``); ``placeall`` the CP-SAT formulation; ``completion`` with ``exactcover``,
-``fillsampler`` and ``largefills`` the bin-completion search; ``tuning`` every constant; ``clock``
+``fillsampler`` and ``largefills`` the bin-completion search; ``ejection`` the local search that
+repairs the best start; ``tuning`` every constant; ``clock``
 the deadline a race can stop.
 """
 
@@ -11,6 +12,7 @@ from placer.engine.packing import (
     clock,
     completion,
     dispatch,
+    ejection,
     exactcover,
     fillsampler,
     largefills,
@@ -31,6 +33,7 @@ __all__ = [
     "clock",
     "completion",
     "dispatch",
+    "ejection",
     "exactcover",
     "fillsampler",
     "largefills",

@@ -23,7 +23,7 @@ from placer.engine.greedy import Assignment
 from placer.engine.packing import clock, exactcover, fillsampler, largefills, tuning
 from placer.engine.scoring import IntArray
 
-__all__ = ["applies", "complete"]
+__all__ = ["applies", "complete", "padded"]
 
 
 class _TimeoutError(Exception):
@@ -469,6 +469,11 @@ def _assignment(
     for node, pods in zip(nodes, bins, strict=False):
         for k in pods:
             chosen[owners[int(order[k])][0]].append(node)
+    return padded(batch, chosen)
+
+
+def padded(batch: Batch, chosen: list[list[int]]) -> Assignment:
+    """The nodes chosen per group as the batch's assignment (the group's other pods left out)."""
     out: Assignment = []
     for gi, group in enumerate(batch.groups):
         picked: npt.NDArray[np.int64] = np.array(chosen[gi], dtype=np.int64)

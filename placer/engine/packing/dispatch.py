@@ -11,13 +11,14 @@ A batch is tight when the greedy pass leaves pods out that have feasible nodes. 
    runs now, alone, on its share of the budget.
 3. ``settle`` (on the built model): the CP-SAT search "every placeable pod placed" (``place_all``)
    runs on its share of the budget left; where bin completion applies and was not run in
-   ``prepare``, it races the CP-SAT search from a Python thread beside CP-SAT's workers, and the
-   first to place every pod stops the other. Completion stops racing after its share, leaving
-   CP-SAT every core. Techniques are chosen by what they achieve, not by fixed turns: on a
-   packing without an exact fill completion rarely succeeds and costs CP-SAT a fraction of one
-   core for a while; on exact fills it usually wins in seconds where CP-SAT finds nothing.
+   ``prepare``, a Python thread races the CP-SAT search beside CP-SAT's workers, and the first to
+   place every pod stops the other. The thread runs bin completion on its share when the pods
+   fill the nodes exactly (where it usually wins in seconds and CP-SAT finds nothing; elsewhere
+   it rarely succeeds), then the ejection search (``ejection``) from the best start until the
+   CP-SAT search ends. When nobody places every pod, the ejection search's best answer becomes
+   the start of the maximisation if it places more pods per key.
 
-``TECHNIQUES`` lists each technique with its precondition and budget (docs/bench/packing.md
+``TECHNIQUES`` lists each technique with its precondition and budget (docs/bench/techniques.md
 reports what each achieves on the public corpus); the budgets are in ``tuning``.
 """
 
@@ -34,12 +35,14 @@ from placer.engine.constraints.symmetry import Symmetry
 from placer.engine.greedy import Assignment, counts_of
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
 from placer.engine.model import Model
-from placer.engine.packing import clock, completion, placeall, starts, tuning
+from placer.engine.packing import clock, completion, ejection, placeall, starts, tuning
+from placer.models import POD_COUNT
 
-__all__ = ["COMPLETION", "HEURISTICS", "TECHNIQUES", "Technique", "enabled", "prepare", "settle", "start"]
+__all__ = ["COMPLETION", "EJECTION", "HEURISTICS", "TECHNIQUES", "Technique", "enabled", "prepare", "settle", "start"]
 
 HEURISTICS = "heuristics"
 COMPLETION = "bin-completion"
+EJECTION = "ejection"
 _STOP_EVERY = 0.01  # seconds between two requests to stop the CP-SAT search once completion won
 
 
@@ -64,8 +67,15 @@ TECHNIQUES = (
     Technique(
         COMPLETION,
         f"identical free nodes, no inter-pod rules, host ports or gangs, at most {tuning.COMPLETION_MAX_PODS} pods",
-        f"races place-all for at most {tuning.COMPLETION_RACE_SHARE:.0%} of the budget left "
-        "(under --deterministic: runs first, alone, on that share as search steps)",
+        f"when the pods fill the nodes exactly, races place-all for at most {tuning.COMPLETION_RACE_SHARE:.0%} of "
+        "the budget left (under --deterministic, or when the model would not hold every node: runs first, alone, "
+        "on that share, as search steps under --deterministic)",
+    ),
+    Technique(
+        EJECTION,
+        "as bin-completion, on a wall-clock budget (not under --deterministic)",
+        "races place-all after bin completion, until place-all ends; its best answer becomes the "
+        "maximisation's start when it places more pods",
     ),
 )
 
@@ -121,22 +131,27 @@ def _adopted(batch: Batch, found: Assignment) -> Assignment | None:
 
 def settle(model: Model, symmetry: Symmetry, levels: LevelSolver, budget: Budget, *, raced: bool) -> bool:
     """Every placeable pod placed, on the built model: the CP-SAT search alone, or raced by bin
-    completion (``raced``: ``prepare`` left it to this race). On success the answer is in
-    ``levels.values`` (a solution of the model) and True is returned."""
+    completion and the ejection search (``raced``: ``prepare`` left it to this race). On success
+    the answer is in ``levels.values`` (a solution of the model) and True is returned. When the
+    race ends without a packing, the ejection search's best answer becomes the current one if it
+    places more pods per key."""
     restrict = placeall.place_all(model, symmetry)
     batch = model.batch
-    nodes = completion.applies(batch) if raced and enabled(COMPLETION) and not budget.deterministic else None
+    nodes = completion.applies(batch) if raced and not budget.deterministic else None
     searching = enabled(placeall.PLACE_ALL)  # else the placed level's maximisation is the CP-SAT part
-    if nodes is None or not _raced(batch):
+    racing = nodes is not None and _raced(batch) and (enabled(COMPLETION) or enabled(EJECTION))
+    if nodes is None or not racing:
         return searching and levels.feasible(placeall.PLACE_ALL, restrict, share=tuning.PLACE_ALL_SHARE)
     solvers: list[object] = []
-    won = threading.Event()  # completion placed every pod: the CP-SAT search must not start or go on
+    won = threading.Event()  # a race technique placed every pod: the CP-SAT search must not start or go on
     outcome: list[bool] = []
 
     def starting(solver: object) -> bool:
         solvers.append(solver)
         return not won.is_set()
 
+    start = _current(model, levels)
+    race = tuning.PLACE_ALL_SHARE * max(budget.left() - budget.spare, 0.0)  # as long as the CP-SAT search may run
     with clock.stoppable() as stop:
 
         def search() -> None:
@@ -147,13 +162,11 @@ def settle(model: Model, symmetry: Symmetry, levels: LevelSolver, budget: Budget
                     levels.feasible(placeall.PLACE_ALL, restrict, share=tuning.PLACE_ALL_SHARE, starting=starting)
                 )
             finally:
-                stop.set()  # completion gives up at its next look at the clock
+                stop.set()  # the race's techniques give up at their next look at the clock
 
         thread = threading.Thread(target=search, name="placer-place-all", daemon=True)
         thread.start()
-        began = time.monotonic()
-        found, _ = completion.complete(batch, nodes, seconds=tuning.COMPLETION_RACE_SHARE * max(budget.left(), 0.0))
-        seconds = time.monotonic() - began
+        found, partial = _race(batch, nodes, start, race, levels)
         counts = _counts(model, symmetry, found) if found is not None and not stop.is_set() else None
         if counts is not None:
             won.set()
@@ -162,15 +175,66 @@ def settle(model: Model, symmetry: Symmetry, levels: LevelSolver, budget: Budget
                     solver.stop_search()  # type: ignore[attr-defined]
                 thread.join(_STOP_EVERY)
         thread.join()
-    status = "optimal" if counts is not None else ("stopped" if found is None and stop.is_set() else "unknown")
-    levels.reports.append(LevelReport(COMPLETION, status, float("nan"), float("nan"), seconds))
     if outcome and outcome[0]:
         return True  # the CP-SAT search placed every pod (its answer is in levels.values)
     if counts is None:
+        kept = _counts(model, symmetry, partial) if partial is not None else None
+        if kept is not None:  # places more per key than the start: the maximisation's hint
+            for key, var in model.y.items():
+                levels.values[var.index] = kept.get(key, 0)
         return False
     for key, var in model.y.items():
         levels.values[var.index] = counts.get(key, 0)
     return True
+
+
+def _race(
+    batch: Batch, nodes: list[int], start: Assignment, seconds: float, levels: LevelSolver
+) -> tuple[Assignment | None, Assignment | None]:
+    """The race's Python side: bin completion (when the pods fill the nodes exactly in every
+    resource: exact fills are what it finds fast), then the ejection search from ``start`` until
+    ``seconds`` pass or the CP-SAT search ends. A packing of every pod (or None), and the
+    ejection search's best answer when it places more per key than ``start`` (or None)."""
+    began = time.monotonic()
+    if enabled(COMPLETION) and _exact(batch, nodes):
+        share = min(tuning.COMPLETION_RACE_SHARE * seconds / tuning.PLACE_ALL_SHARE, seconds)
+        found, _ = completion.complete(batch, nodes, seconds=share)
+        status = "optimal" if found is not None else ("stopped" if clock.now() == float("inf") else "unknown")
+        levels.reports.append(LevelReport(COMPLETION, status, float("nan"), float("nan"), time.monotonic() - began))
+        if found is not None:
+            return found, None
+    if not enabled(EJECTION):
+        return None, None
+    at = time.monotonic()
+    best = ejection.search(batch, nodes, start, seconds=seconds - (at - began), seed=levels.config.solver.seed)
+    packed = best is not None and _all_placed(batch, best)
+    status = "optimal" if packed else ("stopped" if clock.now() == float("inf") else "unknown")
+    levels.reports.append(LevelReport(EJECTION, status, float("nan"), float("nan"), time.monotonic() - at))
+    if best is None or packed:
+        return best, None
+    return None, (best if starts.better_start(batch, start, best) is best else None)
+
+
+def _exact(batch: Batch, nodes: list[int]) -> bool:
+    """The pods with a feasible node fill ``nodes`` exactly in every resource they ask for (the pod
+    count aside)."""
+    demand = sum((g.vec * g.size for g in batch.groups if len(g.feasible)), np.zeros_like(batch.snapshot.free[0]))
+    room = batch.snapshot.free[nodes].sum(axis=0)
+    asked = (demand > 0) & (np.array(batch.snapshot.resources) != POD_COUNT)
+    return bool(np.all(demand[asked] == room[asked]))
+
+
+def _all_placed(batch: Batch, assignment: Assignment) -> bool:
+    pairs = zip(batch.groups, assignment, strict=True)
+    return all(int((picked >= 0).sum()) == g.size for g, picked in pairs if len(g.feasible))
+
+
+def _current(model: Model, levels: LevelSolver) -> Assignment:
+    """The current answer (``levels.values``) as the batch's assignment."""
+    chosen: list[list[int]] = [[] for _ in model.batch.groups]
+    for (gi, n), var in model.y.items():
+        chosen[gi] += [n] * levels.values.get(var.index, 0)
+    return completion.padded(model.batch, chosen)
 
 
 def _counts(model: Model, symmetry: Symmetry, found: Assignment) -> dict[tuple[int, int], int] | None:

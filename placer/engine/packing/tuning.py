@@ -60,6 +60,16 @@ LARGE_FOUND = 20_000  # more candidate fills than this: fills are not rare here 
 # machine).
 LARGE_SECONDS_PER_ROW = 1.5e-7
 
+# Ejection search (``ejection``): a tabu tenure keeps an ejected pod off its node for
+# EJECT_TABU + [0, EJECT_TABU_SPREAD) steps; a pod just put on a node stays EJECT_KEEP steps.
+EJECT_TABU = 5
+EJECT_TABU_SPREAD = 10
+EJECT_KEEP = 2
+# Steps without fewer pods left out after which the search starts again from its start (a
+# restart doubles it: search times of such instances are heavy-tailed).
+EJECT_RESTART = 500
+EJECT_CHECK_EVERY = 16  # steps between two looks at the clock (a step takes well under a millisecond)
+
 # The dispatcher (``dispatch``): budgets of the techniques on a tight batch.
 # The CP-SAT feasibility search "every placeable pod placed" may use this share of the budget left
 # (the placed level's maximisation keeps the rest when it finds nothing): when it succeeds the

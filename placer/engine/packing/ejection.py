@@ -1,0 +1,189 @@
+"""Ejection search: a local search for "every pod placed" on identical nodes, from the best start.
+
+The start (the best heuristic's answer) leaves a few pods out. Each step takes one pod left out
+and puts it on a node, ejecting from that node the one or two pods of least total size that make
+room for it (on a node where it fits as it stands, nothing is ejected); the ejected pods join the
+pods left out. A pod ejected from a node may not go back to it for a few steps (a tabu tenure,
+drawn at random), and a pod just put on a node is not ejected at once, so the search does not
+cycle; the pods left out drift towards small ones that fit somewhere. A search that stops leaving
+fewer pods out starts again from the start (``tuning.EJECT_RESTART``). Every node stays within its
+room throughout, and the search ends as soon as no pod is left out. Sizes are compared after
+scaling each resource by the node's room.
+
+This is the partial-solution neighbourhood of consistent neighbourhood search for bin packing
+(Buljubasic & Vasquez, Computers & Operations Research 76, 2016), reduced to its insert-and-eject
+move. It finds packings of instances without exact fills (the published Panigrahy and Mommessin
+classes) where bin completion and the CP-SAT search do not; it proves nothing, and it races the
+CP-SAT search (``placer.engine.packing.dispatch``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from placer.engine.batch import Batch
+from placer.engine.greedy import Assignment
+from placer.engine.packing import clock, completion, tuning
+from placer.engine.scoring import IntArray
+
+__all__ = ["search"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class _State:
+    """Pods (rows of ``vecs``) on ``nodes`` identical bins of room ``room``: ``bin_of`` is each
+    pod's bin or -1, ``load`` each bin's used room."""
+
+    def __init__(self, vecs: IntArray, room: IntArray, bins: int, bin_of: IntArray) -> None:
+        self.vecs = vecs
+        self.room = room
+        self.bin_of = bin_of
+        self.load: IntArray = np.zeros((bins, len(room)), dtype=np.int64)
+        np.add.at(self.load, bin_of[bin_of >= 0], vecs[bin_of >= 0])
+        scale = np.where(room > 0, 1.0 / np.maximum(room, 1), 0.0)
+        self.weight: FloatArray = (vecs * scale).sum(axis=1)
+        self.scale: FloatArray = scale
+
+    def move(self, pod: int, b: int) -> None:
+        old = int(self.bin_of[pod])
+        if old >= 0:
+            self.load[old] -= self.vecs[pod]
+        self.bin_of[pod] = b
+        if b >= 0:
+            self.load[b] += self.vecs[pod]
+
+
+def _pairs(bin_of: IntArray, movable: IntArray) -> tuple[IntArray, IntArray]:
+    """Every pair of movable pods on the same bin (two index arrays)."""
+    order = movable[np.argsort(bin_of[movable], kind="stable")]
+    firsts: list[int] = []
+    seconds: list[int] = []
+    bins = bin_of[order].tolist()
+    pods = order.tolist()
+    start = 0
+    for k in range(1, len(pods) + 1):
+        if k == len(pods) or bins[k] != bins[start]:
+            run = pods[start:k]
+            for a in range(len(run)):
+                for c in range(a + 1, len(run)):
+                    firsts.append(run[a])
+                    seconds.append(run[c])
+            start = k
+    return np.array(firsts, dtype=np.int64), np.array(seconds, dtype=np.int64)
+
+
+def _insert_fitting(state: _State, out: IntArray, tabu: dict[tuple[int, int], int], step: int) -> bool:
+    """Put every pod left out that fits some bin as it stands on the bin it leaves with the least
+    scaled room (largest pods first); whether any was."""
+    placed = False
+    for pod in out[np.argsort(-state.weight[out], kind="stable")].tolist():
+        fits = np.flatnonzero(np.all(state.load + state.vecs[pod] <= state.room, axis=1)).tolist()
+        fits = [b for b in fits if tabu.get((pod, b), 0) < step]
+        if fits:
+            left = ((state.room - state.load[fits] - state.vecs[pod]) * state.scale).sum(axis=1)
+            state.move(pod, fits[int(np.argmin(left))])
+            placed = True
+    return placed
+
+
+def _eject(
+    state: _State,
+    pod: int,
+    keep: IntArray,
+    tabu: dict[tuple[int, int], int],
+    step: int,
+    rng: np.random.Generator,
+) -> tuple[int, list[int]] | None:
+    """The bin and the one or two pods to eject from it, of least total size, that make room for
+    ``pod`` (None when no bin allowed to ``pod`` has such pods)."""
+    need = state.load + state.vecs[pod] - state.room
+    movable = np.flatnonzero((state.bin_of >= 0) & (keep <= step))
+    if not len(movable):
+        return None
+    allowed = np.array([tabu.get((pod, b), 0) < step for b in range(len(state.load))], dtype=bool)
+    noise = rng.random(len(state.weight)) * 1e-9  # ties broken at random
+    best: tuple[float, int, list[int]] | None = None
+    bins = state.bin_of[movable]
+    ok = allowed[bins] & np.all(state.vecs[movable] >= need[bins], axis=1)
+    if ok.any():
+        cost = state.weight[movable] + noise[movable]
+        k = int(np.argmin(np.where(ok, cost, np.inf)))
+        best = (float(cost[k]), int(bins[k]), [int(movable[k])])
+    first, second = _pairs(state.bin_of, movable)
+    if len(first):
+        bins = state.bin_of[first]
+        ok = allowed[bins] & np.all(state.vecs[first] + state.vecs[second] >= need[bins], axis=1)
+        if ok.any():
+            cost = state.weight[first] + state.weight[second] + noise[first]
+            k = int(np.argmin(np.where(ok, cost, np.inf)))
+            if best is None or cost[k] < best[0]:
+                best = (float(cost[k]), int(bins[k]), [int(first[k]), int(second[k])])
+    return None if best is None else (best[1], best[2])
+
+
+def search(batch: Batch, nodes: list[int], start: Assignment, *, seconds: float, seed: int = 0) -> Assignment | None:
+    """The pods with a feasible node placed on ``nodes`` (identical, from ``completion.applies``),
+    starting from ``start``: every one of them as soon as the search finds such a packing, else,
+    when the time runs out (or the race is stopped: ``clock``), the answer of the search that left
+    the fewest pods out (never fewer placed than ``start``). None when it cannot start (no time, a
+    pod or the total demand exceeds the room, or ``start`` overfills a node)."""
+    deadline = clock.real() + seconds
+    owners = [(gi, k) for gi, g in enumerate(batch.groups) if len(g.feasible) for k in range(g.size)]
+    if not owners or clock.now() > deadline:
+        return None
+    room = batch.snapshot.free[nodes[0]].astype(np.int64)
+    vecs: IntArray = np.array([batch.groups[gi].vec for gi, _ in owners], dtype=np.int64).reshape(len(owners), -1)
+    if np.any(vecs > room) or np.any(vecs.sum(axis=0) > room * len(nodes)):
+        return None
+    position = {n: b for b, n in enumerate(nodes)}
+    bin_of: IntArray = np.array([position.get(int(start[gi][k]), -1) for gi, k in owners], dtype=np.int64)
+    state = _State(vecs, room, len(nodes), bin_of.copy())
+    if np.any(state.load > room):  # not a valid start (the model's solutions always are)
+        return None
+    rng = np.random.default_rng(seed)
+    keep: IntArray = np.zeros(len(owners), dtype=np.int64)  # a pod may not be ejected before this step
+    tabu: dict[tuple[int, int], int] = {}  # (pod, bin): the step until which the pod may not enter it
+    step = 0
+    best = state.bin_of.copy()
+    left_out = int((best < 0).sum())
+    run_best, run_since, patience = left_out, 0, tuning.EJECT_RESTART
+    while True:
+        out = np.flatnonzero(state.bin_of < 0)
+        if len(out) < left_out:
+            best, left_out = state.bin_of.copy(), len(out)
+        if not len(out):
+            break
+        step += 1
+        if len(out) < run_best:
+            run_best, run_since = len(out), step
+        elif step - run_since > patience:  # stuck: start again from the start, with twice the patience
+            state = _State(vecs, room, len(nodes), np.array(bin_of))
+            keep[:] = 0
+            tabu.clear()
+            run_best, run_since, patience = int((bin_of < 0).sum()), step, 2 * patience
+        if step % tuning.EJECT_CHECK_EVERY == 0 and clock.now() > deadline:
+            break
+        if _insert_fitting(state, out, tabu, step):
+            continue
+        # One pod left out, the largest or one at random, each half of the time.
+        pod = int(out[np.argmax(state.weight[out])] if rng.random() < 0.5 else out[rng.integers(len(out))])
+        found = _eject(state, pod, keep, tabu, step, rng)
+        if found is None:
+            continue
+        b, ejected = found
+        for other in ejected:
+            state.move(other, -1)
+            tabu[other, b] = step + tuning.EJECT_TABU + int(rng.integers(tuning.EJECT_TABU_SPREAD))
+        state.move(pod, b)
+        keep[pod] = step + tuning.EJECT_KEEP
+    return _assignment(batch, nodes, owners, best)
+
+
+def _assignment(batch: Batch, nodes: list[int], owners: list[tuple[int, int]], bin_of: IntArray) -> Assignment:
+    chosen: list[list[int]] = [[] for _ in batch.groups]
+    for (gi, _), b in zip(owners, bin_of.tolist(), strict=True):
+        if b >= 0:
+            chosen[gi].append(nodes[b])
+    return completion.padded(batch, chosen)
