@@ -606,6 +606,9 @@ class Runner:
             solver = engine.solver.model_copy(update={"time_limit": budget})
             engine = engine.model_copy(update={"solver": solver})
         limits = self.cfg.evictions
+        # Issue 29 (balance of a backlog): the pods the batcher has not taken yet go with the batch.
+        queued = self.batcher.queued()
+        waiting = tuple(p for p in cluster.pods if p.key in queued)
         return SolveJob(
             cluster=cluster,
             state=state,
@@ -617,6 +620,7 @@ class Runner:
             max_per_node=limits.per_node,
             frozen=self._out_of_scope(cluster),
             held=self._recently_moved(cluster),
+            waiting=waiting,
         )
 
     def _submit(self, cluster: Cluster) -> None:
