@@ -66,7 +66,7 @@ class Scorer:
         return other
 
     def aim(self, fill: FloatArray) -> None:
-        """Aim each node at its own mean utilisation (``placer.engine.backlog.fill``: where the
+        """Aim each node at its own mean utilisation (``placer.engine.backlog.aim``: where the
         plan of the batch and the pods waiting behind it puts the batch) instead of the cluster's."""
         self.fill = fill
 
