@@ -25,7 +25,7 @@ import yaml
 
 from benchmarks.e2e_shapes import Json, Shape, node_labels, shapes
 from placer.baseline.simulate import simulate
-from placer.engine.snapshot import Snapshot, build_snapshot
+from placer.engine import Snapshot, build_snapshot
 from placer.inputs.load import read_cluster
 from placer.models import Cluster, Config, ControllerConfig, Pod
 from placer.service import decide, state_metrics

@@ -18,9 +18,7 @@ from support import cluster, node, pod
 from test_guard import _nodes_and_pods
 
 from placer.controller.batcher import Batcher
-from placer.engine import build_snapshot
-from placer.engine.backlog import MAX_READ, summarize
-from placer.engine.batch import build_batch
+from placer.engine import BACKLOG_READ, build_batch, build_snapshot, summarize_backlog
 from placer.kube import anytime as runner_module
 from placer.models import Cluster, Config, Pod
 from placer.service import Decision, decide, state_metrics
@@ -79,12 +77,12 @@ def test_each_batch_alone_fills_its_least_loaded_nodes_and_strands_the_large_pod
 
 
 def test_a_long_queue_is_read_as_a_sample_that_keeps_its_mix() -> None:
-    count = 3 * MAX_READ
+    count = 3 * BACKLOG_READ
     pods = [pod(f"p{i}", cpu="200m" if i % 4 == 0 else "100m", memory="128Mi") for i in range(count)]
     c = cluster([node("a", cpu="1000"), node("b", cpu="1000")], [{**p, "schedulerName": "placer"} for p in pods])
     pending = [p for p in c.pods if p.pending]
     state = build_snapshot(c.nodes, [], pending, c.namespaces)
-    backlog = summarize(build_batch(state, pending[:1], CONFIG), pending)
+    backlog = summarize_backlog(build_batch(state, pending[:1], CONFIG), pending)
     assert backlog is not None and len(backlog.counts) == 2
     cpu = state.resources.index("cpu")
     per_cpu = {int(v[cpu]): n for v, n in zip(backlog.vecs, backlog.counts, strict=True)}
@@ -100,7 +98,7 @@ def test_waiting_pods_no_node_admits_are_left_out() -> None:
     )
     pending = {p.name: p for p in c.pods if p.pending}
     state = build_snapshot(c.nodes, [], list(pending.values()), c.namespaces)
-    assert summarize(build_batch(state, [pending["now"]], CONFIG), [pending["never"]]) is None
+    assert summarize_backlog(build_batch(state, [pending["now"]], CONFIG), [pending["never"]]) is None
 
 
 def test_the_batcher_reports_the_pods_it_has_not_taken() -> None:
