@@ -213,10 +213,12 @@ def decide(
     frozen: frozenset[str] = frozenset(),
     held: frozenset[str] = frozenset(),
     target: tuple[float, float] | None = None,
+    waiting: Sequence[Pod] = (),
 ) -> Decision:
     """Solve a batch on ``state`` (not modified); plan evictions when it leaves pods unplaced.
     ``target``: balance measures (imbalance, std_score) the guard aims for besides kube-scheduler's
-    answer for this batch (``solve_batch``)."""
+    answer for this batch (``solve_batch``); ``waiting``: pods queued behind the batch, which
+    its balance accounts for (``solve_batch``)."""
     batch = with_default_spread(batch, cluster.replicasets, config.default_spread)
     frozen = frozen | {p.key for pods in state.running for p in pods if p.name.endswith(NOMINATED)}
     budget = Budget.of(config)  # one time limit for the whole decision: solve and plan
@@ -245,7 +247,15 @@ def decide(
     no_worse = guarded and simulation <= NO_WORSE_SHARE * config.solver.time_limit
     alternative = default_answer if pairs <= ALTERNATIVE_WORK or no_worse else None
     res = solve_batch(
-        state, batch, config, budget=budget, reserve=reserve, alternative=alternative, no_worse=no_worse, target=target
+        state,
+        batch,
+        config,
+        budget=budget,
+        reserve=reserve,
+        alternative=alternative,
+        no_worse=no_worse,
+        target=target,
+        waiting=waiting,
     )
     left = res.unplaced
     plan, settled = None, True

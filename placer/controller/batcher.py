@@ -94,6 +94,10 @@ class Batcher:
             del self._arrived[key]
         return chosen
 
+    def queued(self) -> frozenset[str]:
+        """The pods waiting for a later batch (not taken)."""
+        return frozenset(self._arrived)
+
     def defer(self, key: str, now: float) -> float:
         """Back a pod off after it stayed unplaced; returns the delay."""
         current = self._deferred.get(key, (0.0, 0.0))[1]

@@ -4,6 +4,8 @@ The public surface other packages use; the submodules are internal. See docs/arc
 """
 
 from placer.engine import solve
+from placer.engine.backlog import MAX_READ as BACKLOG_READ
+from placer.engine.backlog import summarize as summarize_backlog
 from placer.engine.batch import Batch, Group, build_batch, gang_groups, rebased
 from placer.engine.candidates import select_candidates
 from placer.engine.constraints.domains import build as build_domain_constraints
@@ -49,6 +51,7 @@ from placer.engine.topup import top_up
 from placer.engine.unplaced import Unplaced, after_plan, refused
 
 __all__ = [
+    "BACKLOG_READ",
     "DETERMINISTIC_UNITS_PER_SECOND",
     "GPU",
     "GPU_MILLI",
@@ -130,6 +133,7 @@ __all__ = [
     "solve_batch",
     "strategy_cost",
     "strategy_objective",
+    "summarize_backlog",
     "term_matches",
     "tier",
     "top_up",

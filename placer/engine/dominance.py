@@ -28,6 +28,7 @@ and updated over the two nodes a move changes; the answer is checked from scratc
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +39,7 @@ from placer.engine.scoring import FloatArray, IntArray
 from placer.engine.unplaced import Counts
 from placer.metrics import BALANCE_RESOURCES, in_use, node_balance
 
-__all__ = ["FLOOR", "SHARE", "Quality", "no_worse", "placed_per_key", "places_at_least", "quality"]
+__all__ = ["FLOOR", "SHARE", "Quality", "no_worse", "no_worse_at_end", "placed_per_key", "places_at_least", "quality"]
 
 SHARE = 0.2  # of a decision's time limit kept for making the answer no worse than the other
 # At least this share of the limit even when the phases before it overran the limit (the greedy
@@ -163,6 +164,18 @@ def quality(batch: Batch, counts: Counts) -> Quality:
     """The rule's measures of an answer, from scratch."""
     imbalance, std = _Balance(batch, _used(batch, counts)).current()
     return Quality(placed_per_key(batch, counts), imbalance, std)
+
+
+def no_worse_at_end(batch: Batch, counts: Counts, other: Counts, complete: Callable[[IntArray], IntArray]) -> bool:
+    """Whether ``counts`` is no worse than ``other`` once the pods waiting behind the batch are
+    placed too (``complete``: a state with the backlog added, the same rule for both): in a
+    backlog the rule judges where it ends, not the batch alone (``placer.engine.backlog``)."""
+
+    def at_end(answer: Counts) -> Quality:
+        imbalance, std = _Balance(batch, complete(_used(batch, answer))).current()
+        return Quality(placed_per_key(batch, answer), imbalance, std)
+
+    return at_end(counts).no_worse(at_end(other))
 
 
 class _Key:

@@ -25,7 +25,7 @@ from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND
 from placer.engine.model import Model
 from placer.engine.objectives import affinity
 from placer.engine.objectives.strategy import Term
-from placer.engine.scoring import Scorer
+from placer.engine.scoring import FloatArray, Scorer
 from placer.engine.snapshot import Snapshot
 from placer.models import Config
 
@@ -127,7 +127,7 @@ def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget
         chosen = np.sort(np.append(others, worst)).astype(np.int64)
         sub, origin, hint = _sub_batch(batch, counts, chosen)
         step = min(max(budget - spent, 0.05), 1.0)
-        found, seconds = _resolve(sub, config, hint, step)
+        found, seconds = _resolve(sub, config, hint, step, scorer.fill)
         spent += seconds if config.solver.deterministic else time.monotonic() - started - spent
         report.iterations += 1
         if found is None:
@@ -147,9 +147,13 @@ def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget
     return counts, report
 
 
-def _resolve(sub: Batch, config: Config, hint: Counts, limit: float) -> tuple[Counts | None, float]:
+def _resolve(
+    sub: Batch, config: Config, hint: Counts, limit: float, fill: FloatArray | None = None
+) -> tuple[Counts | None, float]:
     demand = sum((g.vec * g.size for g in sub.groups), np.zeros(len(sub.snapshot.resources), dtype=np.int64))
     scorer = Scorer(sub.snapshot, config, demand)
+    if fill is not None:  # the whole batch's aim per node (the same nodes)
+        scorer.aim(fill)
     model, sym = encode(sub, scorer)
     hint = sym.order(hint)
     for gi in range(len(model.by_group)):

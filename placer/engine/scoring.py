@@ -46,6 +46,8 @@ class Scorer:
         demand = snapshot.used[:, self.cols].sum(axis=0) + batch_demand[self.cols]
         per_resource = np.where(total_alloc > 0, demand / np.where(total_alloc > 0, total_alloc, 1), 0.0)
         self.target = float(per_resource.mean()) if len(per_resource) else 0.0
+        # Per node, the mean utilisation the batch should bring it to (``aim``), instead of target.
+        self.fill: FloatArray | None = None
         weights = config.balance.classes
         self.class_weights = np.array(
             [[weights.get(c, {}).get(r, 0.0) for r in self.names] for c in CLASSES], dtype=np.float64
@@ -63,6 +65,15 @@ class Scorer:
         other.strategy = strategy_objective(name)
         return other
 
+    def aim(self, fill: FloatArray) -> None:
+        """Aim each node at its own mean utilisation (``placer.engine.backlog.aim``: where the
+        plan of the batch and the pods waiting behind it puts the batch) instead of the cluster's."""
+        self.fill = fill
+
+    def target_of(self, nodes: IntArray) -> FloatArray:
+        """The mean utilisation each of ``nodes`` is aimed at."""
+        return self.fill[nodes] if self.fill is not None else np.full(len(nodes), self.target)
+
     # -- utilisation ---------------------------------------------------------------------------
     def util_rows(self, rows: IntArray, nodes: IntArray) -> FloatArray:
         """Utilisation of the balance resources for ``rows`` (full resource rows of ``nodes``)."""
@@ -78,7 +89,7 @@ class Scorer:
         k = self.k[nodes]
         mean = util.sum(axis=1) / k
         intra = (np.abs(util - mean[:, None]) * valid).sum(axis=1)
-        inter = np.abs(mean - self.target)
+        inter = np.abs(mean - self.target_of(nodes))
         return intra, inter
 
     def pod_class(self, vec: IntArray, nodes: IntArray) -> IntArray:

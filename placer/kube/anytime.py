@@ -73,6 +73,7 @@ class SolveJob:
     max_per_node: int
     frozen: frozenset[str]
     held: frozenset[str] = frozenset()  # moved too recently: never moved, preempted by a higher priority only
+    waiting: tuple[Pod, ...] = ()  # queued behind the batch: its balance accounts for them (issue 29)
     keys: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -92,6 +93,7 @@ class SolveJob:
             max_per_node=self.max_per_node,
             frozen=self.frozen,
             held=self.held,
+            waiting=self.waiting,
         )
         seconds = time.monotonic() - started
         problems = check_decision(self.cluster, self.state, self.batch, decision, self.config)

@@ -147,6 +147,9 @@ class SchedulingCycle:
             solver = engine.solver.model_copy(update={"time_limit": budget})
             engine = engine.model_copy(update={"solver": solver})
         limits = cfg.evictions
+        # The pods the batcher has not taken yet go with the batch: its balance accounts for them.
+        queued = batcher.queued()
+        waiting = tuple(p for p in cluster.pods if p.key in queued)
         return SolveJob(
             cluster=cluster,
             state=state,
@@ -158,6 +161,7 @@ class SchedulingCycle:
             max_per_node=limits.per_node,
             frozen=self.view.out_of_scope(cluster),
             held=self.view.recently_moved(cluster),
+            waiting=waiting,
         )
 
     def submit(self, cluster: Cluster) -> None:

@@ -38,6 +38,15 @@ class Balance(StrategyObjective):
         """(intra-node skew, inter-node distance, pod class) weights."""
         return s.w_intra, s.w_inter, s.w_class
 
+    def preselect(self, s: Scorer, nodes: IntArray) -> FloatArray:
+        """Aimed at per node (``Scorer.aim``): the nodes the batch should fill, most room to their
+        aim first, then the others by load; otherwise by load."""
+        load: FloatArray = s.load[nodes]
+        if s.fill is None:
+            return load
+        room = s.fill[nodes] - load
+        return np.where(room > 0, -room, load)
+
     def node_cost(self, s: Scorer, rows: IntArray, nodes: IntArray) -> FloatArray:
         return self._util_cost(s, s.util_rows(rows, nodes), nodes)
 

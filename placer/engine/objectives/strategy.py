@@ -142,12 +142,13 @@ def node_deviation_terms(
     For a node with k resources, sum_j |k u_j - total| / k is the float skew and
     |total - k target| / k the distance; the division by k is the per-node ``factor // k``.
     """
-    target = round(SCALE * model.scorer.target)
+    aims = model.scorer.target_of(np.array([nu.node for nu in nodes], dtype=np.int64))
     terms: list[cp_model.LinearExprT] = []
-    for nu in nodes:
+    for nu, aim in zip(nodes, aims.tolist(), strict=True):
         k = len(nu.exprs)
         if k == 0:
             continue
+        target = round(SCALE * aim)
         total = cp_model.LinearExpr.sum(nu.exprs)
         top = sum(max(abs(lo), abs(hi)) for lo, hi in zip(nu.lows, nu.highs, strict=True))
         per_node = max(round(factor / k), 1)
