@@ -147,10 +147,11 @@ def _read_container(c: Field, statuses: Mapping[str, Field], *, init: bool) -> _
     cs = statuses.get(c.get("name").text())
     actual = allocated = None
     if cs is not None:
-        if cs.get("resources").get("requests").present():
-            actual = cs.get("resources").get("requests").quantities()
-        if cs.get("allocatedResources").present():
-            allocated = cs.get("allocatedResources").quantities()
+        requests, allocated_field = cs.get("resources").get("requests"), cs.get("allocatedResources")
+        if requests.present():
+            actual = requests.quantities()
+        if allocated_field.present():
+            allocated = allocated_field.quantities()
     sidecar = init and c.get("restartPolicy").text() == "Always"
     return _Container(_container_requests(c), actual, allocated, init, sidecar)
 

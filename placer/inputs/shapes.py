@@ -77,6 +77,8 @@ def parse_node_affinity(
     affinity: Field,
 ) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...]]:
     """(required terms or None when absent, preferred terms) of ``spec.affinity``."""
+    if not affinity.present():  # most pods: nothing below to read
+        return None, ()
     node = affinity.get("nodeAffinity")
     req = node.get("requiredDuringSchedulingIgnoredDuringExecution")
     required: tuple[NodeSelectorTerm, ...] | None = None
@@ -208,6 +210,9 @@ def parse_pod_affinity(affinity: Field, namespace: str, labels: dict[str, str]) 
     """Pod fields for ``spec.affinity.podAffinity`` and ``podAntiAffinity`` (required and preferred)."""
     out: dict[str, Any] = {}
     for kind, name in (("podAffinity", "pod_affinity"), ("podAntiAffinity", "pod_anti_affinity")):
+        if not affinity.present():  # most pods: every term absent
+            out[name] = out[f"{name}_preferred"] = ()
+            continue
         f = affinity.get(kind)
         required = f.get("requiredDuringSchedulingIgnoredDuringExecution")
         out[name] = tuple(_pod_affinity_term(t, namespace, labels) for t in required.items())
