@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.workloads
 	$(PY) -m benchmarks.corpus --seed 29 $(BENCH_CORPUS_ARGS)
 	$(PY) -m benchmarks.techniques --seed 5
+	$(PY) -m benchmarks.biggang --out docs/bench/biggang.md
 
 # Issue 17's packing and GPU benchmarks in under a minute, reports in build/bench-quick/.
 bench-quick: $(STAMP)
