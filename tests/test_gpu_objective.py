@@ -276,8 +276,10 @@ def _batch(pods: list[dict[str, Any]]) -> Any:
         ({"frac": 2}, {"frac": 2}, True),  # the same
         ({"frac": 2, "one": 1}, {"frac": 2}, True),  # more pods, more GPUs
         ({"frac": 2}, {"one": 2}, False),  # as many pods, fewer GPUs
-        ({"frac": 3}, {"one": 2}, False),  # more pods, fewer GPUs
+        ({"frac": 3}, {"one": 2}, True),  # more pods, fewer GPUs: pods come first
         ({"one": 2}, {"frac": 3}, False),  # more GPUs, fewer pods
+        ({"one": 1}, {"frac": 1}, True),  # as many pods, more GPUs
+        ({"frac": 1}, {}, True),  # the other answer places nothing
         ({"one": 1, "frac": 1}, {"frac": 2}, True),
     ],
 )
@@ -296,19 +298,23 @@ def test_guard_holds_pods_and_gpus(mine: dict[str, int], other: dict[str, int], 
     assert changed == (not kept)
 
 
-def test_solve_batch_never_allocates_fewer_gpus_than_the_other_answer() -> None:
-    """Given another answer (kube-scheduler's in ``service.decide``), a batch with GPUs allocates
-    no fewer GPUs than it."""
+def test_solve_batch_never_trades_a_pod_for_the_other_answers_gpus() -> None:
+    """Given another answer (kube-scheduler's in ``service.decide``) that allocates more GPUs with
+    fewer pods, a batch keeps its pods (DESIGN.md: pods per key come first); the guard only takes
+    the other answer when it places at least as many pods."""
     c = cluster([gpu_node("g1", 2)], [gpu_pod("frac", 500), gpu_pod("one", 1000), gpu_pod("two", 2000)])
     config = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 2}})
     pending = [p for p in c.pods if p.pending]
     snap = build_snapshot(c.nodes, [], pending, c.namespaces)
-    two = next(p for p in pending if p.name == "two")
+    by_name = {p.name: p for p in pending}
     alone = solve_batch(snap, pending, config)
-    guarded = solve_batch(snap, pending, config, alternative=lambda: [(two, 0)], no_worse=True)
+    guarded = solve_batch(snap, pending, config, alternative=lambda: [(by_name["two"], 0)], no_worse=True)
     for res in (alone, guarded):
         assert hard_violations(c, {p.key: "g1" for p, _ in res.placements}) == []
-    # Alone, the placed level takes two pods (1.5 GPUs); held to the other answer's 2 GPUs, the
-    # batch gives that answer instead.
+    # Alone, the placed level takes two pods (1.5 GPUs); the other answer's one pod of 2 GPUs
+    # places fewer, so the batch keeps its two.
     assert {p.name for p, _ in alone.placements} == {"frac", "one"}
-    assert {p.name for p, _ in guarded.placements} == {"two"}
+    assert {p.name for p, _ in guarded.placements} == {"frac", "one"}
+    # An other answer that places nothing changes nothing either.
+    empty = solve_batch(snap, pending, config, alternative=lambda: [], no_worse=True)
+    assert {p.name for p, _ in empty.placements} == {"frac", "one"}

@@ -1,12 +1,15 @@
-"""Never fewer pods, nor fewer GPUs, than kube-scheduler's answer, for batches with extended resources.
+"""Never fewer pods, nor fewer GPUs for as many pods, than kube-scheduler's answer, for batches with
+extended resources.
 
 ``dominance`` holds a batch no worse than kube-scheduler's answer on the balance measures, which
 do not see GPUs and other extended resources; a batch asking for them is held to what it places
-instead (issue 29): at least as many pods per priority key as the other answer (compared from
-the highest key down, as the placed level ranks them) and at least as much of every extended
-resource it asks for, GPUs counted together in milli-GPU (``placer.io/gpu-milli``, or 1000 per
-``nvidia.com/gpu``: fractions included). An answer that falls short on any is replaced by the
-other answer, which meets both by definition. The rule also holds batches without extended
+instead (issue 29), in the objective's order (DESIGN.md: pods per key first): an answer that places
+more pods per priority key than the other answer (compared from the highest key down, as the
+placed level ranks them) stays, whatever it allocates; one that places as many stays when it
+allocates at least as much of every extended resource it asks for, GPUs counted together in
+milli-GPU (``placer.io/gpu-milli``, or 1000 per ``nvidia.com/gpu``: fractions included). Any
+other answer is replaced by the other one. A pod is never traded for device allocation: a batch
+of 1.5 GPUs in two pods beats one pod of 2 GPUs. The rule also holds batches without extended
 resources that the strategy places for GPUs (``held_by_extended``): pods per key only.
 """
 
@@ -74,10 +77,12 @@ def extended_allocated(batch: Batch, counts: Counts, resources: list[str]) -> di
 
 
 def held_to_other(batch: Batch, counts: Counts, other: Counts, resources: list[str]) -> tuple[Counts, bool]:
-    """``counts`` when it places at least as many pods per key as ``other`` and allocates at least
-    as much of each of ``resources``; else ``other``. Also whether the answer changed."""
-    enough = places_at_least(placed_per_key(batch, counts), placed_per_key(batch, other))
+    """``counts`` when it places more pods per key than ``other``, or as many and at least as much
+    of each of ``resources``; else ``other``. Also whether the answer changed."""
+    mine, theirs = placed_per_key(batch, counts), placed_per_key(batch, other)
+    if not places_at_least(theirs, mine):  # more pods: the first level decides, devices do not
+        return counts, False
     have, want = extended_allocated(batch, counts, resources), extended_allocated(batch, other, resources)
-    if enough and all(have[r] >= want[r] for r in want):
+    if places_at_least(mine, theirs) and all(have[r] >= want[r] for r in want):
         return counts, False
     return other, other != counts
