@@ -373,3 +373,52 @@ def test_a_perfect_packing_in_three_resources_with_many_solutions_is_found_by_th
     }
     assert len(placements) == inst.pods
     assert validate_placements(c, placements) == []
+
+
+def _triplets(rng: np.random.Generator, nodes: int, low: int, high: int) -> Any:
+    """Three pods a node of 100 in three resources, each pod's requests in [low, high), cut so
+    that the three fill the node exactly; shuffled. Narrow ranges make many spurious exact
+    triples (three pods of different nodes that also fill one exactly)."""
+    rows = []
+    for _ in range(nodes):
+        while True:
+            a, b = rng.integers(low, high, 3), rng.integers(low, high, 3)
+            c = 100 - a - b
+            if (c >= low).all() and (c < high).all():
+                break
+        rows += [a, b, c]
+    vecs = np.array(rows, dtype=np.int64)
+    return vecs[rng.permutation(len(vecs))]
+
+
+def test_a_cover_among_many_spurious_exact_triples_is_found_by_the_solver_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """83 nodes of three pods with hundreds of spurious exact triples (the public triplets' shape):
+    the cover asked of CP-SAT first finds one on every draw within 2,000 steps, each set an exact
+    fill; Algorithm X alone (the solver's share set to 0) needs more than that on some draw."""
+    room = np.full(3, 100, dtype=np.int64)
+    alone_short = 0
+    for seed in range(6):
+        vecs = _triplets(np.random.default_rng(seed), 83, 26, 42)
+        sets = exactcover.exact_sets(vecs, room, np.ones(3, dtype=bool), float("inf"), 3)
+        assert sets is not None and len(sets) > 2 * 83  # spurious triples beside the 83 planted
+        chosen, used = exactcover.cover(len(vecs), sets, 83, float("inf"), 2_000)
+        assert chosen is not None and len(chosen) == 83 and used <= 2_000
+        assert sorted(p for c in chosen for p in sets[c]) == list(range(len(vecs)))
+        for c in chosen:
+            assert vecs[list(sets[c])].sum(axis=0).tolist() == room.tolist()
+        with monkeypatch.context() as m:
+            m.setattr(packing.tuning, "COVER_SOLVER_SHARE", 0.0)
+            alone, _ = exactcover.cover(len(vecs), sets, 83, float("inf"), 2_000)
+        alone_short += alone is None
+    assert alone_short > 0
+
+
+def test_the_solvers_cover_is_the_same_for_the_same_input() -> None:
+    """Under a step budget the cover is deterministic (one worker, deterministic time)."""
+    vecs = _triplets(np.random.default_rng(3), 83, 26, 42)
+    sets = exactcover.exact_sets(vecs, np.full(3, 100, dtype=np.int64), np.ones(3, dtype=bool), float("inf"), 3)
+    assert sets is not None
+    first = exactcover.cover(len(vecs), sets, 83, float("inf"), 2_000)
+    assert first[0] is not None and exactcover.cover(len(vecs), sets, 83, float("inf"), 2_000) == first

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["now", "real", "stoppable"]
+__all__ = ["now", "real", "stop_event", "stoppable"]
 
 _STOP: ContextVar[threading.Event | None] = ContextVar("placer_packing_stop", default=None)
 
@@ -28,6 +28,12 @@ def now() -> float:
     if event is not None and event.is_set():
         return math.inf
     return time.monotonic()
+
+
+def stop_event() -> threading.Event | None:
+    """The event of the enclosing ``stoppable()`` (None outside one): a search that runs outside
+    Python (a CP-SAT solve) hands it to a thread that watches it."""
+    return _STOP.get()
 
 
 def real() -> float:

@@ -32,6 +32,11 @@ COVER_MOST_PER_NODE = 6  # largest exact set listed (two halves of at most three
 COVER_ROWS = 2_000_000  # most subsets of one size kept in a table
 COVER_SETS = 200_000  # most exact sets listed
 COVER_RARE_MOST = 40  # most sets of the rarer sizes that a cover decides first, one by one
+# A cover is asked of CP-SAT (one worker) on this share of its time and steps first, Algorithm X
+# on the rest: the 249-pod triplets' covers (600-700 exact triples) take CP-SAT 0.1-0.3 s and
+# Algorithm X over 4 minutes on the 2-core benchmark machine.
+COVER_SOLVER_SHARE = 0.5
+COVER_WATCH_EVERY = 0.01  # seconds between two looks at a race's stop event during that solve
 # Listing fills of 5 and 6 pods costs about this much per row of the 3-pod table (1.3 M rows at
 # 200 pods: 0.9 s for 5, 2.1 s for 6, on the 2-core benchmark machine); a listing that cannot
 # finish before the deadline is not started, since building a table cannot be interrupted.
