@@ -59,7 +59,7 @@ SHARE = 0.2
 # is the other one unchanged, a tie. The decision may then exceed its limit by this much.
 FLOOR = 0.1
 MAX_SWEEPS = 50  # a descent stops after this many sweeps over the pods (a deterministic run's only bound)
-# ``need`` measures weighing a pod on this many pods of the other answer, and counts twice what it
+# ``need`` times weighing a pod on this many pods of the other answer, and counts twice what it
 # measured: the guard runs later, on a state whose nodes may offer more targets, on a loaded machine.
 SAMPLE = 16
 SAFETY = 2.0
@@ -243,18 +243,24 @@ def need(batch: Batch, other: Counts, *, starts: int, targeted: bool, seed: int)
     pod to weigh (nothing to measure)."""
     began = time.monotonic()
     ref = quality(batch, other)
+    measured = time.monotonic()
     state = _Balance(batch, _used(batch, other))
-    scratch = time.monotonic() - began  # a descent's start and its answer's quality cost as much each
+    # A descent's start and its answer's quality cost about this much each. Here and below the
+    # least of repeated timings of the same work: a timing the machine preempted is not its cost.
+    scratch = min(measured - began, time.monotonic() - measured)
     fixed = fixed_groups(batch)
     pods = _movable(other, fixed)
     if not pods:
         return float("inf")
     key = _Key(ref)
-    sample = np.random.default_rng(seed).permutation(len(pods))[:SAMPLE].tolist()
-    weighing = time.monotonic()
-    for i in sample:
-        _best_move(batch, state, key, *pods[i])
-    per_pod = (time.monotonic() - weighing) / len(sample)
+    sample = [pods[i] for i in np.random.default_rng(seed).permutation(len(pods))[:SAMPLE].tolist()]
+    weighed: list[float] = []
+    for _ in range(3):
+        weighing = time.monotonic()
+        for gi, a in sample:
+            _best_move(batch, state, key, gi, a)
+        weighed.append((time.monotonic() - weighing) / len(sample))
+    per_pod = min(weighed)
     movable = sum(g.size for gi, g in enumerate(batch.groups) if gi not in fixed)
     runs = starts * (2 if targeted else 1)
     return SAFETY * runs * (MAX_SWEEPS * movable * per_pod + 2 * scratch)
