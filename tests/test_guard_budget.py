@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from support import cluster, node, pod, validated
 
-from placer.engine import Budget, dominance, solve
+from placer.engine import Budget, build_batch, build_snapshot, dominance, solve
 from placer.engine.batch import Batch
 from placer.engine.greedy import Assignment, counts_of
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, LevelSolver
@@ -138,3 +138,19 @@ def test_the_guard_still_replaces_an_answer_worse_than_kube_schedulers(
     assert len({p.node for p in mine.placements}) > 1  # the guard moved pods off the first node
     assert mine.metrics.imbalance <= theirs.metrics.imbalance
     assert mine.metrics.std_score <= theirs.metrics.std_score
+
+
+def test_the_guards_need_is_measured_only_where_it_can_be_kept() -> None:
+    """``dominance.need`` bounds the guard's work from a sample of the other answer's pods: a
+    finite number of seconds when there are pods to weigh, infinite (the caller keeps its whole
+    share) when the other answer places none, or when the bound exceeds what the caller would keep
+    (here nothing at all: the measurement stops at its first timing)."""
+    c = _tight()
+    pending = [p for p in c.pods if p.pending]
+    batch = build_batch(build_snapshot(c.nodes, [], pending, c.namespaces), pending, WALL)
+    (gi,) = range(len(batch.groups))
+    other = {(gi, 0): 4, (gi, 1): 4}
+    found = dominance.need(batch, other, starts=2, targeted=False, seed=0)
+    assert 0.0 < found < float("inf")
+    assert dominance.need(batch, {}, starts=2, targeted=False, seed=0) == float("inf")
+    assert dominance.need(batch, other, starts=2, targeted=False, seed=0, most=0.0) == float("inf")

@@ -59,9 +59,11 @@ SHARE = 0.2
 # is the other one unchanged, a tie. The decision may then exceed its limit by this much.
 FLOOR = 0.1
 MAX_SWEEPS = 50  # a descent stops after this many sweeps over the pods (a deterministic run's only bound)
-# ``need`` times weighing a pod on this many pods of the other answer, and counts twice what it
-# measured: the guard runs later, on a state whose nodes may offer more targets, on a loaded machine.
+# ``need`` times weighing a pod on this many pods of the other answer, TIMINGS times (the least
+# counts), and counts twice what it measured: the guard runs later, on a state whose nodes may offer
+# more targets, on a loaded machine.
 SAMPLE = 16
+TIMINGS = 3
 SAFETY = 2.0
 _MARGIN = 1e-9  # relative: the descent aims this far inside the other's measures (float noise)
 
@@ -233,37 +235,47 @@ def _best_move(batch: Batch, state: _Balance, key: _Key, gi: int, a: int) -> tup
     return int(targets[best]), float(ex[best]), float(sc[best])
 
 
-def need(batch: Batch, other: Counts, *, starts: int, targeted: bool, seed: int) -> float:
+def need(batch: Batch, other: Counts, *, starts: int, targeted: bool, seed: int, most: float = float("inf")) -> float:
     """Wall seconds ``no_worse`` may take at most against ``other``, measured now (before the
     search, so that the search gets the rest of the limit): every descent it runs (``starts``
     answers, each towards the other's measures and, when ``targeted``, towards a target too) makes
     ``MAX_SWEEPS`` sweeps over every movable pod of the batch, weighing each pod at what weighing a
     sample of the other answer's pods costs here, plus the from-scratch measures each descent and
-    the choice between them compute; ``SAFETY`` times that. Infinite when the other answer has no
-    pod to weigh (nothing to measure)."""
+    the choice between them compute; ``SAFETY`` times that, from the least of ``TIMINGS`` timings
+    of the same sample (a timing the machine preempted is not the cost). Infinite when the other
+    answer has no pod to weigh (nothing to measure), or once two timings show more than ``most``
+    (what the caller keeps at most): a timing is cut short as soon as it does, so a large batch
+    on a short limit spends about two pods' weighing on this."""
     began = time.monotonic()
-    ref = quality(batch, other)
-    measured = time.monotonic()
     state = _Balance(batch, _used(batch, other))
-    # A descent's start and its answer's quality cost about this much each. Here and below the
-    # least of repeated timings of the same work: a timing the machine preempted is not its cost.
-    scratch = min(measured - began, time.monotonic() - measured)
+    imbalance, std = state.current()
+    ref = Quality(placed_per_key(batch, other), imbalance, std)  # ``quality(batch, other)``
+    scratch = time.monotonic() - began  # a descent's start and its answer's quality cost as much each
     fixed = fixed_groups(batch)
     pods = _movable(other, fixed)
-    if not pods:
+    movable = sum(g.size for gi, g in enumerate(batch.groups) if gi not in fixed)
+    runs = starts * (2 if targeted else 1)
+
+    def bound(per_pod: float) -> float:
+        return SAFETY * runs * (MAX_SWEEPS * movable * per_pod + 2 * scratch)
+
+    if not pods or bound(0.0) > most:
         return float("inf")
     key = _Key(ref)
     sample = [pods[i] for i in np.random.default_rng(seed).permutation(len(pods))[:SAMPLE].tolist()]
-    weighed: list[float] = []
-    for _ in range(3):
+    per_pod, over = float("inf"), 0
+    for _ in range(TIMINGS):
         weighing = time.monotonic()
         for gi, a in sample:
             _best_move(batch, state, key, gi, a)
-        weighed.append((time.monotonic() - weighing) / len(sample))
-    per_pod = min(weighed)
-    movable = sum(g.size for gi, g in enumerate(batch.groups) if gi not in fixed)
-    runs = starts * (2 if targeted else 1)
-    return SAFETY * runs * (MAX_SWEEPS * movable * per_pod + 2 * scratch)
+            if bound((time.monotonic() - weighing) / len(sample)) > most:
+                over += 1  # this timing already shows more than the caller keeps: cut short
+                break
+        else:
+            per_pod = min(per_pod, (time.monotonic() - weighing) / len(sample))
+        if over == 2 and per_pod == float("inf"):
+            return per_pod  # twice past ``most``: not one preempted timing
+    return bound(per_pod)
 
 
 def _descend(batch: Batch, counts: Counts, ref: Quality, *, deadline: float, seed: int) -> Counts:

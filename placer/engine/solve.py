@@ -169,8 +169,11 @@ def solve_batch(
         hint = packing.start(batch, hint, [pack, other()], budget)
     needed = float("inf")  # wall seconds the guard may need at most (``dominance.need``)
     if guard and not held and (start := other()) is not None:
-        needed = _guard_needs(batch, whole, hint, start, targeted=target is not None, seed=config.solver.seed)
-        budget = whole.keeping(min(dominance.SHARE * max(whole.left(), 0.0), needed))
+        share = dominance.SHARE * max(whole.left(), 0.0)
+        needed = _guard_needs(
+            batch, whole, hint, start, targeted=target is not None, seed=config.solver.seed, most=share
+        )
+        budget = whole.keeping(min(share, needed))
     if tight and not _all_placeable_placed(batch, hint):
         found = packing.prepare(batch, budget)
         if found is not None:
@@ -282,7 +285,7 @@ def solve_batch(
 
 
 def _guard_needs(
-    batch: Batch, whole: Budget, hint: Assignment, start: Assignment, *, targeted: bool, seed: int
+    batch: Batch, whole: Budget, hint: Assignment, start: Assignment, *, targeted: bool, seed: int, most: float
 ) -> float:
     """What the guard (``dominance.no_worse`` against ``start``, the other answer) may need of the
     decision's time: nothing under a deterministic budget (its descents spend no deterministic
@@ -293,7 +296,7 @@ def _guard_needs(
         return 0.0
     mine, theirs = dominance.placed_per_key(batch, counts_of(hint)), dominance.placed_per_key(batch, counts_of(start))
     more = dominance.places_at_least(mine, theirs) and not dominance.places_at_least(theirs, mine)
-    return dominance.need(batch, counts_of(start), starts=1 if more else 2, targeted=targeted, seed=seed)
+    return dominance.need(batch, counts_of(start), starts=1 if more else 2, targeted=targeted, seed=seed, most=most)
 
 
 def _short(batch: Batch, answer: Assignment) -> bool:
