@@ -15,11 +15,18 @@ import numpy as np
 import pytest
 from support import cluster, node, pod, validated
 
-from placer.engine import Budget, build_batch, build_snapshot, dominance, solve
-from placer.engine.batch import Batch
-from placer.engine.greedy import Assignment, counts_of
-from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, LevelSolver
-from placer.engine.scoring import Scorer
+from placer.engine import (
+    DETERMINISTIC_UNITS_PER_SECOND,
+    Assignment,
+    Batch,
+    Budget,
+    LevelSolver,
+    Scorer,
+    build_batch,
+    build_snapshot,
+    dominance,
+    solve,
+)
 from placer.models import Cluster, Config
 from placer.service import SolveOptions, solve_cluster
 
@@ -113,6 +120,16 @@ def test_a_guard_that_needs_more_than_its_share_keeps_its_share(
     assert limit * (1 - dominance.SHARE) - 0.5 <= levels <= limit * (1 - dominance.SHARE)
 
 
+def _counts(hint: Assignment) -> dict[tuple[int, int], int]:
+    """The hint as pods per (group, node), untouched by any descent."""
+    counts: dict[tuple[int, int], int] = {}
+    for gi, nodes in enumerate(hint):
+        for n in nodes.tolist():
+            if n >= 0:
+                counts[gi, n] = counts.get((gi, n), 0) + 1
+    return counts
+
+
 def _lopsided(batch: Batch, scorer: Scorer, budget: Budget | None = None) -> Assignment:
     """Every pod on the first node (the test's nodes have room for all of them there)."""
     return [np.zeros(g.size, dtype=np.int64) for g in batch.groups]
@@ -126,7 +143,7 @@ def test_the_guard_still_replaces_an_answer_worse_than_kube_schedulers(
     it out) and the guard says it needs nothing: the answer returned is still no worse than
     kube-scheduler's on imbalance and std_score, and places as many pods."""
     monkeypatch.setattr(solve, "greedy", _lopsided)
-    monkeypatch.setattr(solve, "_widened", lambda batch, scorer, hint, config, budget: counts_of(hint))
+    monkeypatch.setattr(solve, "_widened", lambda batch, scorer, hint, config, budget: _counts(hint))
     monkeypatch.setattr(solve, "LEVELS", ())
     monkeypatch.setattr(dominance, "need", lambda *args, **kwargs: 0.0)
     runs = _guarded(monkeypatch)
