@@ -24,6 +24,7 @@ from placer.engine import (
     Scorer,
     build_batch,
     build_snapshot,
+    counts_of,
     dominance,
     solve,
 )
@@ -120,16 +121,6 @@ def test_a_guard_that_needs_more_than_its_share_keeps_its_share(
     assert limit * (1 - dominance.SHARE) - 0.5 <= levels <= limit * (1 - dominance.SHARE)
 
 
-def _counts(hint: Assignment) -> dict[tuple[int, int], int]:
-    """The hint as pods per (group, node), untouched by any descent."""
-    counts: dict[tuple[int, int], int] = {}
-    for gi, nodes in enumerate(hint):
-        for n in nodes.tolist():
-            if n >= 0:
-                counts[gi, n] = counts.get((gi, n), 0) + 1
-    return counts
-
-
 def _lopsided(batch: Batch, scorer: Scorer, budget: Budget | None = None) -> Assignment:
     """Every pod on the first node (the test's nodes have room for all of them there)."""
     return [np.zeros(g.size, dtype=np.int64) for g in batch.groups]
@@ -143,7 +134,7 @@ def test_the_guard_still_replaces_an_answer_worse_than_kube_schedulers(
     it out) and the guard says it needs nothing: the answer returned is still no worse than
     kube-scheduler's on imbalance and std_score, and places as many pods."""
     monkeypatch.setattr(solve, "greedy", _lopsided)
-    monkeypatch.setattr(solve, "_widened", lambda batch, scorer, hint, config, budget: _counts(hint))
+    monkeypatch.setattr(solve, "_widened", lambda batch, scorer, hint, config, budget: counts_of(hint))
     monkeypatch.setattr(solve, "LEVELS", ())
     monkeypatch.setattr(dominance, "need", lambda *args, **kwargs: 0.0)
     runs = _guarded(monkeypatch)
