@@ -39,14 +39,32 @@ from placer.engine.scoring import FloatArray, IntArray
 from placer.engine.unplaced import Counts
 from placer.metrics import BALANCE_RESOURCES, in_use, node_balance
 
-__all__ = ["FLOOR", "SHARE", "Quality", "no_worse", "no_worse_at_end", "placed_per_key", "places_at_least", "quality"]
+__all__ = [
+    "FLOOR",
+    "SHARE",
+    "Quality",
+    "need",
+    "no_worse",
+    "no_worse_at_end",
+    "placed_per_key",
+    "places_at_least",
+    "quality",
+]
 
-SHARE = 0.2  # of a decision's time limit kept for making the answer no worse than the other
+# Of a decision's time limit, at most this share is kept for making the answer no worse than the
+# other; less when the guard can need less (``need``): the rest goes to the search before it.
+SHARE = 0.2
 # At least this share of the limit even when the phases before it overran the limit (the greedy
 # pass, candidates and kube-scheduler's simulation are not interruptible): without it the answer
 # is the other one unchanged, a tie. The decision may then exceed its limit by this much.
 FLOOR = 0.1
-MAX_SWEEPS = 50  # a deterministic run stops after this many sweeps over the pods
+MAX_SWEEPS = 50  # a descent stops after this many sweeps over the pods (a deterministic run's only bound)
+# ``need`` times weighing a pod on this many pods of the other answer, TIMINGS times (the least
+# counts), and counts twice what it measured: the guard runs later, on a state whose nodes may offer
+# more targets, on a loaded machine.
+SAMPLE = 16
+TIMINGS = 3
+SAFETY = 2.0
 _MARGIN = 1e-9  # relative: the descent aims this far inside the other's measures (float noise)
 
 
@@ -196,14 +214,75 @@ def _score(ri: FloatArray, rs: FloatArray) -> FloatArray:
     return np.maximum(ri, rs) + 1e-3 * (ri + rs)
 
 
-def _descend(batch: Batch, counts: Counts, ref: Quality, *, deadline: float, seed: int) -> Counts:
-    state = _Balance(batch, _used(batch, counts))
-    key = _Key(ref)
-    fixed = fixed_groups(batch)
+def _movable(counts: Counts, fixed: set[int]) -> list[tuple[int, int]]:
+    """The pods a descent may move, as (group, node), one entry per pod."""
     pods: list[tuple[int, int]] = []
     for (gi, n), c in sorted(counts.items()):
         if gi not in fixed:
             pods.extend([(gi, n)] * c)
+    return pods
+
+
+def _best_move(batch: Batch, state: _Balance, key: _Key, gi: int, a: int) -> tuple[int, float, float] | None:
+    """Where a pod of group ``gi`` on node ``a`` best moves (node, excess, score), or None when it
+    cannot move: weighing one pod, the unit of a descent's work."""
+    group = batch.groups[gi]
+    targets = move_targets(batch, gi, a, state.used, group.feasible)
+    if len(targets) == 0:
+        return None
+    ex, sc = key(*state.after_moves(group.vec, a, targets))
+    best = int(np.lexsort((sc, ex))[0])
+    return int(targets[best]), float(ex[best]), float(sc[best])
+
+
+def need(batch: Batch, other: Counts, *, starts: int, targeted: bool, seed: int, most: float = float("inf")) -> float:
+    """Wall seconds ``no_worse`` may take at most against ``other``, measured now (before the
+    search, so that the search gets the rest of the limit): every descent it runs (``starts``
+    answers, each towards the other's measures and, when ``targeted``, towards a target too) makes
+    ``MAX_SWEEPS`` sweeps over every movable pod of the batch, weighing each pod at what weighing a
+    sample of the other answer's pods costs here, plus the from-scratch measures each descent and
+    the choice between them compute; ``SAFETY`` times that, from the least of ``TIMINGS`` timings
+    of the same sample (a timing the machine preempted is not the cost). Infinite when the other
+    answer has no pod to weigh (nothing to measure), or once two timings show more than ``most``
+    (what the caller keeps at most): a timing is cut short as soon as it does, so a large batch
+    on a short limit spends about two pods' weighing on this."""
+    began = time.monotonic()
+    state = _Balance(batch, _used(batch, other))
+    imbalance, std = state.current()
+    ref = Quality(placed_per_key(batch, other), imbalance, std)  # ``quality(batch, other)``
+    scratch = time.monotonic() - began  # a descent's start and its answer's quality cost as much each
+    fixed = fixed_groups(batch)
+    pods = _movable(other, fixed)
+    movable = sum(g.size for gi, g in enumerate(batch.groups) if gi not in fixed)
+    runs = starts * (2 if targeted else 1)
+
+    def bound(per_pod: float) -> float:
+        return SAFETY * runs * (MAX_SWEEPS * movable * per_pod + 2 * scratch)
+
+    if not pods or bound(0.0) > most:
+        return float("inf")
+    key = _Key(ref)
+    sample = [pods[i] for i in np.random.default_rng(seed).permutation(len(pods))[:SAMPLE].tolist()]
+    per_pod, over = float("inf"), 0
+    for _ in range(TIMINGS):
+        weighing = time.monotonic()
+        for gi, a in sample:
+            _best_move(batch, state, key, gi, a)
+            if bound((time.monotonic() - weighing) / len(sample)) > most:
+                over += 1  # this timing already shows more than the caller keeps: cut short
+                break
+        else:
+            per_pod = min(per_pod, (time.monotonic() - weighing) / len(sample))
+        if over == 2 and per_pod == float("inf"):
+            return per_pod  # twice past ``most``: not one preempted timing
+    return bound(per_pod)
+
+
+def _descend(batch: Batch, counts: Counts, ref: Quality, *, deadline: float, seed: int) -> Counts:
+    state = _Balance(batch, _used(batch, counts))
+    key = _Key(ref)
+    fixed = fixed_groups(batch)
+    pods = _movable(counts, fixed)
     imbalance, std = state.current()
     ex0, sc0 = key(np.array([imbalance]), np.array([std]))
     excess, score = float(ex0[0]), float(sc0[0])
@@ -214,17 +293,14 @@ def _descend(batch: Batch, counts: Counts, ref: Quality, *, deadline: float, see
             if time.monotonic() >= deadline:
                 break
             gi, a = pods[i]
-            group = batch.groups[gi]
-            targets = move_targets(batch, gi, a, state.used, group.feasible)
-            if len(targets) == 0:
+            move = _best_move(batch, state, key, gi, a)
+            if move is None:
                 continue
-            ex, sc = key(*state.after_moves(group.vec, a, targets))
-            best = int(np.lexsort((sc, ex))[0])
-            if ex[best] < excess - 1e-12 or (ex[best] <= excess and sc[best] < score - 1e-12):
-                b = int(targets[best])
-                state.move(group.vec, a, b)
+            b, ex, sc = move
+            if ex < excess - 1e-12 or (ex <= excess and sc < score - 1e-12):
+                state.move(batch.groups[gi].vec, a, b)
                 pods[i] = (gi, b)
-                excess, score = float(ex[best]), float(sc[best])
+                excess, score = ex, sc
                 improved = True
         if not improved or time.monotonic() >= deadline:
             break

@@ -91,6 +91,10 @@ class Budget:
         """A part of this budget that may use at most ``share`` of what is left now."""
         return Budget(max(self.left(), 0.0) * share, deterministic=self.deterministic, parent=self)
 
+    def keeping(self, kept: float) -> Budget:
+        """A part of this budget that leaves ``kept`` of what is left now to what comes after it."""
+        return Budget(max(self.left() - kept, 0.0), deterministic=self.deterministic, parent=self)
+
 
 @dataclass
 class LevelReport:

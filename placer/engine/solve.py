@@ -122,7 +122,8 @@ def solve_batch(
     for a global plan, and ``alternative`` (another answer, computed only then) becomes the start
     if it places more pods per key, so the answer never places fewer. With ``no_worse``, the
     alternative is computed for every batch and the answer is also no worse than it on imbalance
-    and std_score (``dominance``), in the last ``dominance.SHARE`` of the budget, aiming as well
+    and std_score (``dominance``), in what it may need of the budget (``dominance.need``, at most
+    ``dominance.SHARE``: the search before it gets the rest), aiming as well
     for ``target`` (imbalance, std_score) where it is lower; a batch asking for GPUs or other
     extended resources is held instead to placing and allocating no less than it (``extended``).
     ``waiting``: pods queued behind this batch (a controller's backlog): the balance strategy
@@ -158,20 +159,27 @@ def solve_batch(
 
     held = extended.held_by_extended(batch, scorer)  # a batch with GPUs is held to its placed pods and GPUs, at once
     if guard:
-        other()  # before the levels: what they spend leaves the guard its share of the rest
-        budget = budget if held else whole.capped(1.0 - dominance.SHARE)
+        other()  # before the levels: what they spend leaves the guard what it needs of the rest
     raced = False  # bin completion races the CP-SAT packing search (``packing.settle``)
-    if not _all_placeable_placed(batch, hint):
+    tight = not _all_placeable_placed(batch, hint)
+    if tight:
         # A tight batch: the pack strategy's greedy, the classic heuristics and the alternative
         # (kube-scheduler's answer, when the caller gives it) may place more (``packing.dispatch``).
         pack = greedy(batch, scorer.with_strategy(StrategyName.PACK), budget=budget)
         hint = packing.start(batch, hint, [pack, other()], budget)
-        if not _all_placeable_placed(batch, hint):
-            found = packing.prepare(batch, budget)
-            if found is not None:
-                hint = packing.better_start(batch, hint, found)
-            else:
-                raced = True
+    needed = float("inf")  # wall seconds the guard may need at most (``dominance.need``)
+    if guard and not held and (start := other()) is not None:
+        share = dominance.SHARE * max(whole.left(), 0.0)
+        needed = _guard_needs(
+            batch, whole, hint, start, targeted=target is not None, seed=config.solver.seed, most=share
+        )
+        budget = whole.keeping(min(share, needed))
+    if tight and not _all_placeable_placed(batch, hint):
+        found = packing.prepare(batch, budget)
+        if found is not None:
+            hint = packing.better_start(batch, hint, found)
+        else:
+            raced = True
     greedy_placed = int(sum(int((nodes >= 0).sum()) for nodes in hint))
     all_placed = _all_placeable_placed(batch, hint)
     counts = _widened(batch, scorer, hint, config, budget) if all_placed and not batch.grouped else counts_of(hint)
@@ -189,7 +197,8 @@ def solve_batch(
                 batch, counts, counts_of(start), partial(backlog.complete, scorer, backlog=behind)
             )
         ):
-            left = max(whole.left() - whole.spare - sum(planned), dominance.FLOOR * whole.limit)
+            # At least FLOOR of the limit when what came before overran it, or what the guard needs if less.
+            left = max(whole.left() - whole.spare - sum(planned), min(dominance.FLOOR * whole.limit, needed))
             seconds = float("inf") if config.solver.deterministic else left
             counts, changed = dominance.no_worse(
                 batch, counts, counts_of(start), seconds=seconds, seed=config.solver.seed, target=target
@@ -273,6 +282,21 @@ def solve_batch(
     bounded = bool(strategy) and strategy[-1].bound == strategy[-1].bound
     gap = levels.gap if bounded else (0.0 if status == "optimal" else 1.0)
     return result(final, status, gap, levels.reports)
+
+
+def _guard_needs(
+    batch: Batch, whole: Budget, hint: Assignment, start: Assignment, *, targeted: bool, seed: int, most: float
+) -> float:
+    """What the guard (``dominance.no_worse`` against ``start``, the other answer) may need of the
+    decision's time: nothing under a deterministic budget (its descents spend no deterministic
+    units; they end by their sweeps), else ``dominance.need``. Its descent from the other answer
+    runs only when the answer places as many pods of every group; it cannot when ``hint`` already
+    places more per key (the answer places at least what its start does, per key)."""
+    if whole.deterministic:
+        return 0.0
+    mine, theirs = dominance.placed_per_key(batch, counts_of(hint)), dominance.placed_per_key(batch, counts_of(start))
+    more = dominance.places_at_least(mine, theirs) and not dominance.places_at_least(theirs, mine)
+    return dominance.need(batch, counts_of(start), starts=1 if more else 2, targeted=targeted, seed=seed, most=most)
 
 
 def _short(batch: Batch, answer: Assignment) -> bool:
