@@ -17,8 +17,8 @@ from functools import partial
 
 import numpy as np
 
-from placer.engine import backlog, dominance, extended, lns, packing, quorums
-from placer.engine.batch import Batch, build_batch
+from placer.engine import backlog, dominance, extended, groupfloor, lns, packing, quorums
+from placer.engine.batch import Batch, build_batch, gang_groups
 from placer.engine.candidates import select_candidates
 from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
 from placer.engine.domains import keeps_domains
@@ -161,14 +161,27 @@ def solve_batch(
         other()  # before the levels: what they spend leaves the guard its share of the rest
         budget = budget if held else whole.capped(1.0 - dominance.SHARE)
     raced = False  # bin completion races the CP-SAT packing search (``packing.settle``)
+    floor: groupfloor.Floors = {}  # gangs per key the placed level counts up to (``groupfloor``)
+    reference: Assignment | None = None  # the answer placed one group at a time that sets them
     if not _all_placeable_placed(batch, hint):
         # A tight batch: the pack strategy's greedy, the classic heuristics and the alternative
         # (kube-scheduler's answer, when the caller gives it) may place more (``packing.dispatch``).
         pack = greedy(batch, scorer.with_strategy(StrategyName.PACK), budget=budget)
-        hint = packing.start(batch, hint, [pack, other()], budget)
+        starts = [hint, pack, other()]
+        if gang_groups(batch.groups):
+            reference = other()
+            if reference is None and batch.levels:  # no alternative: the groups in queue order
+                reference = greedy(batch, scorer, budget=budget, queue=True)
+                starts.append(reference)
+        hint = packing.start(batch, hint, starts[1:], budget)
+        if reference is not None:  # the best start in the placed level's order with the floors
+            floor = groupfloor.floors(batch, counts_of(reference))
+            hint = groupfloor.best_start(batch, floor, [hint, *starts])
         if not _all_placeable_placed(batch, hint):
             found = packing.prepare(batch, budget)
-            if found is not None:
+            if found is not None and floor:
+                hint = groupfloor.best_start(batch, floor, [hint, found])
+            elif found is not None:
                 hint = packing.better_start(batch, hint, found)
             else:
                 raced = True
@@ -199,6 +212,10 @@ def solve_batch(
         repaired = quorums.repair(batch.quorums, counts, len(batch.groups))
         if repaired != counts:  # an answer of a heuristic left a composite gang short: none of it goes
             counts, status, gap = repaired, ("feasible" if status == "optimal" else status), 1.0
+        if reference is not None:  # never below one group at a time in the placed level's order
+            counts, changed = groupfloor.held_to(batch, counts, counts_of(reference))
+            if changed:
+                status, gap = ("feasible" if status == "optimal" else status), 1.0
         counts, topped = top_up(batch, counts)
         if topped:  # a pod left out fit as the answer stood: the placed level was not optimal
             status, gap = ("feasible" if status == "optimal" else status), 1.0
@@ -221,6 +238,7 @@ def solve_batch(
         return result(counts, "feasible", 1.0, [_lns_report(report)])  # no bound: the gap is unknown
     encoding = time.monotonic()
     model, sym = encode(batch, scorer, packing=not all_placed)
+    groupfloor.hold(model, floor)
     counts = sym.order(counts)
     values = {var.index: counts.get(key, 0) for key, var in model.y.items()}
     # The plan runs for every pod left out, with or without a feasible node: its share is kept.

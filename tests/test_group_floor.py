@@ -1,0 +1,135 @@
+"""Never fewer workload groups, nor fewer pods per key, than one group at a time (``groupfloor``).
+
+Aspects: a rack where the most pods means one large group while kube-scheduler 1.37, one group at
+a time in queue order, places two small ones (the rule keeps the two, pods-first alone takes the
+large one); the same without kube-scheduler's answer (the engine's queue-order start sets the
+floor); a higher key's group is never given up for lower ones; and a property over small random
+rack and group instances: placer's groups and pods per key at least the 1.37 simulation's. Every
+answer goes through the independent validator (``support.solve``, ``validated``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from builders import property_settings
+from hypothesis import given, note
+from hypothesis import strategies as st
+from support import solve, where
+from workload_builders import RACK, dump, dump_json, pod, pod_group, racks
+
+from placer.engine import groupfloor
+from placer.inputs import parse_cluster
+from placer.models import Cluster
+from placer.service import Outcome
+
+PROPERTY = property_settings("PLACER_GROUP_FLOOR_EXAMPLES", 12)
+Json = dict[str, Any]
+
+
+def _gang(name: str, size: int, created: str, priority: int = 0) -> list[Json]:
+    return [
+        pod_group(name, size, priority=priority),
+        *(pod(f"{name}-{i}", name, created=created, priority=priority) for i in range(size)),
+    ]
+
+
+def _competing() -> Cluster:
+    """One rack of 7 slots; groups b (3), c (3) arrive before a (7): one at a time places b and c
+    (6 pods), the most pods is a alone (7)."""
+    return dump(
+        *racks({"r0": 7}),
+        *_gang("b", 3, "2026-01-01T00:00:01Z"),
+        *_gang("c", 3, "2026-01-01T00:00:02Z"),
+        *_gang("a", 7, "2026-01-01T00:00:03Z"),
+    )
+
+
+def _groups(c: Cluster, out: Outcome) -> set[str]:
+    placed = where(out)
+    return {p.gang or "" for p in c.pods if p.name in placed}
+
+
+def test_the_rule_keeps_the_groups_one_at_a_time_places_where_pods_first_takes_one() -> None:
+    c = _competing()
+    default = solve(c, policy="default")
+    assert _groups(c, default) == {"b", "c"}  # kube-scheduler 1.37: b, then c; a fits no more
+    out = solve(c)
+    assert _groups(c, out) == {"b", "c"} and len(where(out)) == 6
+
+
+def test_without_the_rule_the_most_pods_is_the_one_large_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    c = _competing()
+    monkeypatch.setattr(groupfloor, "floors", lambda batch, reference: {})
+    monkeypatch.setattr(groupfloor, "held_to", lambda batch, counts, reference: (dict(counts), False))
+    out = solve(c)
+    assert _groups(c, out) == {"a"} and len(where(out)) == 7
+
+
+def test_without_kube_schedulers_answer_the_queue_order_start_sets_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No kube-scheduler answer, as for a batch whose simulation would cost too much of the limit.
+    monkeypatch.setattr("placer.service.ALTERNATIVE_WORK", 0)
+    monkeypatch.setattr("placer.service.NO_WORSE_SHARE", 0.0)
+    c = _competing()
+    out = solve(c)
+    assert _groups(c, out) == {"b", "c"}
+
+
+def test_a_higher_keys_group_is_never_given_up_for_lower_ones() -> None:
+    # r0 holds 7: the high group h (7 pods, arrives last) outranks b and c (3 each, priority 0).
+    c = dump(
+        *racks({"r0": 7}),
+        *_gang("b", 3, "2026-01-01T00:00:01Z"),
+        *_gang("c", 3, "2026-01-01T00:00:02Z"),
+        *_gang("h", 7, "2026-01-01T00:00:03Z", priority=10),
+    )
+    assert _groups(c, solve(c, policy="default")) == {"h"}  # the queue takes the higher priority first
+    assert _groups(c, solve(c)) == {"h"}
+
+
+@st.composite
+def instances(draw: st.DrawFn) -> str:
+    """Racks of 1-6 one-cpu slots, 2-6 gangs of 1-5 pods each required in one rack, priorities
+    0 or 1, random arrival order."""
+    sizes = {f"r{r}": draw(st.integers(1, 6)) for r in range(draw(st.integers(1, 3)))}
+    items: list[Json | list[Json]] = [*racks(sizes)]
+    count = draw(st.integers(2, 6))
+    arrival = draw(st.permutations(range(count)))
+    for g in range(count):
+        created = f"2026-01-01T00:00:{arrival[g]:02d}Z"
+        items.append(_gang(f"g{g}", draw(st.integers(1, 5)), created, priority=draw(st.sampled_from([0, 0, 1]))))
+    return dump_json(*items)
+
+
+def _placed(c: Cluster, out: Outcome) -> tuple[Counter[int], Counter[int]]:
+    """(gangs placed, pods placed) per priority."""
+    placed = where(out)
+    priority = {p.name: p.priority for p in c.pods}
+    gangs = {p.gang: p.priority for p in c.pods if p.name in placed}
+    return Counter(gangs.values()), Counter(priority[name] for name in placed)
+
+
+def _order(keys: list[int], placed: tuple[Counter[int], Counter[int]], floor: Counter[int]) -> list[int]:
+    """Per priority from the highest: the gangs placed up to ``floor``'s, then the pods placed."""
+    gangs, pods = placed
+    return [n for k in keys for n in (min(gangs[k], floor[k]), pods[k])]
+
+
+@PROPERTY
+@given(instances())
+def test_placer_places_at_least_the_groups_and_pods_per_key_of_the_simulation(doc: str) -> None:
+    note(doc)
+    c = parse_cluster("random.json", doc)
+    out, default = solve(c), solve(c, policy="default")
+    mine, theirs = _placed(c, out), _placed(c, default)
+    keys = sorted({p.priority for p in c.pods}, reverse=True)
+    # Per priority from the highest down: the simulation's groups, then at least its pods.
+    assert _order(keys, mine, theirs[0]) >= _order(keys, theirs, theirs[0]), (mine, theirs)
+    if len(keys) == 1:  # one priority: at least its groups and at least its pods
+        assert sum(mine[0].values()) >= sum(theirs[0].values()) and sum(mine[1].values()) >= sum(theirs[1].values())
+    labels = {n.name: n.labels.get(RACK) for n in c.nodes}
+    for gang in {p.gang for p in c.pods}:
+        at = {labels[where(out)[p.name]] for p in c.pods if p.gang == gang and p.name in where(out)}
+        assert len(at) <= 1, gang
