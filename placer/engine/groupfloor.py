@@ -1,6 +1,6 @@
 """Never fewer workload groups than one group at a time, in the placed level's key order (issue 30).
 
-The placed level maximises pods per priority key (DESIGN.md), so on its own it may trade two
+The placed level maximises pods per priority key (``objectives.priority``), so on its own it may trade two
 small groups for one larger group of more pods, where kube-scheduler 1.37, placing one group at a
 time in queue order, places the two. A tight batch with gangs is held to a *reference* answer
 placed one group at a time: kube-scheduler's (the caller's alternative, ``packing.Alternative``)
