@@ -20,10 +20,13 @@ from hypothesis import strategies as st
 from support import solve, where
 from workload_builders import RACK, dump, dump_json, pod, pod_group, racks
 
-from placer.engine import groupfloor
+from placer.engine import Scorer, build_batch, build_snapshot, groupfloor, groupswaps
+from placer.engine.greedy import counts_of, greedy
+from placer.engine.solve import batch_demand
 from placer.inputs import parse_cluster
-from placer.models import Cluster
+from placer.models import Cluster, Config
 from placer.service import Outcome
+from placer.validate import validate_placements
 
 PROPERTY = property_settings("PLACER_GROUP_FLOOR_EXAMPLES", 12)
 Json = dict[str, Any]
@@ -87,6 +90,39 @@ def test_a_higher_keys_group_is_never_given_up_for_lower_ones() -> None:
     )
     assert _groups(c, solve(c, policy="default")) == {"h"}  # the queue takes the higher priority first
     assert _groups(c, solve(c)) == {"h"}
+
+
+def test_a_swap_puts_the_large_group_left_out_in_place_of_a_smaller_one() -> None:
+    # r0 holds 6 and r1 holds 2. In queue order b (2) takes r1, c (2) r0, then a (5) fits nowhere;
+    # swapping c for a places a in r0 (then c fits nowhere): as many groups, 3 more pods.
+    c = dump(
+        *racks({"r0": 6, "r1": 2}),
+        *_gang("b", 2, "2026-01-01T00:00:01Z"),
+        *_gang("c", 2, "2026-01-01T00:00:02Z"),
+        *_gang("a", 5, "2026-01-01T00:00:03Z"),
+    )
+    pending = [p for p in c.pods if p.pending]
+    config = Config()
+    snap = build_snapshot(c.nodes, [], pending, c.namespaces)
+    batch = build_batch(snap, pending, config)
+    scorer = Scorer(snap, config, batch_demand(batch))
+    queued = greedy(batch, scorer, queue=True)
+    swapped = groupswaps.improve(batch, scorer, queued, spent=lambda: False)
+
+    def answer(assignment: list[Any]) -> dict[str, str]:
+        return {
+            pod.key: snap.nodes[n].name
+            for group, nodes in zip(batch.groups, assignment, strict=True)
+            for pod, n in zip(group.pods, nodes.tolist(), strict=True)
+            if n >= 0
+        }
+
+    before, after = answer(queued), answer(swapped)
+    assert {k.split("/")[1][0] for k in before} == {"b", "c"}
+    assert {k.split("/")[1][0] for k in after} == {"a", "b"} and len(after) == 7
+    assert validate_placements(c, after) == []
+    floor = groupfloor.floors(batch, counts_of(queued))
+    assert groupfloor.order(batch, counts_of(swapped), floor) > groupfloor.order(batch, counts_of(queued), floor)
 
 
 @st.composite

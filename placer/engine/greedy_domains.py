@@ -20,7 +20,7 @@ from placer.engine.batch import Batch, pod_order
 from placer.engine.domains import DomainLevel, fresh_domains
 from placer.engine.scoring import Scorer
 
-__all__ = ["place_levels"]
+__all__ = ["Fit", "fit_unit", "place_levels"]
 
 IntArray = npt.NDArray[np.int64]
 Fit = dict[int, list[int]]  # batch group -> nodes of its pods
@@ -55,9 +55,8 @@ def place_levels(
         units = sorted(outer.values(), key=lambda gis: (top(gis), arrival(gis)))
     else:
         units = sorted(outer.values(), key=lambda gis: (top(gis), -sum(batch.groups[g].size for g in gis)))
-    everywhere = np.ones(len(batch.snapshot.nodes), dtype=np.bool_)
     for gis in units:
-        found = _fit(batch, scorer, gis, everywhere, frozenset(), used.copy())
+        found = fit_unit(batch, scorer, gis, used)
         if found is None:
             continue
         fit, after = found
@@ -67,6 +66,14 @@ def place_levels(
             group = batch.groups[gi]  # the nodes taken join the candidates: the start stays a solution
             group.candidates = np.union1d(group.candidates, nodes).astype(np.int64)
     return handled
+
+
+def fit_unit(batch: Batch, scorer: Scorer, gis: Sequence[int], used: IntArray) -> tuple[Fit, IntArray] | None:
+    """Every pod of the batch groups ``gis`` (one outermost level's) placed on ``used`` (not
+    modified), each level in one domain, domains tried as ``_order`` says: the nodes per group,
+    and the load after; None when no domain takes them all."""
+    everywhere = np.ones(len(batch.snapshot.nodes), dtype=np.bool_)
+    return _fit(batch, scorer, gis, everywhere, frozenset(), used.copy())
 
 
 def _order(batch: Batch, level: DomainLevel, gis: Sequence[int], used: IntArray) -> list[int]:

@@ -17,7 +17,8 @@ answer is at least the reference in this order: with one key (every benchmark in
 its groups and at least its pods. Keys are the placed level's: spec.priority where restart tiers
 rank pods inside a namespace only (``restartTiers: namespace``), the key rank otherwise.
 
-Applied to the starts (``best_start``), to the model (``hold``: one boolean per gang and one
+Applied to the starts (``best_start``; ``groupswaps`` adds the reference improved by swapping
+groups left out for smaller placed ones of their key), to the model (``hold``: one boolean per gang and one
 capped count per key, which ``objectives.priority`` weighs) and, as a last guard, to the answer
 (``held_to``).
 """

@@ -11,13 +11,13 @@ hint (the hint is a solution of every level).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
 
-from placer.engine import backlog, dominance, extended, groupfloor, lns, packing, quorums
+from placer.engine import backlog, dominance, extended, groupfloor, groupswaps, lns, packing, quorums
 from placer.engine.batch import Batch, build_batch, gang_groups
 from placer.engine.candidates import select_candidates
 from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
@@ -39,6 +39,7 @@ __all__ = ["BatchResult", "Counts", "LevelReport", "batch_demand", "solve_batch"
 
 # Above this many (pod group, node) pairs, the strategy level runs as neighbourhood re-solves.
 LNS_VARIABLES = 6000
+SWAPS_SHARE = 0.1  # of the budget left, for the group swaps that improve the reference (``groupswaps``)
 
 
 @dataclass
@@ -176,7 +177,8 @@ def solve_batch(
         hint = packing.start(batch, hint, starts[1:], budget)
         if reference is not None:  # the best start in the placed level's order with the floors
             floor = groupfloor.floors(batch, counts_of(reference))
-            hint = groupfloor.best_start(batch, floor, [hint, *starts])
+            swapped = groupswaps.improve(batch, scorer, reference, spent=_swaps_clock(budget))
+            hint = groupfloor.best_start(batch, floor, [hint, *starts, swapped])
         if not _all_placeable_placed(batch, hint):
             found = packing.prepare(batch, budget)
             if found is not None and floor:
@@ -291,6 +293,16 @@ def solve_batch(
     bounded = bool(strategy) and strategy[-1].bound == strategy[-1].bound
     gap = levels.gap if bounded else (0.0 if status == "optimal" else 1.0)
     return result(final, status, gap, levels.reports)
+
+
+def _swaps_clock(budget: Budget) -> Callable[[], bool]:
+    """When the group swaps stop: after ``SWAPS_SHARE`` of what is left, or (deterministic budget)
+    only when no swap is left, which a finite climb reaches (the answer must not depend on the
+    machine)."""
+    if budget.deterministic:
+        return lambda: False
+    deadline = time.monotonic() + SWAPS_SHARE * max(budget.left() - budget.spare, 0.0)
+    return lambda: time.monotonic() >= deadline
 
 
 def _short(batch: Batch, answer: Assignment) -> bool:
