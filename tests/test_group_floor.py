@@ -1,10 +1,12 @@
-"""Never fewer workload groups, nor fewer pods per key, than one group at a time (``groupfloor``).
+"""Never fewer workload groups, nor pods per key, than one group at a time (``groupfloor``).
 
 Aspects: a rack where the most pods means one large group while kube-scheduler 1.37, one group at
 a time in queue order, places two small ones (the rule keeps the two, pods-first alone takes the
 large one); the same without kube-scheduler's answer (the engine's queue-order start sets the
-floor); a higher key's group is never given up for lower ones; and a property over small random
-rack and group instances: placer's groups and pods per key at least the 1.37 simulation's. Every
+floor); a higher key's pods are never given up for a lower key's groups; group swaps put a large
+group left out in place of a smaller one (``groupswaps``); and a property over small random rack
+and group instances: per priority from the highest down, placer places the 1.37 simulation's
+groups and then at least its pods (with one priority: at least its groups and its pods). Every
 answer goes through the independent validator (``support.solve``, ``validated``).
 """
 
@@ -80,16 +82,21 @@ def test_without_kube_schedulers_answer_the_queue_order_start_sets_the_floor(mon
     assert _groups(c, out) == {"b", "c"}
 
 
-def test_a_higher_keys_group_is_never_given_up_for_lower_ones() -> None:
-    # r0 holds 7: the high group h (7 pods, arrives last) outranks b and c (3 each, priority 0).
+def test_a_higher_keys_pods_are_never_given_up_for_lower_keys_groups() -> None:
+    # Racks of 5 and 3. kube-scheduler, highest priority first in arrival order: h1 (2) in r1,
+    # h2 (3) in r0, h3 (3) nowhere; then the priority-0 groups l1 and l2 (1 each) in what is left:
+    # 4 groups, 5 high pods. placer places h1 and h2 in r0 and h3 in r1 (8 high pods, 3 groups):
+    # the two low groups would cost high pods, so it places fewer groups in all, by the key order.
     c = dump(
-        *racks({"r0": 7}),
-        *_gang("b", 3, "2026-01-01T00:00:01Z"),
-        *_gang("c", 3, "2026-01-01T00:00:02Z"),
-        *_gang("h", 7, "2026-01-01T00:00:03Z", priority=10),
+        *racks({"r0": 5, "r1": 3}),
+        *_gang("h1", 2, "2026-01-01T00:00:01Z", priority=1),
+        *_gang("h2", 3, "2026-01-01T00:00:02Z", priority=1),
+        *_gang("h3", 3, "2026-01-01T00:00:03Z", priority=1),
+        *_gang("l1", 1, "2026-01-01T00:00:04Z"),
+        *_gang("l2", 1, "2026-01-01T00:00:05Z"),
     )
-    assert _groups(c, solve(c, policy="default")) == {"h"}  # the queue takes the higher priority first
-    assert _groups(c, solve(c)) == {"h"}
+    assert _groups(c, solve(c, policy="default")) == {"h1", "h2", "l1", "l2"}
+    assert _groups(c, solve(c)) == {"h1", "h2", "h3"}
 
 
 def test_a_swap_puts_the_large_group_left_out_in_place_of_a_smaller_one() -> None:
