@@ -22,9 +22,16 @@ from hypothesis import strategies as st
 from support import solve, where
 from workload_builders import RACK, dump, dump_json, pod, pod_group, racks
 
-from placer.engine import Scorer, build_batch, build_snapshot, groupfloor, groupswaps
-from placer.engine.greedy import counts_of, greedy
-from placer.engine.solve import batch_demand
+from placer.engine import (
+    Scorer,
+    batch_demand,
+    build_batch,
+    build_snapshot,
+    counts_of,
+    greedy,
+    groupfloor,
+    groupswaps,
+)
 from placer.inputs import parse_cluster
 from placer.models import Cluster, Config
 from placer.service import Outcome

@@ -18,7 +18,7 @@ from placer.engine.dominance import Quality
 from placer.engine.encoder import encode
 from placer.engine.exprs import evaluate
 from placer.engine.extended import asks_extended, extended_allocated, extended_requests, held_to_other
-from placer.engine.greedy import GREEDY_CHECKS_PER_SECOND, GREEDY_SHARE, Assignment, greedy
+from placer.engine.greedy import GREEDY_CHECKS_PER_SECOND, GREEDY_SHARE, Assignment, counts_of, greedy
 from placer.engine.heap import no_cycle_collection
 from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
@@ -103,6 +103,7 @@ __all__ = [
     "build_quorum_constraints",
     "build_snapshot",
     "build_topology_constraints",
+    "counts_of",
     "cut_batch",
     "decision_strategy",
     "descend",
