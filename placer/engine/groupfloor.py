@@ -4,8 +4,10 @@ The placed level maximises pods per priority key (``objectives.priority``), so o
 small groups for one larger group of more pods, where kube-scheduler 1.37, placing one group at a
 time in queue order, places the two. A tight batch with gangs is held to a *reference* answer
 placed one group at a time: kube-scheduler's (the caller's alternative, ``packing.Alternative``)
-when there is one, else the greedy start that takes the workload groups in queue order (highest
-key, then the earliest pod) one at a time (``greedy.greedy(..., queue=True)``).
+when there is one, else, where the batch holds groups in topology domains, the greedy start that
+takes the workload groups in queue order (highest key, then the earliest pod) one at a time
+(``greedy.greedy(..., queue=True)``); other batches without kube-scheduler's answer have no
+reference and no rule.
 
 The rule sits inside the placed level's order, per key from the highest down: first the gangs of
 that key placed, counted up to the reference's number of them (the key's *floor*), then the pods
