@@ -214,6 +214,8 @@ def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_st
             f"| {r.placer_seconds:.1f} | {r.default_seconds:.2f} | {r.cpsat_seconds:.1f} "
             f"| {r.placer_status} | {r.cpsat_status} |"
         )
+    if any(r.cpsat_status == "UNKNOWN" for r in rows):
+        lines += ["", "CP-SAT `UNKNOWN`: the plain model found no answer within the limit (0 groups placed)."]
     worse = [r for r in rows if r.placer_groups < r.default_groups]
     fewer_pods = [r for r in rows if r.placer_pods < r.default_pods]
     below_cpsat = [r for r in rows if r.placer_groups < r.cpsat_groups]
@@ -248,8 +250,8 @@ def plot(rows: list[Row], path: Path) -> None:
     ax.bar(x + 0.27, [r.cpsat_groups / r.groups for r in ordered], 0.27, label="plain CP-SAT model")
     ax.set_xticks(x, [f"{r.racks}r {r.pods / r.slots:.0%} s{r.seed}" for r in ordered], rotation=60, fontsize=7)
     ax.set_ylabel("share of groups placed whole")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=8)
+    ax.set_ylim(0, 1.2)
+    ax.legend(fontsize=8, loc="upper center", ncol=3)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
