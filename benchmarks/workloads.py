@@ -8,10 +8,12 @@ in one rack (``schedulingConstraints.topology[0].key``); groups are drawn while 
 the target share of the cluster's slots (20 draws in a row that do not fit end it).
 
 Runs: ``solve_cluster`` in one batch (``placer solve --time-limit T``) for placer and for
-``--policy default`` (kube-scheduler 1.37's pod group cycle, ``placer/baseline/groups.py``), same
-instance, same run; wall time of the whole call. Reported per instance: groups, groups placed
-whole by each, groups placed in part or split across racks (must be 0; every answer also goes
-through the validator), the ratio of groups placed, seconds.
+``--policy default`` (kube-scheduler 1.37's pod group cycle, ``placer/baseline/groups.py``), and
+the plain CP-SAT model of the groups (``benchmarks/reference_groups.py``: one domain variable per
+group, all-or-nothing, groups then pods, the whole limit T), same instance, same run; wall time
+of the whole call. Reported per instance: groups, groups placed whole by each, pods placed,
+groups placed in part or split across racks (must be 0; every answer also goes through the
+validator), the ratio of groups placed, seconds.
 
   python -m benchmarks.workloads [--quick] [--racks 10,25,50] [--seeds 2] [--demands 0.85,0.95,1.0] [--limit 10]
 
@@ -37,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.machine import machine_info, report_header, source_revision  # noqa: E402
+from benchmarks.reference_groups import cpsat_groups  # noqa: E402
 from benchmarks.solving import Timed, timed_solve  # noqa: E402
 from placer.inputs import parse_cluster  # noqa: E402
 from placer.models import Cluster  # noqa: E402
@@ -119,16 +122,23 @@ class Row:
     placer_seconds: float
     default_seconds: float
     placer_status: str
+    cpsat_groups: int = 0  # the plain CP-SAT model of the groups (reference_groups)
+    cpsat_pods: int = 0
+    cpsat_seconds: float = 0.0
+    cpsat_status: str = ""
 
     @property
     def ratio(self) -> float:
         return self.placer_groups / self.default_groups if self.default_groups else float("inf")
 
 
-def _groups(cluster: Cluster, timed: Timed) -> tuple[int, int]:
+def _placed(timed: Timed) -> dict[str, str]:
+    return {p.pod: p.node for p in timed.outcome.result.placements if p.pod}
+
+
+def _groups(cluster: Cluster, where: dict[str, str]) -> tuple[int, int]:
     """(groups placed whole in one rack, groups placed in part or split)."""
     rack = {n.name: n.labels.get(RACK) for n in cluster.nodes}
-    where = {p.pod: p.node for p in timed.outcome.result.placements if p.pod}
     members: dict[str, list[str | None]] = {}
     for pod in cluster.pods:
         members.setdefault(pod.gang or pod.name, []).append(rack[where[pod.key]] if pod.key in where else None)
@@ -148,11 +158,13 @@ def run_one(racks: int, demand: float, seed: int, limit: float) -> Row:
     cluster = parse_cluster(f"workloads-{racks}-{seed}", json.dumps(doc))
     placer = timed_solve(cluster, "placer", time_limit=limit)
     default = timed_solve(cluster, "default", time_limit=limit)
-    for timed in (placer, default):
-        placed = {p.pod: p.node for p in timed.outcome.result.placements if p.pod}
+    cpsat = cpsat_groups(cluster, limit)
+    for placed in (_placed(placer), _placed(default), cpsat.placements):
         assert validate_placements(cluster, placed, scheduler_name="placer") == []
-    pg, pb = _groups(cluster, placer)
-    dg, db = _groups(cluster, default)
+    pg, pb = _groups(cluster, _placed(placer))
+    dg, db = _groups(cluster, _placed(default))
+    cg, cb = _groups(cluster, cpsat.placements)
+    assert cb == 0
     return Row(
         racks=racks,
         nodes=len(cluster.nodes),
@@ -171,6 +183,10 @@ def run_one(racks: int, demand: float, seed: int, limit: float) -> Row:
         placer_seconds=placer.seconds,
         default_seconds=default.seconds,
         placer_status=placer.outcome.result.status,
+        cpsat_groups=cg,
+        cpsat_pods=len(cpsat.placements),
+        cpsat_seconds=cpsat.seconds,
+        cpsat_status=cpsat.status,
     )
 
 
@@ -180,21 +196,29 @@ def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_st
         "Racks of 4-16 nodes (4 one-cpu slots each); v1beta1 PodGroups of 4-32 one-cpu pods, each a gang "
         "required in one rack, drawn up to the target share of the slots; one batch. placer = "
         "`solve_cluster`, default = the kube-scheduler 1.37 simulation (one group at a time, a placement "
-        "per rack, NodeResourcesFit placement score + PodGroupPodsCount); same instance, same run. "
-        "Details in the docstring of `benchmarks/workloads.py`.",
+        "per rack, NodeResourcesFit placement score + PodGroupPodsCount); CP-SAT = the plain model of the "
+        "groups (one domain variable per group, all-or-nothing, groups then pods, no hint, the whole limit); "
+        "same instance, same run. Details in the docstrings of `benchmarks/workloads.py` and "
+        "`benchmarks/reference_groups.py`.",
         "",
-        "| racks | nodes | demand | seed | groups | pods | placer groups | default groups | ratio "
-        "| placer pods | default pods | partial or split (placer / default) | placer s | default s | status |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| racks | nodes | demand | seed | groups | pods | placer groups | default groups | CP-SAT groups "
+        "| ratio to default | placer pods | default pods | CP-SAT pods | partial or split (placer / default) "
+        "| placer s | default s | CP-SAT s | placer status | CP-SAT status |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in sorted(rows, key=lambda r: (r.racks, r.target, r.seed)):
         lines.append(
             f"| {r.racks} | {r.nodes} | {r.pods / r.slots:.1%} | {r.seed} | {r.groups} | {r.pods} "
-            f"| {r.placer_groups} | {r.default_groups} | {r.ratio:.3f} | {r.placer_pods} | {r.default_pods} "
-            f"| {r.placer_broken} / {r.default_broken} "
-            f"| {r.placer_seconds:.1f} | {r.default_seconds:.2f} | {r.placer_status} |"
+            f"| {r.placer_groups} | {r.default_groups} | {r.cpsat_groups} | {r.ratio:.3f} "
+            f"| {r.placer_pods} | {r.default_pods} | {r.cpsat_pods} | {r.placer_broken} / {r.default_broken} "
+            f"| {r.placer_seconds:.1f} | {r.default_seconds:.2f} | {r.cpsat_seconds:.1f} "
+            f"| {r.placer_status} | {r.cpsat_status} |"
         )
+    if any(r.cpsat_status == "UNKNOWN" for r in rows):
+        lines += ["", "CP-SAT `UNKNOWN`: the plain model found no answer within the limit (0 groups placed)."]
     worse = [r for r in rows if r.placer_groups < r.default_groups]
+    fewer_pods = [r for r in rows if r.placer_pods < r.default_pods]
+    below_cpsat = [r for r in rows if r.placer_groups < r.cpsat_groups]
     broken = sum(r.placer_broken for r in rows)
     lines += [
         "",
@@ -202,9 +226,12 @@ def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_st
         "",
         f"- groups placed >= the 1.37 simulation on every instance: {len(rows) - len(worse)} of {len(rows)} "
         f"— {'met' if not worse else 'NOT met'}",
+        f"- pods placed >= the 1.37 simulation on every instance: {len(rows) - len(fewer_pods)} of {len(rows)} "
+        f"— {'met' if not fewer_pods else 'NOT met'}",
         f"- zero partial groups and zero groups split across racks for placer: {broken} — "
         f"{'met' if broken == 0 else 'NOT met'}",
-        "- >= the plain CP-SAT model at the same limit: not measured here",
+        f"- groups placed >= the plain CP-SAT model at the same limit: {len(rows) - len(below_cpsat)} of {len(rows)} "
+        f"— {'met' if not below_cpsat else 'NOT met'}",
         "",
         "![workloads](workloads.png)",
         "",
@@ -218,12 +245,13 @@ def plot(rows: list[Row], path: Path) -> None:
     ax = fig.add_subplot(1, 1, 1)
     ordered = sorted(rows, key=lambda r: (r.racks, r.target, r.seed))
     x = np.arange(len(ordered))
-    ax.bar(x - 0.2, [r.placer_groups / r.groups for r in ordered], 0.4, label="placer")
-    ax.bar(x + 0.2, [r.default_groups / r.groups for r in ordered], 0.4, label="kube-scheduler 1.37 (simulated)")
+    ax.bar(x - 0.27, [r.placer_groups / r.groups for r in ordered], 0.27, label="placer")
+    ax.bar(x, [r.default_groups / r.groups for r in ordered], 0.27, label="kube-scheduler 1.37 (simulated)")
+    ax.bar(x + 0.27, [r.cpsat_groups / r.groups for r in ordered], 0.27, label="plain CP-SAT model")
     ax.set_xticks(x, [f"{r.racks}r {r.pods / r.slots:.0%} s{r.seed}" for r in ordered], rotation=60, fontsize=7)
     ax.set_ylabel("share of groups placed whole")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=8)
+    ax.set_ylim(0, 1.2)
+    ax.legend(fontsize=8, loc="upper center", ncol=3)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 

@@ -1,7 +1,8 @@
 """The workloads benchmark's generator and counting (``benchmarks/workloads.py``), on a small run.
 
 Aspects: instances are deterministic per seed and stay within the target share of the slots;
-one quick instance through both policies counts groups placed whole and none split.
+one quick instance through both policies and the plain CP-SAT model of the groups counts groups
+placed whole and none split.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def test_an_instance_is_the_same_for_a_seed_and_within_its_demand() -> None:
 
 
 def test_a_small_run_places_whole_groups_and_splits_none() -> None:
-    row = workloads.run_one(4, 0.9, seed=0, limit=1.0)
+    row = workloads.run_one(4, 0.9, seed=0, limit=1.0)  # every answer through the validator
     assert row.placer_broken == 0 and row.default_broken == 0
-    assert row.placer_groups >= row.default_groups
+    assert row.placer_groups >= row.default_groups and row.placer_pods >= row.default_pods
+    assert 0 < row.cpsat_groups <= row.groups and row.cpsat_pods > 0

@@ -8,7 +8,7 @@ running members counted, evicted members gone; whole-group disruption; and that
 from __future__ import annotations
 
 import pytest
-from workload_builders import composite, dump, gang, pod, pod_group, racks
+from workload_builders import composite, dump, gang, node, pod, pod_group, racks
 
 from placer.models import Cluster, Eviction, Result
 from placer.validate import disruption_violations, domain_violations, validate_placements, validate_plan
@@ -74,3 +74,30 @@ def test_validate_plan_refuses_evicting_part_of_a_whole_group() -> None:
         evictions=[Eviction(pod="ml/low-0", node="a-0", kind="preempt", for_=["ml/high-0"])],
     )
     assert any("disruptionMode all" in v for v in validate_plan(c, result))
+
+
+def test_a_gang_member_is_not_replaceable_while_its_gang_holds_a_pod_as_high() -> None:
+    # One node of 3 cpu. Taking m-1 (priority 0) off for the loose pod (priority 1) takes m-0
+    # (priority 1) off too: no gain, so leaving the loose pod out is no priority violation.
+    c = dump(
+        node("n0", 3),
+        pod_group("m", 2, key=None),
+        pod("m-0", "m", priority=1),
+        pod("m-1", "m"),
+        pod_group("s", 1, key=None),
+        pod("s-0", "s", priority=1),
+        pod("loose", priority=1),
+    )
+    assert validate_placements(c, {"ml/m-0": "n0", "ml/m-1": "n0", "ml/s-0": "n0"}) == []
+
+
+def test_a_gang_of_lower_pods_only_is_still_replaceable() -> None:
+    c = dump(
+        node("n0", 2),
+        pod_group("m", 2, key=None),
+        pod("m-0", "m"),
+        pod("m-1", "m"),
+        pod("loose", priority=1),
+    )
+    got = validate_placements(c, {"ml/m-0": "n0", "ml/m-1": "n0"})
+    assert len(got) == 1 and "ml/loose: left unplaced although it would fit on node n0 in place of" in got[0]

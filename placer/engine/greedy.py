@@ -145,13 +145,15 @@ def greedy(
     skip: frozenset[int] = frozenset(),
     *,
     budget: Budget | None = None,
+    queue: bool = False,
 ) -> Assignment:
     """Place pods one by one among each group's candidates; a pod that fits none of them looks at
     every feasible node, and the node it takes joins the group's candidates (so the answer stays a
     solution of the pruned model). With ``budget`` the pass stops when its share is spent and
     returns what it has placed (the pods not reached stay unplaced: the levels then place them or
-    keep this answer)."""
-    return _greedy(batch, scorer, used, skip, _Clock(budget), None)
+    keep this answer). ``queue``: workload groups in queue order, not larger first
+    (``greedy_domains``)."""
+    return _greedy(batch, scorer, used, skip, _Clock(budget), None, queue)
 
 
 def _greedy(
@@ -161,6 +163,7 @@ def _greedy(
     skip: frozenset[int],
     clock: _Clock,
     reach: int | None,
+    queue: bool = False,
 ) -> Assignment:
     """``greedy``; ``reach``: take at most that many pods of the order (a second pass after
     dropping partial gangs goes no further than the first, whatever the clock says)."""
@@ -172,7 +175,7 @@ def _greedy(
     result: Assignment = [np.full(g.size, -1, dtype=np.int64) for g in batch.groups]
     topo = None if batch.topology.empty else TopologyState(batch.topology, [g.size for g in batch.groups])
     # Groups held in topology domains go first, one workload group at a time (``greedy_domains``).
-    alone = skip | place_levels(batch, scorer, used, result, skip)
+    alone = skip | place_levels(batch, scorer, used, result, skip, queue=queue)
     # Pods whose required affinity other batch pods provide go after their providers.
     dependent = {a.g: a.order for a in batch.topology.affinity if not a.seed}
     by_tier = batch.tiers != "namespace"
@@ -223,7 +226,7 @@ def _greedy(
     if dropped and topo is not None:
         # Dropped pods may have counted for other pods' spreading or affinity: place again without
         # them, as far as this pass went.
-        return _greedy(batch, scorer, start, skip | dropped, clock, taken if reach is None else reach)
+        return _greedy(batch, scorer, start, skip | dropped, clock, taken if reach is None else reach, queue)
     return result
 
 

@@ -1,7 +1,8 @@
 """The greedy start for workload groups held in topology domains: one group at a time.
 
 Groups (the batch groups under one outermost level, ``placer.engine.domains``) go highest key
-first, larger first; each tries the domains of its outermost level in turn, partly used domains
+first, larger first (or, with ``queue``, in kube-scheduler's queue order: the earliest pod first,
+which ``groupfloor`` holds the answer to); each tries the domains of its outermost level in turn, partly used domains
 before whole ones (as the domain-packing objective prefers), and inside a domain each inner level
 again domain by domain, tightest first (best fit); its pods take nodes by the strategy's cost. A group that fits no
 domain whole is left out of the start: the CP-SAT model, which places the groups of the batch
@@ -15,18 +16,24 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from placer.engine.batch import Batch
+from placer.engine.batch import Batch, pod_order
 from placer.engine.domains import DomainLevel, fresh_domains
 from placer.engine.scoring import Scorer
 
-__all__ = ["place_levels"]
+__all__ = ["Fit", "fit_unit", "place_levels"]
 
 IntArray = npt.NDArray[np.int64]
 Fit = dict[int, list[int]]  # batch group -> nodes of its pods
 
 
 def place_levels(
-    batch: Batch, scorer: Scorer, used: IntArray, result: list[IntArray], skip: frozenset[int]
+    batch: Batch,
+    scorer: Scorer,
+    used: IntArray,
+    result: list[IntArray],
+    skip: frozenset[int],
+    *,
+    queue: bool = False,
 ) -> set[int]:
     """Place the batch's groups that belong to levels (into ``result``, adding to ``used``);
     returns those groups (placed or not), which the pod-by-pod pass then leaves alone."""
@@ -37,13 +44,19 @@ def place_levels(
     outer: dict[str, list[int]] = {}
     for gi in sorted(handled - skip):
         outer.setdefault(batch.groups[gi].pods[0].group_domains[-1].group, []).append(gi)
-    units = sorted(
-        outer.values(),
-        key=lambda gis: (-max(batch.rank(batch.groups[g]) for g in gis), -sum(batch.groups[g].size for g in gis)),
-    )
-    everywhere = np.ones(len(batch.snapshot.nodes), dtype=np.bool_)
+
+    def top(gis: list[int]) -> int:
+        return -max(batch.rank(batch.groups[g]) for g in gis)
+
+    def arrival(gis: list[int]) -> tuple[str, str, str]:
+        return min(pod_order(p) for g in gis for p in batch.groups[g].pods)
+
+    if queue:
+        units = sorted(outer.values(), key=lambda gis: (top(gis), arrival(gis)))
+    else:
+        units = sorted(outer.values(), key=lambda gis: (top(gis), -sum(batch.groups[g].size for g in gis)))
     for gis in units:
-        found = _fit(batch, scorer, gis, everywhere, frozenset(), used.copy())
+        found = fit_unit(batch, scorer, gis, used)
         if found is None:
             continue
         fit, after = found
@@ -53,6 +66,14 @@ def place_levels(
             group = batch.groups[gi]  # the nodes taken join the candidates: the start stays a solution
             group.candidates = np.union1d(group.candidates, nodes).astype(np.int64)
     return handled
+
+
+def fit_unit(batch: Batch, scorer: Scorer, gis: Sequence[int], used: IntArray) -> tuple[Fit, IntArray] | None:
+    """Every pod of the batch groups ``gis`` (one outermost level's) placed on ``used`` (not
+    modified), each level in one domain, domains tried as ``_order`` says: the nodes per group,
+    and the load after; None when no domain takes them all."""
+    everywhere = np.ones(len(batch.snapshot.nodes), dtype=np.bool_)
+    return _fit(batch, scorer, gis, everywhere, frozenset(), used.copy())
 
 
 def _order(batch: Batch, level: DomainLevel, gis: Sequence[int], used: IntArray) -> list[int]:

@@ -35,6 +35,8 @@ class Model:
     # (weight, variable): soft spreading excess and preferred anti-affinity crowding
     soft_penalty: list[tuple[int, cp_model.IntVar]] = field(default_factory=list)
     domains: DomainVars | None = None  # workload groups' topology domains (constraints.domains)
+    # key -> (gangs of that key placed, capped at the floor; the floor): ``groupfloor``
+    group_floor: dict[int, tuple[cp_model.IntVar, int]] = field(default_factory=dict)
 
     def ub(self, var: cp_model.IntVar) -> int:
         return self.upper[var.index]

@@ -11,14 +11,14 @@ hint (the hint is a solution of every level).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
 
-from placer.engine import backlog, dominance, extended, lns, packing, quorums
-from placer.engine.batch import Batch, build_batch
+from placer.engine import backlog, dominance, extended, groupfloor, groupswaps, lns, packing, quorums
+from placer.engine.batch import Batch, build_batch, gang_groups
 from placer.engine.candidates import select_candidates
 from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
 from placer.engine.domains import keeps_domains
@@ -39,6 +39,7 @@ __all__ = ["BatchResult", "Counts", "LevelReport", "batch_demand", "solve_batch"
 
 # Above this many (pod group, node) pairs, the strategy level runs as neighbourhood re-solves.
 LNS_VARIABLES = 6000
+SWAPS_SHARE = 0.1  # of the budget left, for the group swaps that improve the reference (``groupswaps``)
 
 
 @dataclass
@@ -161,12 +162,24 @@ def solve_batch(
     if guard:
         other()  # before the levels: what they spend leaves the guard what it needs of the rest
     raced = False  # bin completion races the CP-SAT packing search (``packing.settle``)
+    floor: groupfloor.Floors = {}  # gangs per key the placed level counts up to (``groupfloor``)
+    reference: Assignment | None = None  # the answer placed one group at a time that sets them
     tight = not _all_placeable_placed(batch, hint)
     if tight:
         # A tight batch: the pack strategy's greedy, the classic heuristics and the alternative
         # (kube-scheduler's answer, when the caller gives it) may place more (``packing.dispatch``).
         pack = greedy(batch, scorer.with_strategy(StrategyName.PACK), budget=budget)
-        hint = packing.start(batch, hint, [pack, other()], budget)
+        starts = [hint, pack, other()]
+        if gang_groups(batch.groups):
+            reference = other()
+            if reference is None and batch.levels:  # no alternative: the groups in queue order
+                reference = greedy(batch, scorer, budget=budget, queue=True)
+                starts.append(reference)
+        hint = packing.start(batch, hint, starts[1:], budget)
+        if reference is not None:  # the best start in the placed level's order with the floors
+            floor = groupfloor.floors(batch, counts_of(reference))
+            swapped = groupswaps.improve(batch, scorer, reference, spent=_swaps_clock(budget))
+            hint = groupfloor.best_start(batch, floor, [hint, *starts, swapped])
     needed = float("inf")  # wall seconds the guard may need at most (``dominance.need``)
     if guard and not held and (start := other()) is not None:
         share = dominance.SHARE * max(whole.left(), 0.0)
@@ -176,7 +189,9 @@ def solve_batch(
         budget = whole.keeping(min(share, needed))
     if tight and not _all_placeable_placed(batch, hint):
         found = packing.prepare(batch, budget)
-        if found is not None:
+        if found is not None and floor:
+            hint = groupfloor.best_start(batch, floor, [hint, found])
+        elif found is not None:
             hint = packing.better_start(batch, hint, found)
         else:
             raced = True
@@ -208,6 +223,10 @@ def solve_batch(
         repaired = quorums.repair(batch.quorums, counts, len(batch.groups))
         if repaired != counts:  # an answer of a heuristic left a composite gang short: none of it goes
             counts, status, gap = repaired, ("feasible" if status == "optimal" else status), 1.0
+        if reference is not None:  # never below one group at a time in the placed level's order
+            counts, changed = groupfloor.held_to(batch, counts, counts_of(reference))
+            if changed:
+                status, gap = ("feasible" if status == "optimal" else status), 1.0
         counts, topped = top_up(batch, counts)
         if topped:  # a pod left out fit as the answer stood: the placed level was not optimal
             status, gap = ("feasible" if status == "optimal" else status), 1.0
@@ -230,6 +249,7 @@ def solve_batch(
         return result(counts, "feasible", 1.0, [_lns_report(report)])  # no bound: the gap is unknown
     encoding = time.monotonic()
     model, sym = encode(batch, scorer, packing=not all_placed)
+    groupfloor.hold(model, floor)
     counts = sym.order(counts)
     values = {var.index: counts.get(key, 0) for key, var in model.y.items()}
     # The plan runs for every pod left out, with or without a feasible node: its share is kept.
@@ -297,6 +317,16 @@ def _guard_needs(
     mine, theirs = dominance.placed_per_key(batch, counts_of(hint)), dominance.placed_per_key(batch, counts_of(start))
     more = dominance.places_at_least(mine, theirs) and not dominance.places_at_least(theirs, mine)
     return dominance.need(batch, counts_of(start), starts=1 if more else 2, targeted=targeted, seed=seed, most=most)
+
+
+def _swaps_clock(budget: Budget) -> Callable[[], bool]:
+    """When the group swaps stop: after ``SWAPS_SHARE`` of what is left, or (deterministic budget)
+    only when no swap is left, which a finite climb reaches (the answer must not depend on the
+    machine)."""
+    if budget.deterministic:
+        return lambda: False
+    deadline = time.monotonic() + SWAPS_SHARE * max(budget.left() - budget.spare, 0.0)
+    return lambda: time.monotonic() >= deadline
 
 
 def _short(batch: Batch, answer: Assignment) -> bool:

@@ -74,6 +74,7 @@ class PlanModel:
     by_group: list[list[tuple[int, cp_model.IntVar]]] = field(default_factory=list)
     soft_penalty: list[tuple[int, cp_model.IntVar]] = field(default_factory=list)
     domains: DomainVars | None = None  # workload groups' topology domains (engine constraints.domains)
+    group_floor: dict[int, tuple[cp_model.IntVar, int]] = field(default_factory=dict)  # none in a plan (groupfloor)
 
     moves: dict[int, list[cp_model.IntVar]] = field(default_factory=dict)
     # Pending pods that may not cause evictions (``plan.eligibility.calm``): their groups never preempt.

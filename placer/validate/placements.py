@@ -195,15 +195,33 @@ def relaxed_violations(
     return out
 
 
+Gangs = Mapping[tuple[str, str], Sequence[Pod]]  # (namespace, gang) -> its placed batch pods
+
+
+def _placed_gangs(states: Mapping[str, NodeState]) -> dict[tuple[str, str], list[Pod]]:
+    out: dict[tuple[str, str], list[Pod]] = {}
+    for state in states.values():
+        for p in state.placed:
+            if p.gang:
+                out.setdefault((p.namespace, p.gang), []).append(p)
+    return out
+
+
 def _worse_off(
-    ctx: Context, pod: Pod, state: NodeState, name: str, topology: TopologyState, keeps: Keeps | None
+    ctx: Context, pod: Pod, state: NodeState, name: str, topology: TopologyState, keeps: Keeps | None, gangs: Gangs
 ) -> list[Pod]:
     """Placed batch pods on ``name`` whose place ``pod`` should have had, or []: all the pods it
     outranks (any number of them is worth less than one more pod of a higher key), where the rest
     and ``pod`` may stay (``keeps``). With ``restartTiers: namespace`` those are the pods of a
     lower spec.priority, and of its own namespace and priority of a lower tier (the thesis's order
-    holds inside a namespace)."""
-    lower = [p for p in state.placed if outranks(pod, p, restart_tiers=ctx.restart_tiers)]
+    holds inside a namespace). A member of a gang (all or nothing) holding a pod that ``pod``
+    does not outrank is not among them: taking it off takes that pod off too."""
+
+    def lower_alone(p: Pod) -> bool:
+        members = gangs.get((p.namespace, p.gang), ()) if p.gang else ()
+        return all(outranks(pod, q, restart_tiers=ctx.restart_tiers) for q in (p, *members))
+
+    lower = [p for p in state.placed if lower_alone(p)]
     if (
         lower
         and not state.room_problems(pod, without=lower)
@@ -230,6 +248,7 @@ def left_out_violations(
     ends the maximality text (" after the plan")."""
     out: list[Violation] = []
     holding = {name for name, state in states.items() if state.placed}
+    gangs = _placed_gangs(states)
     for pod in left:
         key = pod_key(pod, restart_tiers=ctx.restart_tiers)
         binding = ctx.binding(pod)
@@ -242,7 +261,7 @@ def left_out_violations(
                 text = f"{pod.key}: left unplaced although it fits on node {name}{after}"
                 out.append(Violation("maximality", pod.key, text, (name,)))
                 break
-            lower = _worse_off(ctx, pod, state, name, topology, keeps)
+            lower = _worse_off(ctx, pod, state, name, topology, keeps, gangs)
             if lower:
                 names = ", ".join(p.key for p in lower)
                 text = (

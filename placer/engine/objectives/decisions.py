@@ -30,6 +30,9 @@ class Decisions(LoadModel, Protocol):
     by_group: list[list[tuple[int, cp_model.IntVar]]]
     soft_penalty: list[tuple[int, cp_model.IntVar]]
     domains: DomainVars | None  # what constraints.domains added (workload groups' domains)
+    # key -> (gangs of that key placed, capped at the floor; the floor), weighed just above the
+    # key's pods by the placed level (``placer.engine.groupfloor``)
+    group_floor: dict[int, tuple[cp_model.IntVar, int]]
 
     def kept(self) -> Kept:
         """Per (key rank, namespace): expressions whose sum counts those placed-and-running pods,

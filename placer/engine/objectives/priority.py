@@ -14,6 +14,10 @@ namespace and priority), where no namespace may end below the reference in its o
 Pareto step: one namespace's better tiers are never bought with another's pods). So an Always
 pod takes the room of two Never pods of its own namespace, and no answer trades one namespace's
 pod for another namespace's pod of equal spec.priority on the tier alone.
+
+A tight batch with gangs adds, per key just above its pods, the gangs of that key placed up to a
+reference answer's number of them (``placer.engine.groupfloor``): a key's pods are given up for
+its groups, never a higher key's.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from ortools.sat.python import cp_model
 from placer.engine.objectives.decisions import Decisions
 from placer.engine.objectives.strategy import Term
 
-__all__ = ["LEVEL", "TIER_LEVEL", "build", "lex_weights"]
+__all__ = ["GROUPS", "LEVEL", "TIER_LEVEL", "build", "lex_weights"]
 
 LEVEL = "placed-by-key"
+GROUPS = "groups-by-key"  # a key's gangs up to the reference's (``placer.engine.groupfloor``)
 TIER_LEVEL = "placed-by-tier"  # restartTiers: namespace, the second part
 _LIMIT = 2**53
 
@@ -51,11 +56,30 @@ def _merge(into: Spans, rank: int, exprs: list[cp_model.LinearExprT], span: int)
 
 
 def _lexicographic(name: str, kept: Spans) -> list[Term]:
-    """Counts per rank, highest first: one weighted sum, or one sub-level per rank on overflow."""
+    """Counts per rank, highest first: one weighted sum, or one sub-level per rank on overflow.
+    Ranks are ``_pods``/``_groups`` of a key: a key's capped gang count comes just above its pods."""
     weights = lex_weights({rank: span for rank, (_, span) in kept.items()})
     if weights is not None:
         return [Term(name, cp_model.LinearExpr.sum([weights[r] * e for r, (es, _) in kept.items() for e in es]), True)]
-    return [Term(f"{name}-{rank}", cp_model.LinearExpr.sum(kept[rank][0]), True) for rank in sorted(kept, reverse=True)]
+    return [
+        Term(f"{GROUPS if rank % 2 else name}-{rank // 2}", cp_model.LinearExpr.sum(kept[rank][0]), True)
+        for rank in sorted(kept, reverse=True)
+    ]
+
+
+def _pods(key: int) -> int:
+    return 2 * key
+
+
+def _groups(key: int) -> int:
+    return 2 * key + 1
+
+
+def _add_floor(into: Spans, floor: dict[int, tuple[cp_model.IntVar, int]], key: int) -> None:
+    """A key's gangs placed, capped at the reference's (``placer.engine.groupfloor``), if any."""
+    if key in floor:
+        capped, need = floor[key]
+        _merge(into, _groups(key), [capped], need)
 
 
 def _priority_level(priority: int, namespaces: dict[str, Spans]) -> list[Term]:
@@ -80,10 +104,13 @@ def build(model: Decisions) -> list[Term]:
     kept = {at: (exprs, span) for at, (exprs, span) in model.kept().items() if exprs}
     if not kept:
         return []
+    floor = model.group_floor
     if model.batch.tiers != "namespace":
         by_rank: Spans = {}
         for (rank, _), (exprs, span) in kept.items():
-            _merge(by_rank, rank, exprs, span)
+            _merge(by_rank, _pods(rank), exprs, span)
+        for rank in {rank for rank, _ in kept}:
+            _add_floor(by_rank, floor, rank)
         return _lexicographic(LEVEL, by_rank)
     # Per spec.priority, highest first: where no namespace has two tiers, only counts matter and
     # consecutive such priorities form one lexicographic term; elsewhere ``_priority_level``.
@@ -98,8 +125,10 @@ def build(model: Decisions) -> list[Term]:
         if all(len(bucket) < 2 for bucket in namespaces.values()):
             for bucket in namespaces.values():
                 for exprs, span in bucket.values():
-                    _merge(plain, priority, exprs, span)
+                    _merge(plain, _pods(priority), exprs, span)
+            _add_floor(plain, floor, priority)
             continue
+        _add_floor(plain, floor, priority)  # the priority's groups before its pods and tiers
         if plain:
             terms += _lexicographic(LEVEL, plain)
             plain = {}
