@@ -35,9 +35,10 @@ def node_order(
     load: npt.NDArray[np.float64] | None = None,
 ) -> npt.NDArray[np.int64]:
     """Positions of ``nodes`` sorted best first for this group; among equal costs the node with
-    the lower ``load`` (its mean utilisation), then the lower index. The balance cost is flat
-    wherever a node is past its target (each pod adds its own share whatever the node holds):
-    without the load, identical pods stacked on the lowest index instead of spreading."""
+    the lower ``load`` (its mean utilisation; given where the strategy ``spreads_ties``), then the
+    lower index. The balance cost is flat wherever a node is past its target (each pod adds its
+    own share whatever the node holds): without the load, identical pods stacked on the lowest
+    index instead of spreading."""
     outside = (group.masks.binding == "relaxed") & ~group.masks.matching[nodes]
     tied = np.round(cost / COST_TIE)
     keys = (nodes, tied, -group.masks.preference[nodes], outside)
@@ -82,11 +83,15 @@ def _confined(batch: Batch) -> dict[int, list[Confined]]:
     """Per group, the topology keys its required inter-pod rules confine it by: (domain of each
     node, number of domains, whether its pods share out over them: hard spreading; otherwise
     required affinity holds them in one, among the domains allowed: those of a running pod it
-    must join, every one when there is none)."""
+    must join, every one when there is none; not when a pod of the batch without such a rule
+    provides for it, whose domain is not known before it is placed)."""
     topo = batch.topology
     out: dict[int, list[Confined]] = {}
+    ruled = {a.g for a in topo.affinity}
     for a in topo.affinity:
         for t in a.terms:
+            if not set(t.providers) <= ruled:
+                continue  # it may join a pod of the batch free to go anywhere: no one domain
             d = topo.domains[t.key]
             held = t.constant if t.constant.any() else np.ones(d.size, dtype=np.bool_)
             out.setdefault(a.g, []).append((d.of_node, d.size, False, held))
@@ -112,4 +117,5 @@ def _best(
         key = load - 10.0 * group.masks.preference[feasible] + 1e6 * outside
         feasible = feasible[np.argpartition(key, wide)[:wide]]
     cost = scorer.delta(group.vec, feasible, used)
-    return feasible[node_order(group, feasible, cost, scorer.load[feasible])[:keep]]
+    load = scorer.load[feasible] if scorer.strategy.spreads_ties else None
+    return feasible[node_order(group, feasible, cost, load)[:keep]]

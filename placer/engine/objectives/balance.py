@@ -33,6 +33,7 @@ __all__ = ["Balance"]
 
 class Balance(StrategyObjective):
     name = StrategyName.BALANCE
+    spreads_ties = True  # the cost is flat past a node's target: the load tells nodes apart
 
     def weights(self, s: Scorer) -> tuple[float, float, float]:
         """(intra-node skew, inter-node distance, pod class) weights."""
