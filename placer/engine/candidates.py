@@ -117,5 +117,5 @@ def _best(
         key = load - 10.0 * group.masks.preference[feasible] + 1e6 * outside
         feasible = feasible[np.argpartition(key, wide)[:wide]]
     cost = scorer.delta(group.vec, feasible, used)
-    load = scorer.load[feasible] if scorer.strategy.spreads_ties else None
-    return feasible[node_order(group, feasible, cost, load)[:keep]]
+    ties = scorer.load[feasible] if scorer.strategy.spreads_ties else None
+    return feasible[node_order(group, feasible, cost, ties)[:keep]]
