@@ -8,7 +8,8 @@ engine config, ``--time-limit`` per batch) on the state the earlier batches left
 still waiting after it passed as the backlog (``--no-backlog``: as before, each batch alone).
 Beside it, kube-scheduler's simulated answer for the same pods one at a time
 (``placer.baseline.simulate``, scoring every node). Per shape: the end state's imbalance and
-std_score (placer.metrics), how many batches fell back to the greedy answer and the decision time.
+std_score (placer.metrics), how many batches fell back to the greedy answer, the pods the last
+batch left unplaced and the decision time.
 
     python -m benchmarks.backlog --shapes basic --runs 3
 """
@@ -139,18 +140,18 @@ def main() -> None:
     args = ap.parse_args()
     config = engine_config(args.time_limit, args.deterministic)
     chosen = [s for s in shapes(args.nodes) if args.shapes is None or s.name in args.shapes]
-    print("| shape | who | run | imbalance | std_score | batches | fallbacks | decide median / max (s) |")
-    print("|---|---|---:|---:|---:|---:|---:|---|")
+    print("| shape | who | run | imbalance | std_score | batches | fallbacks | unplaced | decide median / max (s) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
     for shape in chosen:
         cluster, order = cluster_of(shape, args.nodes, args.pods)
         ks = replay_default(cluster, order)
-        print(f"| {shape.name} | kube-scheduler (sim) | 1 | {ks['imbalance']:.4f} | {ks['std_score']:.4f} | | | |")
+        print(f"| {shape.name} | kube-scheduler (sim) | 1 | {ks['imbalance']:.4f} | {ks['std_score']:.4f} | | | | |")
         who = "placer" if not args.no_backlog else "placer, no backlog"
         for run in range(args.runs):
             r = replay_placer(cluster, order, config, args.batch, not args.no_backlog)
             print(
                 f"| {shape.name} | {who} | {run + 1} | {r['imbalance']:.4f} | {r['std_score']:.4f} | {r['batches']} "
-                f"| {r['fallbacks']} | {r['median_s']:.3f} / {r['max_s']:.3f} |",
+                f"| {r['fallbacks']} | {r['unplaced']} | {r['median_s']:.3f} / {r['max_s']:.3f} |",
                 flush=True,
             )
 

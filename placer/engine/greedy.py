@@ -286,7 +286,10 @@ def _choose(
         cost = scorer.delta(group.vec, nodes, used)
     else:
         cost = costs.delta(scorer, gi, group.vec, every, used)[ok]
-    return int(nodes[node_order(group, nodes, cost)[0]])
+    load = None
+    if scorer.strategy.spreads_ties:
+        load = (used[np.ix_(nodes, scorer.cols)] * scorer.inv_alloc[nodes]).sum(axis=1) / scorer.k[nodes]
+    return int(nodes[node_order(group, nodes, cost, load)[0]])
 
 
 def _port_clash(batch: Batch, gi: int, placed_groups: list[int]) -> bool:

@@ -110,10 +110,10 @@ class Scorer:
         incomp = (defined1 | defined2) & (~defined1 | (r1 < 1)) & (~defined2 | (r2 < 1))
         return np.where(comp, 0, np.where(incomp, 1, 2)).astype(np.int64)
 
-    def class_cost(self, vec: IntArray, nodes: IntArray) -> FloatArray:
-        """TBESK's class-weighted utilisation a pod meets on each node (before the decision); ``vec``
-        as in ``pod_class``."""
-        used = self.snapshot.used
+    def class_cost(self, vec: IntArray, nodes: IntArray, used: IntArray | None = None) -> FloatArray:
+        """TBESK's class-weighted utilisation a pod meets on each node: before the decision, or in
+        the state ``used`` (a pass placing pods one at a time); ``vec`` as in ``pod_class``."""
+        used = self.snapshot.used if used is None else used
         after = (used[np.ix_(nodes, self.cols)] + vec[..., self.cols]) * self.inv_alloc[nodes]
         weights = self.class_weights[self.pod_class(vec, nodes)]
         return (after * weights).sum(axis=1)  # type: ignore[no-any-return]

@@ -33,6 +33,7 @@ __all__ = ["Balance"]
 
 class Balance(StrategyObjective):
     name = StrategyName.BALANCE
+    spreads_ties = True  # the cost is flat past a node's target: the load tells nodes apart
 
     def weights(self, s: Scorer) -> tuple[float, float, float]:
         """(intra-node skew, inter-node distance, pod class) weights."""
@@ -64,7 +65,11 @@ class Balance(StrategyObjective):
         before = s.util(used, nodes)
         after = before + vec[s.cols] * s.inv_alloc[nodes]
         change = self._util_cost(s, after, nodes) - self._util_cost(s, before, nodes)
-        return change + self.pod_cost(s, vec, nodes)
+        # The class cost the pod meets as ``used`` stands: against the state before the decision,
+        # a node the pass already filled still looked empty and drew identical pods (a 2nd, a 3rd)
+        # that the nodes loaded before the batch should have had.
+        w_class = self.weights(s)[2]
+        return change + (w_class * s.class_cost(vec, nodes, used) if w_class else 0.0)
 
     def removal(self, s: Scorer, vec: IntArray, node: int, used: IntArray) -> float:
         at = np.array([node], dtype=np.int64)

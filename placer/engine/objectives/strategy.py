@@ -70,6 +70,8 @@ class Term:
 class StrategyObjective(ABC):
     name: ClassVar[StrategyName]
     descends: ClassVar[bool] = True  # single-pod descent improves it (not for pack's step costs)
+    # Among nodes it ranks alike, the less loaded comes first (``candidates.node_order``).
+    spreads_ties: ClassVar[bool] = False
     labels: ClassVar[frozenset[str]] = frozenset()  # node labels its cost reads (nodes differing there differ)
 
     # -- the definition ----------------------------------------------------------------------------
