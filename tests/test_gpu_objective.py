@@ -300,7 +300,7 @@ def test_guard_holds_pods_and_gpus(mine: dict[str, int], other: dict[str, int], 
 
 def test_solve_batch_never_trades_a_pod_for_the_other_answers_gpus() -> None:
     """Given another answer (kube-scheduler's in ``service.decide``) that allocates more GPUs with
-    fewer pods, a batch keeps its pods (DESIGN.md: pods per key come first); the guard only takes
+    fewer pods, a batch keeps its pods (README "Objective": pods per key come first); the guard only takes
     the other answer when it places at least as many pods."""
     c = cluster([gpu_node("g1", 2)], [gpu_pod("frac", 500), gpu_pod("one", 1000), gpu_pod("two", 2000)])
     config = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 2}})

@@ -3,7 +3,7 @@ extended resources.
 
 ``dominance`` holds a batch no worse than kube-scheduler's answer on the balance measures, which
 do not see GPUs and other extended resources; a batch asking for them is held to what it places
-instead (issue 29), in the objective's order (DESIGN.md: pods per key first): an answer that places
+instead (issue 29), in the objective's order (README "Objective": pods per key first): an answer that places
 more pods per priority key than the other answer (compared from the highest key down, as the
 placed level ranks them) stays, whatever it allocates; one that places as many stays when it
 allocates at least as much of every extended resource it asks for, GPUs counted together in
