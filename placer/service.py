@@ -258,6 +258,11 @@ def decide(
         waiting=waiting,
     )
     left = res.unplaced
+    if left and (everyone := default_answer()) is not None and len(everyone) == len(batch):
+        # kube-scheduler's answer places the whole batch without evictions where the solve (short
+        # of time, or held to its candidates) left some out: no plan could improve on it (a plan
+        # must place-and-keep strictly more per key), and a plan made here would be refused.
+        return Decision(everyone, [], None, worst_status(res.status, "feasible"), 1.0)
     plan, settled = None, True
     if may_plan and left:
         plan, settled = plan_batch(

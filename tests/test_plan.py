@@ -17,8 +17,9 @@ import yaml
 from support import cluster, node, pod
 from typer.testing import CliRunner
 
+from placer import service
 from placer.cli.app import app
-from placer.engine import build_snapshot
+from placer.engine import BatchResult, build_snapshot
 from placer.inputs import load_cluster
 from placer.models import Config
 from placer.plan import BindSpec, EvictSpec, order_steps, planner
@@ -264,3 +265,48 @@ def test_a_plan_search_that_could_not_finish_says_so(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(planner, "LevelSolver", OutOfTime)
     cut_short = decided()
     assert cut_short.plan is None and not cut_short.settled and cut_short.status != "optimal"
+
+
+def test_a_batch_the_solve_left_short_takes_kube_schedulers_whole_answer_instead_of_a_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the solve (short of time, or held to its candidates) leaves pods out that fit without
+    evictions, a plan could place them only by moving or preempting running pods, and no plan can
+    place-and-keep more than every pod placed: kube-scheduler's answer, which places the whole
+    batch without evictions, is the decision, and the independent check accepts it. (Seen live:
+    such plans were refused by the validator and held the whole batch back.)"""
+    c = cluster(
+        [node("n1", cpu="4"), node("n2", cpu="4")],
+        [
+            pod("run-1", cpu="2", node="n1", owner=_rs("web")),
+            pod("a", cpu="1"),
+            pod("b", cpu="1"),
+            pod("c", cpu="2"),
+        ],
+    )
+    config = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 2}})
+    batch, _ = pending_batch(c, config.scheduler_name)
+    running = [p for p in c.pods if p.running]
+    state = build_snapshot(c.nodes, running, batch, c.namespaces)
+    solved = service.solve_batch
+
+    def short(*args: Any, **kwargs: Any) -> BatchResult:
+        res = solved(*args, **kwargs)
+        dropped = res.placements[-1][0]
+        return BatchResult(
+            res.placements[:-1],
+            [(dropped, "NotSolved", "the solve ran out of time"), *res.unplaced],
+            res.status,
+            res.gap,
+            res.seconds,
+            res.levels,
+            res.greedy_placed,
+            res.batch,
+            res.scorer,
+        )
+
+    monkeypatch.setattr(service, "solve_batch", short)
+    decision = decide(c, state.copy(), batch, config)
+    assert decision.plan is None and not decision.unplaced
+    assert sorted(p.name for p, _ in decision.placements) == ["a", "b", "c"]
+    assert service.check_decision(c, state, batch, decision, config) == []
