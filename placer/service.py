@@ -258,10 +258,13 @@ def decide(
         waiting=waiting,
     )
     left = res.unplaced
-    if left and (everyone := default_answer()) is not None and len(everyone) == len(batch):
+    gangs = any(pod.gang_key for pod in batch)
+    if left and not gangs and (everyone := default_answer()) is not None and len(everyone) == len(batch):
         # kube-scheduler's answer places the whole batch without evictions where the solve (short
         # of time, or held to its candidates) left some out: no plan could improve on it (a plan
         # must place-and-keep strictly more per key), and a plan made here would be refused.
+        # Batches with gangs keep the solve's answer (the simulation's gang cycle is the one
+        # kube-scheduler runs, not one the engine's checks have been held to).
         return Decision(everyone, [], None, worst_status(res.status, "feasible"), 1.0)
     plan, settled = None, True
     if may_plan and left:
