@@ -227,6 +227,7 @@ class BigGangBench(eg.GangBench):
             "decided_after": first - complete,  # complete -> first bind (client clocks)
             "bound_after": last - complete,  # complete -> the whole gang bound
             "solves": [{**s, "at": s["at"] - t0} for s in solves],
+            "ended": time.time() - t0,  # the row is made when the run ends
             "stream": len(stream),
             "stream_bound": len(stream_bound),
             "stream_stats": latency_stats(stream, stream_bound, windows, OTHER),
@@ -264,11 +265,15 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     deciding and binding spans shaded."""
     fig = Figure(figsize=(11, 4.5))
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, max(len(rows), 1), sharey=True, squeeze=False)[0]
+    axes = fig.subplots(1, max(len(rows), 1), squeeze=False)[0]
     for ax, r in zip(axes, rows, strict=False):
         pts = np.array(r["points"], dtype=float).reshape(-1, 2)
         ok = ~np.isnan(pts[:, 1])
         ax.scatter(pts[ok, 0], pts[ok, 1], s=6, label="stream pod: bind - creation")
+        if (~ok).any():  # never bound: how long it had waited when the run ended (a lower bound)
+            ended = r.get("ended", float(pts[:, 0].max()))
+            ax.scatter(pts[~ok, 0], ended - pts[~ok, 0], s=6, marker="x", color="tab:red",
+                       label="stream pod never bound: waited at least")  # fmt: skip
         ax.axvspan(r["gang_created_from"], r["gang_complete"], color="0.85", label="gang being created")
         if r["gang_bound"]:
             ax.axvspan(r["gang_complete"], r["gang_first_bind"], color="tab:red", alpha=0.2, label="gang decided")
@@ -276,7 +281,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         ax.set_title(f"{r['who']}: gang {r['gang_bound']}/{r['gang']} bound")
         ax.set_xlabel("stream pod created, s from the stream's start")
         ax.legend(fontsize=8, loc="upper left")
-    axes[0].set_ylabel("bind latency, s")
+    for ax in axes:
+        ax.set_ylabel("bind latency, s")
     fig.suptitle("plain pods arriving around a 5,000-pod gang, placer vs kube-scheduler 1.37.2")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
@@ -337,9 +343,9 @@ def report(result: dict[str, Any], png: str) -> str:
         "",
         "Bind latency (bind - creation) of the plain pods, by when they were created.",
         "",
-        "| scheduler | stream pods created | bound | created ... | pods | p50 (s) | p99 (s) | max (s) "
+        "| scheduler | stream pods created | bound | created ... | pods | bound | p50 (s) | p99 (s) | max (s) "
         "| longest gap between two stream binds (s, at) |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         for k, (part, st) in enumerate(r["stream_stats"].items()):
@@ -347,7 +353,9 @@ def report(result: dict[str, Any], png: str) -> str:
             gap = f"{r['longest_gap']:.2f} (t = {r['longest_gap_at']:.0f} s)" if k == 0 else ""
             lines.append(
                 head
-                + f"| {part} | {st['pods']} | {eg.fmt(st['p50'])} | {eg.fmt(st['p99'])} | {eg.fmt(st['max'])} | {gap} |"
+                + f"| {part} | {st['pods']} | {st['bound']} | "
+                + " | ".join(eg.fmt(st[k]) for k in ("p50", "p99", "max"))
+                + f" | {gap} |"
             )
     lines += ["", f"![stream latency over time]({png})"]
     return "\n".join(lines) + "\n"
