@@ -44,6 +44,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,9 @@ class Gang:
     size: int
     priority_class: str | None = None
     disruption_all: bool = False
+    topology: str | None = RACK  # the node label all members share a domain of (None: no constraint)
+    cpu: str = SLOT_CPU  # each member's requests
+    memory: str = SLOT_MEMORY
 
 
 @dataclass(frozen=True)
@@ -175,10 +179,9 @@ def pod_group(g: Gang) -> Json:
 
 
 def _policy(g: Gang) -> Json:
-    out: Json = {
-        "schedulingPolicy": {"gang": {"minCount": g.size}},
-        "schedulingConstraints": {"topology": [{"key": RACK}]},
-    }
+    out: Json = {"schedulingPolicy": {"gang": {"minCount": g.size}}}
+    if g.topology is not None:
+        out["schedulingConstraints"] = {"topology": [{"key": g.topology}]}
     if g.disruption_all:
         out["disruptionMode"] = {"all": {}}
     return out
@@ -187,7 +190,7 @@ def _policy(g: Gang) -> Json:
 def members(g: Gang) -> list[Json]:
     spec: Json = {
         "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"requests": {"cpu": SLOT_CPU, "memory": SLOT_MEMORY}}}],
+                        "resources": {"requests": {"cpu": g.cpu, "memory": g.memory}}}],
         "schedulingGroup": {"podGroupName": g.name},
         "terminationGracePeriodSeconds": 0,
         "automountServiceAccountToken": False,
@@ -278,12 +281,7 @@ class GangBench(e2e.Bench):
             alive = self._alive(ns)
         finally:
             watch.stop()
-            if proc is not None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
+            self._stop(proc)
         try:
             row = self._gang_row(case, who, ns, created, watch, released, elapsed, cpu, alive)
             if filler:
@@ -291,6 +289,17 @@ class GangBench(e2e.Bench):
             return row
         finally:
             self._clean(ns, [p["metadata"]["name"] for p in filler + measured])
+
+    @staticmethod
+    def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+        """End the placer started for a run (its process group), if any."""
+        if proc is None:
+            return
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
 
     def _alive(self, ns: str) -> set[str]:
         """The namespace's pods that exist and are not being deleted."""
@@ -389,12 +398,23 @@ def cases(args: argparse.Namespace) -> list[Case]:
     return out
 
 
-def measure(args: argparse.Namespace, out_json: Path) -> dict[str, Any]:
-    result: dict[str, Any] = {"args": vars(args), "machine": machine_info(), "load_start": os.getloadavg(),
-                              "rows": []}  # fmt: skip
+def new_result(args: argparse.Namespace) -> dict[str, Any]:
+    """A run's results before its rows: the arguments, the machine, the load at the start."""
+    return {"args": vars(args), "machine": machine_info(), "load_start": os.getloadavg(), "rows": []}
+
+
+def gang_cluster(args: argparse.Namespace) -> testenv.Cluster:
+    """The control plane with 1.37's workload APIs and kube-scheduler's gang plugins, both
+    schedulers' client at ``--qps`` / ``--burst``."""
     sched = {"clientConnection": {"qps": args.qps, "burst": args.burst}}
-    with testenv.Cluster(with_scheduler=True, scheduler_config=sched, workloads=True,
-                         controller_manager_args=e2e.GRACE) as c:  # fmt: skip
+    return testenv.Cluster(
+        with_scheduler=True, scheduler_config=sched, workloads=True, controller_manager_args=e2e.GRACE
+    )
+
+
+def measure(args: argparse.Namespace, out_json: Path) -> dict[str, Any]:
+    result = new_result(args)
+    with gang_cluster(args) as c:
         e2e.log("control plane up")
         result["plugins"] = configz_plugins(c)
         bench = GangBench(c, args.nodes, args)
@@ -485,13 +505,23 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     fig.savefig(path, dpi=90)
 
 
-def _fmt(x: float) -> str:
+def fmt(x: float) -> str:
     return "" if math.isnan(x) else f"{x:.2f}"  # NaN: nothing bound
+
+
+def machine_line(result: dict[str, Any]) -> str:
+    """The report's sentence on the machine and its load during the run."""
+    m, ls, le = result["machine"], result["load_start"], result.get("load_end", os.getloadavg())
+    return (
+        f"Machine: {m['nproc']} cores ({m['cpu']}), {m['memory']}, shared with other agents; Python {m['python']}, "
+        f"OR-Tools {m['ortools']}. Load average at the start {ls[0]:.1f}/{ls[1]:.1f}/{ls[2]:.1f}, at the end "
+        f"{le[0]:.1f}/{le[1]:.1f}/{le[2]:.1f}: the API server, etcd, kwok, the pod creators and the scheduler under "
+        "test share these cores,"
+    )
 
 
 def report(result: dict[str, Any], png: str) -> str:
     args, rows, m = result["args"], result["rows"], result["machine"]
-    ls, le = result["load_start"], result.get("load_end", os.getloadavg())
     lines = [
         "# End-to-end topology gangs and gang preemption: placer vs kube-scheduler 1.37.2",
         "",
@@ -506,10 +536,7 @@ def report(result: dict[str, Any], png: str) -> str:
         )
         + f"` ({m['date']}, placer at {m['revision']}).",
         "",
-        f"Machine: {m['nproc']} cores ({m['cpu']}), {m['memory']}, shared with other agents; Python {m['python']}, "
-        f"OR-Tools {m['ortools']}. Load average at the start {ls[0]:.1f}/{ls[1]:.1f}/{ls[2]:.1f}, at the end "
-        f"{le[0]:.1f}/{le[1]:.1f}/{le[2]:.1f}: the API server, etcd, kwok, the pod creators and the scheduler under "
-        "test share these cores, so pods/s are same-run ratios, not absolute figures.",
+        machine_line(result) + " so pods/s are same-run ratios, not absolute figures.",
         "",
         f"Control plane: testenv (Kubernetes {testenv.read_versions()['K8S_VERSION']}) with "
         f"`--feature-gates={testenv.WORKLOAD_GATES_VALUE}` on every component and "
@@ -552,7 +579,7 @@ def report(result: dict[str, Any], png: str) -> str:
         for who, r in sorted(_pair(rows, TOPOLOGY, d).items()):
             lines.append(
                 f"| {d:.0%} | {r['groups']} | {r['pods']} | {who} | {r['whole']} | {r['partial']} | {r['split']} "
-                f"| {r['bound']} | {r['pods_per_s']:.1f} | {_fmt(r['p50'])} | {_fmt(r['p99'])} "
+                f"| {r['bound']} | {r['pods_per_s']:.1f} | {fmt(r['p50'])} | {fmt(r['p99'])} "
                 f"| {r['cpu_ms_per_pod']:.1f} | {r['seconds']} |"
             )
     lines += [
@@ -628,12 +655,21 @@ def report(result: dict[str, Any], png: str) -> str:
         for r in pre:
             lines.append(
                 f"| {r['who']} | {r['groups']} | {r['whole']} | {r['partial']} | {r['split']} | {r['bound']} "
-                f"| {r['pods_per_s']:.1f} | {_fmt(r['p50'])} | {_fmt(r['p99'])} | {r.get('filler_bound', '')} "
+                f"| {r['pods_per_s']:.1f} | {fmt(r['p50'])} | {fmt(r['p99'])} | {r.get('filler_bound', '')} "
                 f"| {r.get('evicted_pods', '')} "
                 f"| {r.get('evicted_groups', '')} | {r.get('evicted_in_part', '')} | {r['seconds']} |"
             )
     lines += ["", f"![{png}]({png})", ""]
     return "\n".join(lines)
+
+
+def placer_args(ap: argparse.ArgumentParser) -> None:
+    """The flags both schedulers' clients and placer's configuration take (e2e.Bench reads them)."""
+    ap.add_argument("--qps", type=float, default=1000.0)
+    ap.add_argument("--burst", type=int, default=2000)
+    ap.add_argument("--window", type=float, default=1.0, help="placer's batchWindowSeconds")
+    ap.add_argument("--time-limit", type=float, help="placer's solver.timeLimit (default: k8s/config.yaml's)")
+    ap.add_argument("--max-solve", type=float, help="placer's maxSolveSeconds (default: k8s/config.yaml's)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -642,11 +678,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="draws the gang sizes")
     ap.add_argument("--demands", type=lambda s: [float(x) for x in s.split(",")], default=list(DEMANDS))
     ap.add_argument("--preempt-demand", type=float, default=0.25, help="high gangs' share of the room (0: no case)")
-    ap.add_argument("--qps", type=float, default=1000.0)
-    ap.add_argument("--burst", type=int, default=2000)
-    ap.add_argument("--window", type=float, default=1.0, help="placer's batchWindowSeconds")
-    ap.add_argument("--time-limit", type=float, help="placer's solver.timeLimit (default: k8s/config.yaml's)")
-    ap.add_argument("--max-solve", type=float, help="placer's maxSolveSeconds (default: k8s/config.yaml's)")
+    placer_args(ap)
     ap.add_argument("--joint-batch", type=int, default=0, help="also run placer with this batchSize (0: not)")
     ap.add_argument("--joint-limit", type=float, default=5.0, help="the one-batch run's solver timeLimit")
     ap.add_argument("--stall", type=float, default=30.0)
@@ -660,13 +692,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.preemption_dump:
         Path(args.preemption_dump).write_text(json.dumps(preemption_dump(args.nodes, args.seed, 99)) + "\n")
         return 0
+    return write_report(args, measure, plot, report)
+
+
+def write_report(
+    args: argparse.Namespace,
+    measure_to: Callable[[argparse.Namespace, Path], dict[str, Any]],
+    plot_to: Callable[[list[dict[str, Any]], Path], None],
+    report_of: Callable[[dict[str, Any], str], str],
+) -> int:
+    """Measure (results kept in ``--out``'s .json as they come) or read ``--from-json``, then write
+    the plot (.png) and the Markdown report (``--out``, printed too)."""
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out_json = out.with_suffix(".json")
-    result = json.loads(Path(args.from_json).read_text()) if args.from_json else measure(args, out_json)
+    result = json.loads(Path(args.from_json).read_text()) if args.from_json else measure_to(args, out_json)
     png = out.with_suffix(".png")
-    plot(result["rows"], png)
-    text = report(result, png.name)
+    plot_to(result["rows"], png)
+    text = report_of(result, png.name)
     out.write_text(text)
     print(text)
     return 0

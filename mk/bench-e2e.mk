@@ -13,3 +13,11 @@ BENCH_E2E_GANGS_ARGS ?= --nodes 1000 --seed 1 --joint-batch 2000 --joint-limit 5
 .PHONY: bench-e2e-gangs
 bench-e2e-gangs: $(STAMP) testenv
 	$(PY) -m benchmarks.e2e_gangs $(BENCH_E2E_GANGS_ARGS)
+
+# A 5,000-pod gang while plain pods keep arriving, against kube-scheduler 1.37.2 with its gang
+# plugin (benchmarks/e2e_biggang.py, docs/bench/e2e-biggang.md). Not part of CI.
+BENCH_E2E_BIGGANG_ARGS ?= --nodes 1000 --gang 5000 --rate 10 --seconds 60
+
+.PHONY: bench-e2e-biggang
+bench-e2e-biggang: $(STAMP) testenv
+	$(PY) -m benchmarks.e2e_biggang $(BENCH_E2E_BIGGANG_ARGS)
