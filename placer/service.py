@@ -266,8 +266,13 @@ def decide(
         # Batches with gangs keep the solve's answer (the simulation's gang cycle is the one
         # kube-scheduler runs, not one the engine's checks have been held to).
         return Decision(everyone, [], None, worst_status(res.status, "feasible"), 1.0)
-    plan, settled = None, True
-    if may_plan and left:
+    # Pods the solve left out although they fit without evictions ("NotSolved": it ran out of
+    # time) need more time, not a plan: a plan made for them would be refused (it cannot place
+    # more than an answer without evictions), and the whole batch with it. The decision is then
+    # unsettled, so that a controller decides them again at once with more time.
+    short = any(code == "NotSolved" for _, code, _ in left)
+    plan, settled = None, not short
+    if may_plan and left and not short:
         plan, settled = plan_batch(
             cluster,
             state,

@@ -21,7 +21,7 @@ from placer import service
 from placer.cli.app import app
 from placer.engine import BatchResult, build_snapshot
 from placer.inputs import load_cluster
-from placer.models import Config
+from placer.models import Config, Reason
 from placer.plan import BindSpec, EvictSpec, order_steps, planner
 from placer.service import Decision, Outcome, SolveOptions, decide, pending_batch, solve_cluster
 
@@ -309,4 +309,50 @@ def test_a_batch_the_solve_left_short_takes_kube_schedulers_whole_answer_instead
     decision = decide(c, state.copy(), batch, config)
     assert decision.plan is None and not decision.unplaced
     assert sorted(p.name for p, _ in decision.placements) == ["a", "b", "c"]
+    assert service.check_decision(c, state, batch, decision, config) == []
+
+
+def test_pods_the_solve_ran_out_of_time_for_get_no_plan_and_an_unsettled_decision(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pod left out although it fits without evictions ("NotSolved") needs more time, not a
+    plan: no plan is made for its batch (one would be refused and the batch held back with it),
+    and the decision is unsettled, so that the controller decides it again at once with more time."""
+    c = cluster(
+        [node("n1", cpu="4"), node("n2", cpu="4")],
+        [
+            pod("run-1", cpu="2", node="n1", owner=_rs("web")),
+            pod("run-2", cpu="2", node="n2", owner=_rs("web")),
+            pod("a", cpu="1"),
+            pod("b", cpu="1"),
+            pod("c", cpu="2"),
+        ],
+    )
+    config = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 2}})
+    batch, _ = pending_batch(c, config.scheduler_name)
+    running = [p for p in c.pods if p.running]
+    state = build_snapshot(c.nodes, running, batch, c.namespaces)
+    solved = service.solve_batch
+
+    def short(*args: Any, **kwargs: Any) -> BatchResult:
+        res = solved(*args, **kwargs)
+        dropped = res.placements[-1][0]
+        return BatchResult(
+            res.placements[:-1],
+            [(dropped, "NotSolved", Reason(nodes=2, solver="feasible")), *res.unplaced],
+            res.status,
+            res.gap,
+            res.seconds,
+            res.levels,
+            res.greedy_placed,
+            res.batch,
+            res.scorer,
+        )
+
+    # Without the simulation's whole answer (it places the batch and would be taken first).
+    monkeypatch.setattr(service, "simulate", lambda *a, **k: type("Stopped", (), {"stopped": True})())
+    monkeypatch.setattr(service, "solve_batch", short)
+    decision = decide(c, state.copy(), batch, config)
+    assert decision.plan is None and not decision.settled and decision.status != "optimal"
+    assert [code for _, code, _ in decision.unplaced] == ["NotSolved"]
     assert service.check_decision(c, state, batch, decision, config) == []
