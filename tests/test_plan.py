@@ -22,7 +22,7 @@ from placer import service
 from placer.cli.app import app
 from placer.engine import BatchResult, build_snapshot
 from placer.inputs import load_cluster
-from placer.models import Config, Reason
+from placer.models import Cluster, Config, Reason
 from placer.plan import BindSpec, EvictSpec, order_steps, planner
 from placer.service import Decision, Outcome, SolveOptions, decide, pending_batch, solve_cluster
 
@@ -282,6 +282,18 @@ def _leave_one_out(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(service, "solve_batch", short)
 
 
+def _two_nodes(busy: list[str]) -> tuple[Cluster, Config, list[Any], Any]:
+    """Two nodes of 4 cpu, a 2-cpu ReplicaSet pod running on each of ``busy``, and pending pods
+    of 1, 1 and 2 cpu: the cluster, a deterministic config, the batch and its state."""
+    running = [pod(f"run-{n}", cpu="2", node=n, owner=_rs("web")) for n in busy]
+    c = cluster(
+        [node("n1", cpu="4"), node("n2", cpu="4")], [*running, pod("a", cpu="1"), pod("b", cpu="1"), pod("c", cpu="2")]
+    )
+    config = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 2}})
+    batch, _ = pending_batch(c, config.scheduler_name)
+    return c, config, batch, build_snapshot(c.nodes, [p for p in c.pods if p.running], batch, c.namespaces)
+
+
 def test_a_batch_the_solve_left_short_takes_kube_schedulers_whole_answer_instead_of_a_plan(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -290,19 +302,7 @@ def test_a_batch_the_solve_left_short_takes_kube_schedulers_whole_answer_instead
     place-and-keep more than every pod placed: kube-scheduler's answer, which places the whole
     batch without evictions, is the decision, and the independent check accepts it. (Seen live:
     such plans were refused by the validator and held the whole batch back.)"""
-    c = cluster(
-        [node("n1", cpu="4"), node("n2", cpu="4")],
-        [
-            pod("run-1", cpu="2", node="n1", owner=_rs("web")),
-            pod("a", cpu="1"),
-            pod("b", cpu="1"),
-            pod("c", cpu="2"),
-        ],
-    )
-    config = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 2}})
-    batch, _ = pending_batch(c, config.scheduler_name)
-    running = [p for p in c.pods if p.running]
-    state = build_snapshot(c.nodes, running, batch, c.namespaces)
+    c, config, batch, state = _two_nodes(["n1"])
     _leave_one_out(monkeypatch)
     decision = decide(c, state.copy(), batch, config)
     assert decision.plan is None and not decision.unplaced
@@ -316,20 +316,7 @@ def test_pods_the_solve_ran_out_of_time_for_get_no_plan_and_an_unsettled_decisio
     """A pod left out although it fits without evictions ("NotSolved") needs more time, not a
     plan: no plan is made for its batch (one would be refused and the batch held back with it),
     and the decision is unsettled, so that the controller decides it again at once with more time."""
-    c = cluster(
-        [node("n1", cpu="4"), node("n2", cpu="4")],
-        [
-            pod("run-1", cpu="2", node="n1", owner=_rs("web")),
-            pod("run-2", cpu="2", node="n2", owner=_rs("web")),
-            pod("a", cpu="1"),
-            pod("b", cpu="1"),
-            pod("c", cpu="2"),
-        ],
-    )
-    config = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 2}})
-    batch, _ = pending_batch(c, config.scheduler_name)
-    running = [p for p in c.pods if p.running]
-    state = build_snapshot(c.nodes, running, batch, c.namespaces)
+    c, config, batch, state = _two_nodes(["n1", "n2"])
     # Without the simulation's whole answer (it places the batch and would be taken first).
     monkeypatch.setattr(service, "simulate", lambda *a, **k: type("Stopped", (), {"stopped": True})())
     _leave_one_out(monkeypatch)
