@@ -3,6 +3,7 @@ simulate the controller's batching when asked. Pure: no I/O beyond the models it
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -224,10 +225,12 @@ def decide(
     budget = Budget.of(config)  # one time limit for the whole decision: solve and plan
     may_plan = evict and max_evictions != 0 and could_evict(state)
 
+    @functools.cache
     def default_answer() -> list[tuple[Pod, int]] | None:
         """kube-scheduler's answer for the batch (no preemption), a start the engine may adopt;
         None when it would take more than NO_WORSE_SHARE of the limit (or the time left): the
-        estimate below cannot foresee every batch (a 5,000-pod gang), the deadline holds."""
+        estimate below cannot foresee every batch (a 5,000-pod gang), the deadline holds.
+        Simulated once per decision: the solve's guard and the whole-answer fallback share it."""
         deadline = None
         if not budget.deterministic:
             deadline = time.monotonic() + min(NO_WORSE_SHARE * budget.limit, max(budget.left() - budget.spare, 0.0))
