@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from placer.engine import build_snapshot
@@ -31,6 +32,22 @@ from placer.service import nominated_holds, plan_steps
 __all__ = ["SchedulingCycle"]
 
 log = logging.getLogger("placer.controller")
+
+
+def incomplete(waiting: Iterable[Pod], running: Mapping[str, int]) -> frozenset[str]:
+    """Gangs with fewer members pending (``waiting``) and running (gang -> count) than their size
+    (``Pod.gang_size``, minCount): kube-scheduler's GangScheduling PreEnqueue keeps such a gang's
+    pods out of its queue until minCount of them exist, and so does the cycle (``pending_keys``):
+    they are neither batched nor reported until the gang is complete. A gang without a declared
+    size (its members present) is never incomplete."""
+    want: dict[str, int] = {}
+    have: dict[str, int] = {}
+    for pod in waiting:
+        gang = pod.gang_key
+        if gang is not None and pod.gang_size:
+            want[gang] = max(want.get(gang, 0), pod.gang_size)
+            have[gang] = have.get(gang, 0) + 1
+    return frozenset(g for g, size in want.items() if have[g] + running.get(g, 0) < size)
 
 
 class SchedulingCycle:
@@ -56,21 +73,26 @@ class SchedulingCycle:
         # next batch gets twice that (at most maxSolveSeconds) instead of waiting out a back-off.
         self._more_time: dict[str, float] = {}
         self._left_as: dict[str, str] = {}  # pending pod -> the unplaced code its last solve gave
+        self.gated: list[str] = []  # pending members of gangs short of their size: not batched yet
 
     # -- the queue ------------------------------------------------------------------------------
     def pending_keys(self) -> list[str]:
         """Pods waiting for this scheduler (``Pod.awaits``) in the configured namespaces, less
-        those a plan will bind, assumed or being solved; also records each one's gang, so that
-        gangs are batched whole. Reads the queue the pod index keeps (only changed pods are
-        looked at)."""
+        those a plan will bind, assumed or being solved, and less the members of gangs that are
+        not complete yet (``gated``); also records each one's gang, so that gangs are batched
+        whole. Reads the queue the pod index keeps (only changed pods are looked at)."""
         pods = self.view.pods
         pods.update(self.view.informers.get("Pod"))
         solving = self.solving[0].keys if self.solving is not None else frozenset()
         reserved, assumed = self.driver.reserved, self.ctx.assumed
+        short = incomplete(pods.waiting.values(), pods.running_members)
         out = []
-        self._gangs, self._gang_of = {}, {}
+        self._gangs, self._gang_of, self.gated = {}, {}, []
         for key, pod in pods.waiting.items():
             if key in reserved or key in solving or pod in assumed:
+                continue
+            if pod.gang_key in short:
+                self.gated.append(key)
                 continue
             out.append(key)
             if pod.batch_unit is not None:  # a gang, or a composite gang's groups, batched together
@@ -84,7 +106,7 @@ class SchedulingCycle:
         metrics = self.ctx.metrics
         queued = self.pending_keys()
         solving = sorted(self.solving[0].keys) if self.solving is not None else []
-        pending = queued + solving  # a pod being solved is still pending
+        pending = queued + solving + self.gated  # a pod being solved, or gated, is still pending
         self.pending = len(pending)
         metrics.pending.set(len(pending))
         self._left_as = {k: v for k, v in self._left_as.items() if k in set(pending)}
