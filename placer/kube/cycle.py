@@ -70,7 +70,9 @@ class SchedulingCycle:
         # Gangs a batch found incomplete -> members it saw pending: held until more are pending.
         self._short: dict[str, int] = {}
         # Pods whose plan search ran out of time (``Decision.settled``) -> the budget it had: their
-        # next batch gets twice that (at most maxSolveSeconds) instead of waiting out a back-off.
+        # next batch gets twice that (at most maxSolveSeconds) instead of waiting out a back-off;
+        # left out at maxSolveSeconds, they keep that budget after their back-off instead of
+        # climbing from the floor again (two ladders of 17 solves for a big gang under load).
         self._more_time: dict[str, float] = {}
         self._left_as: dict[str, str] = {}  # pending pod -> the unplaced code its last solve gave
         self.gated: list[str] = []  # pending members of gangs short of their size: not batched yet
@@ -241,12 +243,14 @@ class SchedulingCycle:
             self._more_time.pop(pod.key, None)
         # A plan search that ran out of time did not show the pods unschedulable: they are decided
         # again at once with more time (``job``), until maxSolveSeconds, before being reported.
-        retry = job.planning and not decision.settled and job.budget < self.ctx.cfg.max_solve
+        unsettled = job.planning and not decision.settled
+        retry = unsettled and job.budget < self.ctx.cfg.max_solve
         for pod, code, reason in decision.unplaced:
             metrics.unplaced.labels(code=code).inc()
             self._left_as[pod.key] = code
-            if retry:
+            if unsettled:
                 self._more_time[pod.key] = job.budget
+            if retry:
                 continue
             if not job.planning:
                 # Solved while a plan ran, so no plan could be made for it: it waits for that plan
