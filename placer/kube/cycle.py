@@ -34,18 +34,24 @@ __all__ = ["SchedulingCycle"]
 log = logging.getLogger("placer.controller")
 
 
-def incomplete(waiting: Iterable[Pod], running: Mapping[str, int]) -> frozenset[str]:
+def incomplete(
+    waiting: Iterable[Pod], running: Mapping[str, int], sizes: Mapping[tuple[str, str, str], int | None]
+) -> frozenset[str]:
     """Gangs with fewer members pending (``waiting``) and running (gang -> count) than their size
-    (``Pod.gang_size``, minCount): kube-scheduler's GangScheduling PreEnqueue keeps such a gang's
-    pods out of its queue until minCount of them exist, and so does the cycle (``pending_keys``):
-    they are neither batched nor reported until the gang is complete. A gang without a declared
-    size (its members present) is never incomplete."""
+    (minCount: a PodGroup's from ``sizes``, by (api, namespace, name), else ``Pod.gang_size``):
+    kube-scheduler's GangScheduling PreEnqueue keeps such a gang's pods out of its queue until
+    minCount of them exist, and so does the cycle (``pending_keys``): they are neither batched nor
+    reported until the gang is complete. A gang without a size (the members present, a ``basic``
+    policy, an unreadable or missing PodGroup) is never incomplete here."""
     want: dict[str, int] = {}
     have: dict[str, int] = {}
     for pod in waiting:
         gang = pod.gang_key
-        if gang is not None and pod.gang_size:
-            want[gang] = max(want.get(gang, 0), pod.gang_size)
+        if gang is None:
+            continue
+        size = pod.gang_size if pod.gang_object is None else sizes.get((pod.gang_object, pod.namespace, pod.gang or ""))
+        if size:
+            want[gang] = max(want.get(gang, 0), size)
             have[gang] = have.get(gang, 0) + 1
     return frozenset(g for g, size in want.items() if have[g] + running.get(g, 0) < size)
 
@@ -87,7 +93,7 @@ class SchedulingCycle:
         pods.update(self.view.informers.get("Pod"))
         solving = self.solving[0].keys if self.solving is not None else frozenset()
         reserved, assumed = self.driver.reserved, self.ctx.assumed
-        short = incomplete(pods.waiting.values(), pods.running_members)
+        short = incomplete(pods.waiting.values(), pods.running_members, self.view.gang_sizes())
         out = []
         self._gangs, self._gang_of, self.gated = {}, {}, []
         for key, pod in pods.waiting.items():
