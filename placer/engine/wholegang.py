@@ -118,9 +118,9 @@ def place_whole(batch: Batch, scorer: Scorer, used: IntArray) -> dict[int, IntAr
             group = batch.groups[gi]
             nodes = group.feasible
             free = snap.alloc[nodes] - trial[nodes]
-            inv = scorer.inv_alloc[nodes]
-            share = trial[np.ix_(nodes, scorer.cols)] * inv
-            step = group.vec[scorer.cols] * inv
+            inv: FloatArray = scorer.inv_alloc[nodes]
+            share: FloatArray = trial[np.ix_(nodes, scorer.cols)].astype(np.float64) * inv
+            step: FloatArray = group.vec[scorer.cols].astype(np.float64) * inv
             counts = fill_counts(free, group.vec, group.size, pack=pack, share=share, step=step)
             if counts is None:
                 break
