@@ -14,12 +14,7 @@ from __future__ import annotations
 import numpy as np
 from support import cluster, node, pod, solve, unplaced, where
 
-from placer.engine import build_snapshot, wholegang
-from placer.engine.batch import Batch, build_batch
-from placer.engine.greedy import greedy
-from placer.engine.levels import Budget
-from placer.engine.scoring import Scorer
-from placer.engine.solve import batch_demand
+from placer.engine import Batch, Budget, Scorer, batch_demand, build_batch, build_snapshot, greedy, wholegang
 from placer.models import Config
 
 GANG = 5000
