@@ -169,13 +169,9 @@ def test_a_solve_that_raises_puts_its_batch_back(monkeypatch: pytest.MonkeyPatch
     assert not [c for c in actions.calls if c[0] == "bind"]
 
 
-def test_a_plan_search_that_ran_out_of_time_is_tried_again_at_once_with_twice_the_time(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A backlog's batches get the floor; a batch whose plan search could not finish in it (the
-    gang-preemption benchmark: 2 of 27 high gangs placed at 0.1 s) is neither reported
-    unschedulable nor backed off: it is decided again with twice the time, up to maxSolveSeconds,
-    and only then reported."""
+def _unsettled_runner(monkeypatch: pytest.MonkeyPatch) -> tuple[Runner, Recorder, list[tuple[str, float]]]:
+    """Three one-pod batches (a backlog: the floor, 0.25 s) on a node with room for one, every
+    decision unsettled (its plan search out of time), maxSolveSeconds 1; the solves' budgets."""
     solves: list[tuple[str, float]] = []
 
     def unsettled(cluster: Cluster, state: Any, batch: Any, config: Config, **kwargs: Any) -> Decision:
@@ -190,13 +186,28 @@ def test_a_plan_search_that_ran_out_of_time_is_tried_again_at_once_with_twice_th
     r.cfg.engine.solver.time_limit = 0.25
     feed(r, "Node", _node("a"))  # room for one of the three
     feed(r, "Pod", _pod("p1", "ns"), _pod("p2", "ns"), _pod("p3", "ns"))
-    for _ in range(12):
+    return r, actions, solves
+
+
+def _solve_while_due(r: Runner, most: int = 12) -> None:
+    for _ in range(most):
         r.ctx.batcher.sync(r.cycle.pending_keys(), now=time.monotonic())
         r.cycle.submit(r.cluster())
         if r.cycle.solving is None:
             break
         r.cycle.solving[1].result(timeout=60)
         r.cycle.finish()
+
+
+def test_a_plan_search_that_ran_out_of_time_is_tried_again_at_once_with_twice_the_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A backlog's batches get the floor; a batch whose plan search could not finish in it (the
+    gang-preemption benchmark: 2 of 27 high gangs placed at 0.1 s) is neither reported
+    unschedulable nor backed off: it is decided again with twice the time, up to maxSolveSeconds,
+    and only then reported."""
+    r, actions, solves = _unsettled_runner(monkeypatch)
+    _solve_while_due(r)
     r.ctx.pool.shutdown(wait=True)
     r.reports.shutdown(wait=True)
     reported = [c[1] for c in actions.calls if c[0] == "unschedulable"]
@@ -207,3 +218,24 @@ def test_a_plan_search_that_ran_out_of_time_is_tried_again_at_once_with_twice_th
         for before, after in itertools.pairwise(mine):
             assert after == min(2 * before, 1.0) or after == 1.0  # twice the time (the window may give more)
         assert len(mine) >= 2  # decided again, not backed off
+
+
+def test_a_batch_left_out_at_max_solve_seconds_keeps_that_budget_after_its_back_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Left out unsettled at maxSolveSeconds, a pod is reported and backed off; it used to come
+    back at the floor and climb 0.25, 0.5, 1 s again (a 5,000-pod gang under load: two ladders,
+    17 solves, docs/bench/e2e-biggang.md run 3). Now its next solve has maxSolveSeconds at once."""
+    r, actions, solves = _unsettled_runner(monkeypatch)
+    _solve_while_due(r)
+    r.reports.idle(60)
+    left = {c[1] for c in actions.calls if c[0] == "unschedulable"}
+    assert len(left) == 2
+    first = len(solves)
+    r.ctx.batcher.wake(time.monotonic())  # their back-off is over
+    _solve_while_due(r, most=2)
+    r.ctx.pool.shutdown(wait=True)
+    r.reports.shutdown(wait=True)
+    again = solves[first:]
+    assert again and all(k in left for k, _ in again)
+    assert [budget for _, budget in again] == [1.0] * len(again)  # no ladder from the floor

@@ -5,7 +5,7 @@ room held for a plan's binds, and the health probes over a stand-in scheduling c
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from types import SimpleNamespace
 from typing import Any
 
@@ -16,6 +16,7 @@ from placer.controller.batcher import Batcher
 from placer.kube.assume import AssumeCache
 from placer.kube.binds import Binder
 from placer.kube.context import Context
+from placer.kube.fairpool import FairPool
 from placer.kube.health import Health
 from placer.kube.informers import Informer
 from placer.kube.leader import Leadership, LeaseFence
@@ -41,7 +42,7 @@ def _parts(*items: dict[str, Any], **cfg: Any) -> tuple[Context, ClusterView, Fa
         actions=actions,  # type: ignore[arg-type]
         batcher=Batcher(window=1.0, size=10),
         assumed=AssumeCache(),
-        pool=ThreadPoolExecutor(2),
+        pool=FairPool(2),
     )
     informers = {kind: Informer(kind, lw=None) for kind in ("Node", "Pod")}  # type: ignore[arg-type]
     for kind, informer in informers.items():

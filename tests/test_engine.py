@@ -388,13 +388,13 @@ def test_a_decision_holds_the_cyclic_collector_and_gives_it_back(monkeypatch: py
     pending = [p for p in c.pods if p.pending]
     snap = build_snapshot(c.nodes, [], pending, c.namespaces)
     held: list[bool] = []
-    real = engine_solve.greedy
+    real = engine_solve.greedy_start
 
     def watched(*args: Any, **kwargs: Any) -> Any:
         held.append(not gc.isenabled())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(engine_solve, "greedy", watched)
+    monkeypatch.setattr(engine_solve, "greedy_start", watched)
     assert gc.isenabled()
     result = solve_batch(snap, pending, Config())
     assert len(result.placements) == 6

@@ -234,3 +234,21 @@ def test_the_controller_marks_a_group_it_cannot_place_unschedulable() -> None:
     assert not [c for c in actions.calls if c[0] == "bind"]
     assert _conditions(actions) == [(BETA_PATH, "ml/w", "PodGroupInitiallyScheduled", "False", "Unschedulable")]
     r.ctx.group_status.shutdown()
+
+
+def test_a_workload_gang_short_of_min_count_is_not_batched_and_no_condition_is_written() -> None:
+    """The pod names its PodGroup (minCount 2) and gets its size only from that object: with one
+    member pending the gang waits unbatched (kube-scheduler's GangScheduling PreEnqueue), neither
+    the pod nor the group is reported; with the second both are bound and the group scheduled."""
+    r, actions = _controller(pod("w-0", "w"), nodes={"a": 2})
+    r.cycle.queue()
+    assert len(r.ctx.batcher) == 0 and r.cycle.gated == ["ml/w-0"]
+    r.reports.shutdown(wait=True)
+    assert r.ctx.group_status.idle(10) and actions.calls == []
+    feed(r, "Pod", pod("w-0", "w"), pod("w-1", "w"))
+    r.cycle.queue()
+    assert len(r.ctx.batcher) == 2 and r.cycle.gated == []
+    _solve_once(r)
+    assert len([c for c in actions.calls if c[0] == "bind"]) == 2
+    assert _conditions(actions) == [(BETA_PATH, "ml/w", "PodGroupInitiallyScheduled", "True", "Scheduled")]
+    r.ctx.group_status.shutdown()

@@ -475,22 +475,42 @@ def _gang_member(name: str) -> dict[str, Any]:
     }
 
 
-def test_an_incomplete_gang_waits_for_its_next_member_and_is_then_batched_whole() -> None:
-    """A batch that saw two of a gang's three members: they backed off on their own timers, and a
-    third member arriving meanwhile was batched alone, incomplete again, for ever out of step."""
+def test_an_incomplete_gang_is_neither_batched_nor_reported_until_its_size_is_pending() -> None:
+    """Kube-scheduler's GangScheduling PreEnqueue keeps a gang's pods out of its queue until
+    minCount exist. Each batch of an incomplete gang used to be solved, found short and its pods
+    reported unschedulable (37 such batches while a 5,000-pod gang was being created,
+    docs/bench/e2e-biggang.md); two of three members now wait unbatched and unreported, and with
+    the third all three are batched together and bound."""
     r = make_runner(FakeActions(), metricsPort=0, batchWindowSeconds=1, engine={"solver": {"workers": 1}})
     feed(r, "Node", {"kind": "Node", "metadata": {"name": "n1"},
                      "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}})  # fmt: skip
     feed(r, "Pod", _gang_member("g0"), _gang_member("g1"))
     r.cycle.queue()
-    r.cycle.solve(r.cluster())
-    assert r.ctx.batcher._deferred["ns/g0"][0] == float("inf")  # held, not backed off
-    r.cycle.queue()
-    assert len(r.ctx.batcher) == 0  # no new member: they keep waiting
+    assert len(r.ctx.batcher) == 0 and sorted(r.cycle.gated) == ["ns/g0", "ns/g1"]
+    assert r.cycle.pending == 2  # still pending (the gauge), only not batched
+    r.cycle.solve(r.cluster())  # nothing to take
+    r.reports.shutdown(wait=True)
+    assert r.ctx.actions.calls == []  # type: ignore[attr-defined]  # no report, event nor bind
     feed(r, "Pod", _gang_member("g0"), _gang_member("g1"), _gang_member("g2"))
     r.cycle.queue()
-    assert len(r.ctx.batcher) == 3  # the newcomer and the held members join together
+    assert len(r.ctx.batcher) == 3 and r.cycle.gated == []  # complete: batched together
     r.cycle.solve(r.cluster())
     _settle(r)
     binds = sorted(c[1] for c in r.ctx.actions.calls if c[0] == "bind")  # type: ignore[attr-defined]
     assert binds == ["ns/g0", "ns/g1", "ns/g2"]
+
+
+def test_members_already_running_count_toward_a_gangs_size() -> None:
+    """A gang a crashed controller left partly bound: its running members and the pending rest
+    make it complete, so the rest is batched (not gated for ever)."""
+    r = make_runner(FakeActions(), metricsPort=0, batchWindowSeconds=1, engine={"solver": {"workers": 1}})
+    feed(r, "Node", {"kind": "Node", "metadata": {"name": "n1"},
+                     "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}})  # fmt: skip
+    running = _gang_member("g0")
+    running["spec"]["nodeName"], running["status"]["phase"] = "n1", "Running"
+    feed(r, "Pod", running, _gang_member("g1"))
+    r.cycle.queue()
+    assert len(r.ctx.batcher) == 0 and r.cycle.gated == ["ns/g1"]  # 2 of 3
+    feed(r, "Pod", running, _gang_member("g1"), _gang_member("g2"))
+    r.cycle.queue()
+    assert len(r.ctx.batcher) == 2 and r.cycle.gated == []

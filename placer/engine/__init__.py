@@ -3,7 +3,7 @@
 The public surface other packages use; the submodules are internal. See docs/architecture.md.
 """
 
-from placer.engine import solve
+from placer.engine import solve, wholegang
 from placer.engine.backlog import MAX_READ as BACKLOG_READ
 from placer.engine.backlog import summarize as summarize_backlog
 from placer.engine.batch import Batch, Group, build_batch, gang_groups, rebased
@@ -139,5 +139,6 @@ __all__ = [
     "tier",
     "top_up",
     "uses_topology",
+    "wholegang",
     "with_default_spread",
 ]

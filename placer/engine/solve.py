@@ -33,6 +33,7 @@ from placer.engine.scoring import IntArray, Scorer
 from placer.engine.snapshot import Snapshot
 from placer.engine.topup import top_up
 from placer.engine.unplaced import Counts, Unplaced, extract
+from placer.engine.wholegang import greedy_start
 from placer.models import Config, Pod, SolveStatus, StrategyName
 
 __all__ = ["BatchResult", "Counts", "LevelReport", "batch_demand", "solve_batch"]
@@ -145,7 +146,7 @@ def solve_batch(
     if aimed is not None:
         scorer.aim(aimed.fill)
     select_candidates(batch, scorer, config.solver.candidates)
-    hint = (backlog.as_hint(batch, aimed) if aimed is not None else None) or greedy(batch, scorer, budget=budget)
+    hint = (backlog.as_hint(batch, aimed) if aimed is not None else None) or greedy_start(batch, scorer, budget)
     adopted: list[Assignment | None] = []
     planned: list[float] = []  # seconds kept for the plan (none until the levels' budget is set)
 

@@ -9,6 +9,7 @@ pod is not bound, a FailedScheduling event says why, and the pod is backed off a
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from concurrent.futures import Future
@@ -33,6 +34,7 @@ class Binder:
         self.view = view
         self.inflight: list[tuple[Pod, str, Future[Outcome]]] = []
         self.recheck: dict[str, tuple[Pod, str, float]] = {}  # binds of unknown outcome -> next read-back
+        self._batches = itertools.count()  # each batch's binds are a lane of the pool (``FairPool``)
 
     def select_nodes(self, pod: Pod, node: str) -> Outcome:
         """kube-scheduler's VolumeBinding PreBind for dynamic provisioning: every unbound
@@ -64,12 +66,15 @@ class Binder:
     def bind_all(self, binds: list[tuple[Pod, str]]) -> None:
         """Dispatch binds to the pool and return at once, like kube-scheduler's assume + async bind:
         the pods count as placed (``assumed``) right away, so the next batch can be solved while
-        these binds are in flight without double-booking; a refused bind drops the assumption."""
+        these binds are in flight without double-booking; a refused bind drops the assumption.
+        The batch's binds are a lane of their own: the workers serve the batches' lanes in turn, so
+        the binds of a batch decided later are not queued behind all of a big gang's."""
         now = time.time()
+        lane = next(self._batches)
         self.ctx.group_status.placed(pod for pod, _ in binds)  # a group is scheduled once all are bound
         for pod, node in binds:
             self.ctx.assumed.assume(pod, node, now)
-            self.inflight.append((pod, node, self.ctx.pool.submit(self.bind_one, pod, node)))
+            self.inflight.append((pod, node, self.ctx.pool.submit_to(lane, self.bind_one, pod, node)))
 
     def collect(self) -> None:
         """Account the binds (and read-backs of binds of unknown outcome) that finished since the

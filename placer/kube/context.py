@@ -5,13 +5,13 @@ writer through the context, so one swapped in (a test's fake) reaches every part
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from placer.controller.batcher import Batcher
 from placer.kube.actions import Actions
 from placer.kube.assume import AssumeCache
+from placer.kube.fairpool import FairPool
 from placer.kube.groupstatus import GroupStatus
 from placer.kube.serving import Metrics
 from placer.models import ControllerConfig
@@ -27,7 +27,7 @@ class Context:
     actions: Actions
     batcher: Batcher  # the queue's batches, back-offs and holds
     assumed: AssumeCache  # binds issued but not yet seen by the watch
-    pool: ThreadPoolExecutor  # the bind workers: binds, read-backs and a plan's API calls
+    pool: FairPool  # the bind workers: binds (a lane per batch), read-backs and a plan's API calls
     # (informer name, "ns/name") -> the cached object (the PodGroups whose conditions are written)
     cached: Callable[[str, str], dict[str, Any] | None] = lambda kind, key: None
     # PodGroup conditions (PodGroupInitiallyScheduled, DisruptionTarget), queued like the reports.

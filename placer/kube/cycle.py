@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from placer.engine import build_snapshot
@@ -31,6 +32,28 @@ from placer.service import nominated_holds, plan_steps
 __all__ = ["SchedulingCycle"]
 
 log = logging.getLogger("placer.controller")
+
+
+def incomplete(
+    waiting: Iterable[Pod], running: Mapping[str, int], sizes: Mapping[tuple[str, str, str], int | None]
+) -> frozenset[str]:
+    """Gangs with fewer members pending (``waiting``) and running (gang -> count) than their size
+    (minCount: a PodGroup's from ``sizes``, by (api, namespace, name), else ``Pod.gang_size``):
+    kube-scheduler's GangScheduling PreEnqueue keeps such a gang's pods out of its queue until
+    minCount of them exist, and so does the cycle (``pending_keys``): they are neither batched nor
+    reported until the gang is complete. A gang without a size (the members present, a ``basic``
+    policy, an unreadable or missing PodGroup) is never incomplete here."""
+    want: dict[str, int] = {}
+    have: dict[str, int] = {}
+    for pod in waiting:
+        gang = pod.gang_key
+        if gang is None:
+            continue
+        size = pod.gang_size if pod.gang_object is None else sizes.get((pod.gang_object, pod.namespace, pod.gang or ""))
+        if size:
+            want[gang] = max(want.get(gang, 0), size)
+            have[gang] = have.get(gang, 0) + 1
+    return frozenset(g for g, size in want.items() if have[g] + running.get(g, 0) < size)
 
 
 class SchedulingCycle:
@@ -53,24 +76,31 @@ class SchedulingCycle:
         # Gangs a batch found incomplete -> members it saw pending: held until more are pending.
         self._short: dict[str, int] = {}
         # Pods whose plan search ran out of time (``Decision.settled``) -> the budget it had: their
-        # next batch gets twice that (at most maxSolveSeconds) instead of waiting out a back-off.
+        # next batch gets twice that (at most maxSolveSeconds) instead of waiting out a back-off;
+        # left out at maxSolveSeconds, they keep that budget after their back-off instead of
+        # climbing from the floor again (two ladders of 17 solves for a big gang under load).
         self._more_time: dict[str, float] = {}
         self._left_as: dict[str, str] = {}  # pending pod -> the unplaced code its last solve gave
+        self.gated: list[str] = []  # pending members of gangs short of their size: not batched yet
 
     # -- the queue ------------------------------------------------------------------------------
     def pending_keys(self) -> list[str]:
         """Pods waiting for this scheduler (``Pod.awaits``) in the configured namespaces, less
-        those a plan will bind, assumed or being solved; also records each one's gang, so that
-        gangs are batched whole. Reads the queue the pod index keeps (only changed pods are
-        looked at)."""
+        those a plan will bind, assumed or being solved, and less the members of gangs that are
+        not complete yet (``gated``); also records each one's gang, so that gangs are batched
+        whole. Reads the queue the pod index keeps (only changed pods are looked at)."""
         pods = self.view.pods
         pods.update(self.view.informers.get("Pod"))
         solving = self.solving[0].keys if self.solving is not None else frozenset()
         reserved, assumed = self.driver.reserved, self.ctx.assumed
+        short = incomplete(pods.waiting.values(), pods.running_members, self.view.gang_sizes())
         out = []
-        self._gangs, self._gang_of = {}, {}
+        self._gangs, self._gang_of, self.gated = {}, {}, []
         for key, pod in pods.waiting.items():
             if key in reserved or key in solving or pod in assumed:
+                continue
+            if pod.gang_key in short:
+                self.gated.append(key)
                 continue
             out.append(key)
             if pod.batch_unit is not None:  # a gang, or a composite gang's groups, batched together
@@ -84,7 +114,7 @@ class SchedulingCycle:
         metrics = self.ctx.metrics
         queued = self.pending_keys()
         solving = sorted(self.solving[0].keys) if self.solving is not None else []
-        pending = queued + solving  # a pod being solved is still pending
+        pending = queued + solving + self.gated  # a pod being solved, or gated, is still pending
         self.pending = len(pending)
         metrics.pending.set(len(pending))
         self._left_as = {k: v for k, v in self._left_as.items() if k in set(pending)}
@@ -219,12 +249,14 @@ class SchedulingCycle:
             self._more_time.pop(pod.key, None)
         # A plan search that ran out of time did not show the pods unschedulable: they are decided
         # again at once with more time (``job``), until maxSolveSeconds, before being reported.
-        retry = job.planning and not decision.settled and job.budget < self.ctx.cfg.max_solve
+        unsettled = job.planning and not decision.settled
+        retry = unsettled and job.budget < self.ctx.cfg.max_solve
         for pod, code, reason in decision.unplaced:
             metrics.unplaced.labels(code=code).inc()
             self._left_as[pod.key] = code
-            if retry:
+            if unsettled:
                 self._more_time[pod.key] = job.budget
+            if retry:
                 continue
             if not job.planning:
                 # Solved while a plan ran, so no plan could be made for it: it waits for that plan

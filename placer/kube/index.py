@@ -128,19 +128,29 @@ class ParsedIndex(Generic[T]):
 
 class PodIndex(ParsedIndex[Pod]):
     """Pods parsed once per resourceVersion, and the queue: those ``waiting`` for this scheduler
-    (``Pod.awaits``) and in its scope, kept as pods change."""
+    (``Pod.awaits``) and in its scope, kept as pods change; and how many members of each gang are
+    bound and running (``running_members``), so that a gang's size is known without walking the
+    bound pods."""
 
     def __init__(self, scheduler_name: str, in_scope: Callable[[Pod], bool]) -> None:
         super().__init__("Pod", parse_pod)
         self._scheduler = scheduler_name
         self._in_scope = in_scope
         self.waiting: dict[str, Pod] = {}
+        self.running_members: dict[str, int] = {}  # gang (``Pod.gang_key``) -> its members running
 
     def _parse_version(self, raw: Raw, before: tuple[Raw, Pod] | None) -> Pod:
         """A pod bound or started since its last version keeps the rest of its parse."""
         return reparse_pod(raw, before)
 
     def _changed(self, key: str, old: Pod | None, new: Pod | None) -> None:
+        for pod, step in ((old, -1), (new, 1)):
+            if pod is not None and pod.gang_key is not None and pod.running:
+                count = self.running_members.get(pod.gang_key, 0) + step
+                if count:
+                    self.running_members[pod.gang_key] = count
+                else:
+                    del self.running_members[pod.gang_key]
         if new is not None and new.awaits(self._scheduler) and self._in_scope(new):
             self.waiting[key] = new
         else:

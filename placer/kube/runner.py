@@ -20,7 +20,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from kubernetes import client
 
@@ -33,6 +32,7 @@ from placer.kube.client import Http, own_client
 from placer.kube.context import Context
 from placer.kube.cycle import SchedulingCycle
 from placer.kube.events import EventRecorder
+from placer.kube.fairpool import FairPool
 from placer.kube.health import MIN_STALL, Health
 from placer.kube.informers import Informer, informers, optional_informers
 from placer.kube.labels import check_labels
@@ -103,7 +103,7 @@ class Runner:
             actions=actions,
             batcher=batcher,
             assumed=AssumeCache(),
-            pool=ThreadPoolExecutor(cfg.bind_workers, thread_name_prefix="binder"),
+            pool=FairPool(cfg.bind_workers, thread_name_prefix="binder"),
             cached=lambda kind, key: inf.get(key) if (inf := self.informers.get(kind)) is not None else None,
         )
         self.stop = threading.Event()

@@ -63,6 +63,17 @@ class ClusterView:
         self._model = ((*built_of[:-1], self.assumed.version), cluster)  # apply may release assumptions
         return cluster
 
+    def gang_sizes(self) -> dict[tuple[str, str, str], int | None]:
+        """Each PodGroup's gang size by (api, namespace, name), as ``resolve_gangs`` gives it to
+        the pods naming it (None: no gang, or unreadable); the queue reads the pods unresolved."""
+        self.refresh()
+        return {
+            g.key: (g.size if g.problem is None else None)
+            for kind, index in self.indexes
+            if kind.field == "pod_groups"
+            for g in index.values()
+        }
+
     # -- raw objects ----------------------------------------------------------------------------
     def raw_pod(self, key: str) -> Raw | None:
         """A pod as the cache holds it (None: not there, or no pod informer)."""

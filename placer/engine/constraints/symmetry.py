@@ -131,16 +131,14 @@ def order_hint(classes: list[list[int]], counts: Counts) -> Counts:
 
 
 def _permute(classes: list[list[int]], counts: Counts, key: Callable[[dict[int, int]], float]) -> Counts:
-    out = dict(counts)
+    rows: dict[int, dict[int, int]] = {}  # node -> its contents, read once (linear in the hint)
+    for (gi, n), c in counts.items():
+        if c:
+            rows.setdefault(n, {})[gi] = c
+    classed = {n for members in classes for n in members}
+    out = {k: c for k, c in counts.items() if k[1] not in classed}
     for members in classes:
-        contents = []
-        for n in members:
-            row = {gi: c for (gi, m), c in counts.items() if m == n and c}
-            contents.append(row)
-        contents.sort(key=key)
-        for n in members:
-            for k in [k for k in out if k[1] == n]:
-                del out[k]
+        contents = sorted((rows.get(n, {}) for n in members), key=key)
         for n, row in zip(members, contents, strict=True):
             for gi, c in row.items():
                 out[gi, n] = c
