@@ -215,14 +215,17 @@ def decide(
     held: frozenset[str] = frozenset(),
     target: tuple[float, float] | None = None,
     waiting: Sequence[Pod] = (),
+    budget: Budget | None = None,
 ) -> Decision:
     """Solve a batch on ``state`` (not modified); plan evictions when it leaves pods unplaced.
     ``target``: balance measures (imbalance, std_score) the guard aims for besides kube-scheduler's
     answer for this batch (``solve_batch``); ``waiting``: pods queued behind the batch, which
-    its balance accounts for (``solve_batch``)."""
+    its balance accounts for (``solve_batch``); ``budget``: the decision's time limit when it
+    started before this call (its first batch's snapshot, kube-scheduler's run beside it: every
+    phase reads the one deadline), a fresh one from ``config`` by default."""
+    budget = budget or Budget.of(config)  # one time limit for the whole decision: simulation, solve, guard, plan
     batch = with_default_spread(batch, cluster.replicasets, config.default_spread)
     frozen = frozen | {p.key for pods in state.running for p in pods if p.name.endswith(NOMINATED)}
-    budget = Budget.of(config)  # one time limit for the whole decision: solve and plan
     may_plan = evict and max_evictions != 0 and could_evict(state)
 
     @functools.cache
@@ -231,9 +234,7 @@ def decide(
         None when it would take more than NO_WORSE_SHARE of the limit (or the time left): the
         estimate below cannot foresee every batch (a 5,000-pod gang), the deadline holds.
         Simulated once per decision: the solve's guard and the whole-answer fallback share it."""
-        deadline = None
-        if not budget.deterministic:
-            deadline = time.monotonic() + min(NO_WORSE_SHARE * budget.limit, max(budget.left() - budget.spare, 0.0))
+        deadline = budget.deadline(NO_WORSE_SHARE * budget.limit)
         sim = simulate(
             state.copy(), batch, "default", preemption=False, namespaces=cluster.namespaces, deadline=deadline
         )
@@ -380,7 +381,10 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     beside = (
         DefaultRun(before, cluster, evict=options.evict) if options.policy == "placer" and size < len(pending) else None
     )
+    since: float | None = started  # the first batch's time limit counts from here: its pending pods, its snapshot
     while queue or carried:
+        time_budget = Budget.of(config, started=since)  # a batched run: each batch has the limit
+        since = None
         taken = set(cut_batch([p.key for p in queue], size, {p.key: p.batch_unit for p in queue if p.batch_unit}))
         fresh = [p for p in queue if p.key in taken]  # whole gangs and composite gangs; a larger one alone
         batch, queue = carried + fresh, [p for p in queue if p.key not in taken]
@@ -397,6 +401,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
                 max_evictions=budget,
                 frozen=frozenset(placed_here),
                 target=target,
+                budget=time_budget,
             )
             status = worst_status(status, decision.status)
             gap = max(gap, decision.gap)
