@@ -262,14 +262,17 @@ def decide(
         waiting=waiting,
     )
     left = res.unplaced
-    gangs = any(pod.gang_key for pod in batch)
-    if left and not gangs and (everyone := default_answer()) is not None and len(everyone) == len(batch):
+    if left and (everyone := default_answer()) is not None and len(everyone) == len(batch):
         # kube-scheduler's answer places the whole batch without evictions where the solve (short
         # of time, or held to its candidates) left some out: no plan could improve on it (a plan
         # must place-and-keep strictly more per key), and a plan made here would be refused.
-        # Batches with gangs keep the solve's answer (the simulation's gang cycle is the one
-        # kube-scheduler runs, not one the engine's checks have been held to).
-        return Decision(everyone, [], None, worst_status(res.status, "feasible"), 1.0)
+        whole = Decision(everyone, [], None, worst_status(res.status, "feasible"), 1.0)
+        # A batch with gangs or pod groups takes it only when the independent validator does: the
+        # simulation's group cycle is kube-scheduler 1.37's, which does not hold a composite gang's
+        # pods to the composite's topology key as placer does (``placer.baseline.groups``).
+        grouped = any(pod.gang_key or pod.group_domains for pod in batch)
+        if not grouped or not check_decision(cluster, state, batch, whole, config):
+            return whole
     # Pods the solve left out although they fit without evictions ("NotSolved": it ran out of
     # time) need more time, not a plan: a plan made for them would be refused (it cannot place
     # more than an answer without evictions), and the whole batch with it. The decision is then
