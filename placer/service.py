@@ -392,7 +392,10 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
         fresh = [p for p in queue if p.key in taken]  # whole gangs and composite gangs; a larger one alone
         batch, queue = carried + fresh, [p for p in queue if p.key not in taken]
         if options.policy == "placer":
-            target = beside.advance(fresh) if beside is not None else None
+            target = None
+            if beside is not None:  # within the batch's deadline, as kube-scheduler's answer in ``decide``
+                target = beside.advance(fresh, deadline=time_budget.deadline(NO_WORSE_SHARE * time_budget.limit))
+                beside = beside if target is not None else None  # it could not keep up: dropped
             # Pods this run already placed (and the stand-ins of moved pods' replacements) are not
             # evicted by a later batch's plan: in the controller they are still being bound.
             decision = decide(
@@ -460,8 +463,10 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     return Outcome(result=result, before=before, after=state, warnings=[*cluster.warnings, *warnings])
 
 
-def _simulated(state: Snapshot, batch: list[Pod], policy: Baseline, cluster: Cluster, *, evict: bool) -> SimResult:
-    """A baseline policy's decision for ``batch``, applied to ``state``."""
+def _simulated(
+    state: Snapshot, batch: list[Pod], policy: Baseline, cluster: Cluster, *, evict: bool, deadline: float | None = None
+) -> SimResult:
+    """A baseline policy's decision for ``batch``, applied to ``state`` (up to ``deadline``)."""
     return simulate(
         state,
         batch,
@@ -470,6 +475,7 @@ def _simulated(state: Snapshot, batch: list[Pod], policy: Baseline, cluster: Clu
         preemption=evict,
         namespaces=cluster.namespaces,
         replicasets=cluster.replicasets,
+        deadline=deadline,
     )
 
 
@@ -485,10 +491,14 @@ class DefaultRun:
         self.evict = evict
         self.carried: list[Pod] = []
 
-    def advance(self, fresh: list[Pod]) -> tuple[float, float]:
+    def advance(self, fresh: list[Pod], *, deadline: float | None = None) -> tuple[float, float] | None:
         """The next batch (what it left out, then ``fresh``) decided; its state's (imbalance,
-        std_score)."""
-        sim = _simulated(self.state, [*self.carried, *fresh], "default", self.cluster, evict=self.evict)
+        std_score). None when ``deadline`` (a ``time.monotonic()`` instant) came first: the run
+        stopped inside a batch and cannot go on."""
+        batch = [*self.carried, *fresh]
+        sim = _simulated(self.state, batch, "default", self.cluster, evict=self.evict, deadline=deadline)
+        if sim.stopped:
+            return None
         self.carried = [pod for pod, _, _ in sim.unplaced]
         return state_metrics(self.state)
 

@@ -14,6 +14,7 @@ import pytest
 from support import cluster, node, pod
 
 from placer import service
+from placer.baseline import SimResult
 from placer.engine import Budget, Scorer, build_batch, build_snapshot, counts_of, greedy, lns, solve
 from placer.models import Config
 
@@ -158,3 +159,32 @@ def test_no_neighbourhood_resolve_runs_past_the_deadline(monkeypatch: pytest.Mon
     for (gi, n), k in counts.items():
         used[n] += batch.groups[gi].vec * k
     assert (used <= snap.alloc).all()
+
+
+def test_kube_schedulers_run_beside_a_batched_run_stops_at_the_batch_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run beside placer's batches (``DefaultRun``) is simulated within the batch's deadline,
+    its share of the limit at most; one that does not finish in time is dropped (its state stopped
+    inside a batch), and the batches go on without its target."""
+    beside: list[float | None] = []
+    targets: list[Any] = []
+    real_simulate, real_decide = service.simulate, service.decide
+
+    def simulated(*args: Any, **kwargs: Any) -> Any:
+        if "replicasets" not in kwargs:  # kube-scheduler's answer inside ``decide``
+            return real_simulate(*args, **kwargs)
+        beside.append(kwargs.get("deadline"))
+        return SimResult([], [], 0.0, stopped=True)  # the deadline came first
+
+    def decided(*args: Any, target: Any = None, **kwargs: Any) -> Any:
+        targets.append(target)
+        return real_decide(*args, target=target, **kwargs)
+
+    monkeypatch.setattr(service, "simulate", simulated)
+    monkeypatch.setattr(service, "decide", decided)
+    started = time.monotonic()
+    out = service.solve_cluster(_tight(), service.SolveOptions(batch_size=4, config=WALL))
+    assert len(beside) == 1  # dropped after the batch it could not finish
+    deadline = beside[0]
+    assert deadline is not None and started < deadline <= time.monotonic() + service.NO_WORSE_SHARE * LIMIT
+    assert targets == [None, None]
+    assert out.result.metrics.placed == 8
