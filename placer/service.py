@@ -215,14 +215,17 @@ def decide(
     held: frozenset[str] = frozenset(),
     target: tuple[float, float] | None = None,
     waiting: Sequence[Pod] = (),
+    budget: Budget | None = None,
 ) -> Decision:
     """Solve a batch on ``state`` (not modified); plan evictions when it leaves pods unplaced.
     ``target``: balance measures (imbalance, std_score) the guard aims for besides kube-scheduler's
     answer for this batch (``solve_batch``); ``waiting``: pods queued behind the batch, which
-    its balance accounts for (``solve_batch``)."""
+    its balance accounts for (``solve_batch``); ``budget``: the decision's time limit when it
+    started before this call (its first batch's snapshot, kube-scheduler's run beside it: every
+    phase reads the one deadline), a fresh one from ``config`` by default."""
+    budget = budget or Budget.of(config)  # one time limit for the whole decision: simulation, solve, guard, plan
     batch = with_default_spread(batch, cluster.replicasets, config.default_spread)
     frozen = frozen | {p.key for pods in state.running for p in pods if p.name.endswith(NOMINATED)}
-    budget = Budget.of(config)  # one time limit for the whole decision: solve and plan
     may_plan = evict and max_evictions != 0 and could_evict(state)
 
     @functools.cache
@@ -231,9 +234,7 @@ def decide(
         None when it would take more than NO_WORSE_SHARE of the limit (or the time left): the
         estimate below cannot foresee every batch (a 5,000-pod gang), the deadline holds.
         Simulated once per decision: the solve's guard and the whole-answer fallback share it."""
-        deadline = None
-        if not budget.deterministic:
-            deadline = time.monotonic() + min(NO_WORSE_SHARE * budget.limit, max(budget.left() - budget.spare, 0.0))
+        deadline = budget.deadline(NO_WORSE_SHARE * budget.limit)
         sim = simulate(
             state.copy(), batch, "default", preemption=False, namespaces=cluster.namespaces, deadline=deadline
         )
@@ -261,14 +262,17 @@ def decide(
         waiting=waiting,
     )
     left = res.unplaced
-    gangs = any(pod.gang_key for pod in batch)
-    if left and not gangs and (everyone := default_answer()) is not None and len(everyone) == len(batch):
+    if left and (everyone := default_answer()) is not None and len(everyone) == len(batch):
         # kube-scheduler's answer places the whole batch without evictions where the solve (short
         # of time, or held to its candidates) left some out: no plan could improve on it (a plan
         # must place-and-keep strictly more per key), and a plan made here would be refused.
-        # Batches with gangs keep the solve's answer (the simulation's gang cycle is the one
-        # kube-scheduler runs, not one the engine's checks have been held to).
-        return Decision(everyone, [], None, worst_status(res.status, "feasible"), 1.0)
+        whole = Decision(everyone, [], None, worst_status(res.status, "feasible"), 1.0)
+        # A batch with gangs or pod groups takes it only when the independent validator does: the
+        # simulation's group cycle is kube-scheduler 1.37's, which does not hold a composite gang's
+        # pods to the composite's topology key as placer does (``placer.baseline.groups``).
+        grouped = any(pod.gang_key or pod.group_domains for pod in batch)
+        if not grouped or not check_decision(cluster, state, batch, whole, config):
+            return whole
     # Pods the solve left out although they fit without evictions ("NotSolved": it ran out of
     # time) need more time, not a plan: a plan made for them would be refused (it cannot place
     # more than an answer without evictions), and the whole batch with it. The decision is then
@@ -380,12 +384,18 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     beside = (
         DefaultRun(before, cluster, evict=options.evict) if options.policy == "placer" and size < len(pending) else None
     )
+    since: float | None = started  # the first batch's time limit counts from here: its pending pods, its snapshot
     while queue or carried:
+        time_budget = Budget.of(config, started=since)  # a batched run: each batch has the limit
+        since = None
         taken = set(cut_batch([p.key for p in queue], size, {p.key: p.batch_unit for p in queue if p.batch_unit}))
         fresh = [p for p in queue if p.key in taken]  # whole gangs and composite gangs; a larger one alone
         batch, queue = carried + fresh, [p for p in queue if p.key not in taken]
         if options.policy == "placer":
-            target = beside.advance(fresh) if beside is not None else None
+            target = None
+            if beside is not None:  # within the batch's deadline, as kube-scheduler's answer in ``decide``
+                target = beside.advance(fresh, deadline=time_budget.deadline(NO_WORSE_SHARE * time_budget.limit))
+                beside = beside if target is not None else None  # it could not keep up: dropped
             # Pods this run already placed (and the stand-ins of moved pods' replacements) are not
             # evicted by a later batch's plan: in the controller they are still being bound.
             decision = decide(
@@ -397,6 +407,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
                 max_evictions=budget,
                 frozen=frozenset(placed_here),
                 target=target,
+                budget=time_budget,
             )
             status = worst_status(status, decision.status)
             gap = max(gap, decision.gap)
@@ -452,8 +463,10 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     return Outcome(result=result, before=before, after=state, warnings=[*cluster.warnings, *warnings])
 
 
-def _simulated(state: Snapshot, batch: list[Pod], policy: Baseline, cluster: Cluster, *, evict: bool) -> SimResult:
-    """A baseline policy's decision for ``batch``, applied to ``state``."""
+def _simulated(
+    state: Snapshot, batch: list[Pod], policy: Baseline, cluster: Cluster, *, evict: bool, deadline: float | None = None
+) -> SimResult:
+    """A baseline policy's decision for ``batch``, applied to ``state`` (up to ``deadline``)."""
     return simulate(
         state,
         batch,
@@ -462,6 +475,7 @@ def _simulated(state: Snapshot, batch: list[Pod], policy: Baseline, cluster: Clu
         preemption=evict,
         namespaces=cluster.namespaces,
         replicasets=cluster.replicasets,
+        deadline=deadline,
     )
 
 
@@ -477,10 +491,14 @@ class DefaultRun:
         self.evict = evict
         self.carried: list[Pod] = []
 
-    def advance(self, fresh: list[Pod]) -> tuple[float, float]:
+    def advance(self, fresh: list[Pod], *, deadline: float | None = None) -> tuple[float, float] | None:
         """The next batch (what it left out, then ``fresh``) decided; its state's (imbalance,
-        std_score)."""
-        sim = _simulated(self.state, [*self.carried, *fresh], "default", self.cluster, evict=self.evict)
+        std_score). None when ``deadline`` (a ``time.monotonic()`` instant) came first: the run
+        stopped inside a batch and cannot go on."""
+        batch = [*self.carried, *fresh]
+        sim = _simulated(self.state, batch, "default", self.cluster, evict=self.evict, deadline=deadline)
+        if sim.stopped:
+            return None
         self.carried = [pod for pod, _, _ in sim.unplaced]
         return state_metrics(self.state)
 

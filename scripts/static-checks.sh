@@ -20,3 +20,12 @@ echo "mypy --strict"
 "$venv/bin/mypy" --config-file "$root/pyproject.toml" placer
 echo "import-linter"
 PYTHONPATH="$tree" "$venv/bin/lint-imports" --no-cache
+# Product tests never depend on benchmark code: only tests of benchmark code (readers, reference
+# models, generators, scorers: tests/test_benchmark*.py) import `benchmarks`. import-linter cannot
+# say so: tests/ is no package and benchmarks/ is not installed, so neither is in its graph.
+echo "tests importing benchmarks/"
+if grep -lE '^[[:space:]]*(from|import)[[:space:]]+benchmarks([.[:space:]]|$)' "$root"/tests/*.py \
+  | grep -v '/test_benchmark[^/]*\.py$'; then
+  echo "these tests import benchmarks/: only tests/test_benchmark*.py may (tests of benchmark code)" >&2
+  exit 1
+fi

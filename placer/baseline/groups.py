@@ -11,7 +11,10 @@ reaches its first pod (kube-scheduler queues the group, not its pods):
    scored as a lone pod would be, restricted to the placement's nodes, each placed one counting
    for the next (then the trial is undone). A placement is feasible when running plus placed
    members reach the gang's ``minCount`` (GangScheduling's PlacementFeasible), or for a group
-   without a gang when any pod is placed.
+   without a gang when any pod is placed. PodGroups without a key of their own below a composite
+   with one are tried together in the composite's domains, each gang held to its own minCount: a
+   gang short of it places nothing and the others are tried again without it (members are tried
+   highest priority first, so a gang's pods never count for another's minCount).
 3. Feasible placements are scored (each plugin weight 1): NodeResourcesFit's placement score,
    MostAllocated over the placement's nodes taken together (cpu and memory, the group's requests
    added to what the nodes hold), plus PodGroupPodsCount (running and proposed members,
@@ -168,19 +171,51 @@ def _schedule_composite(run: _Run, members: Sequence[Pod]) -> None:
     run.unplaced += [(p, "Unschedulable", Reason(nodes=n, quorum=wait[p.key])) for p in members if p.key in wait]
 
 
+def _gangs(run: _Run, members: Sequence[Pod]) -> dict[str, tuple[int, int]]:
+    """Each gang among ``members`` (a unit may hold several PodGroups: those without a key of
+    their own below a composite with one): its minCount and its members already running."""
+    sizes = {p.gang_key: p.gang_size for p in members if p.gang_key is not None and p.gang_size}
+    running = dict.fromkeys(sizes, 0)
+    for pods in run.snap.running:
+        for p in pods:
+            if p.running and p.gang_key in running:
+                running[p.gang_key] += 1
+    return {g: (size, running[g]) for g, size in sizes.items()}
+
+
+def _trial(
+    run: _Run, members: Sequence[Pod], mask: npt.NDArray[np.bool_], gangs: dict[str, tuple[int, int]]
+) -> tuple[list[tuple[Pod, int]], bool]:
+    """The members placed inside ``mask`` with every gang among them at its own minCount
+    (GangScheduling's PlacementFeasible is each PodGroup's): a gang short of it places none of its
+    pods, and the others are tried again without it. Feasible when a pod is placed, or a gang
+    among them is at its minCount with the members already running."""
+    short: set[str] = set()
+    while True:
+        tried = [p for p in members if p.gang_key not in short]
+        placed = _try(run, tried, mask) if tried else []
+        got: dict[str, int] = {}
+        for pod, _ in placed:
+            if pod.gang_key is not None:
+                got[pod.gang_key] = got.get(pod.gang_key, 0) + 1
+        now = {g for g, (size, running) in gangs.items() if g not in short and running + got.get(g, 0) < size}
+        if not now:
+            return placed, bool(placed) or len(short) < len(gangs)
+        short |= now
+
+
 def _schedule_one(run: _Run, members: Sequence[Pod]) -> None:
     """One PodGroup (or a lone gang) as its own unit."""
     running = _running(run, members)
-    want = members[0].gang_size
+    gangs = _gangs(run, members)
     trials = []
     for name, mask in _placements(run, members):
-        placed = _try(run, members, mask)
-        feasible = running + len(placed) >= want if want else bool(placed)
+        placed, feasible = _trial(run, members, mask, gangs)
         if feasible:
             trials.append((name, mask, placed))
     if not trials:
         gid = _own_group(members[0]) or ""
-        size = want or len(members)
+        size = members[0].gang_size or len(members)
         key = members[0].group_domains[0].key if members[0].group_domains else None
         reason = Reason(nodes=len(run.snap.nodes), gang=GangWait(gang=gid, size=size, pending=size, domain=key))
         run.unplaced += [(pod, "Unschedulable", reason) for pod in members]

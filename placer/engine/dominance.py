@@ -40,7 +40,6 @@ from placer.engine.unplaced import Counts
 from placer.metrics import BALANCE_RESOURCES, in_use, node_balance
 
 __all__ = [
-    "FLOOR",
     "SHARE",
     "Quality",
     "need",
@@ -54,10 +53,6 @@ __all__ = [
 # Of a decision's time limit, at most this share is kept for making the answer no worse than the
 # other; less when the guard can need less (``need``): the rest goes to the search before it.
 SHARE = 0.2
-# At least this share of the limit even when the phases before it overran the limit (the greedy
-# pass, candidates and kube-scheduler's simulation are not interruptible): without it the answer
-# is the other one unchanged, a tie. The decision may then exceed its limit by this much.
-FLOOR = 0.1
 MAX_SWEEPS = 50  # a descent stops after this many sweeps over the pods (a deterministic run's only bound)
 # ``need`` times weighing a pod on this many pods of the other answer, TIMINGS times (the least
 # counts), and counts twice what it measured: the guard runs later, on a state whose nodes may offer

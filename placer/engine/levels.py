@@ -38,6 +38,8 @@ __all__ = [
 # the same on every machine; only how long it takes varies with the machine's speed.
 DETERMINISTIC_UNITS_PER_SECOND = 0.3
 
+Clock = Callable[[], float]  # wall seconds, monotonic (``time.monotonic``; tests inject their own)
+
 # Below this many seconds left, a level solves without presolve and probing.
 SHORT_BUDGET = 1.0
 _MIN_SECONDS = 0.01
@@ -54,26 +56,46 @@ class Budget:
     does (prefilter, greedy, every level, the plan, extraction) spends the same budget; a part may
     get a capped share of it (``capped``), which still spends the whole."""
 
-    def __init__(self, limit: float, *, deterministic: bool, parent: Budget | None = None) -> None:
+    def __init__(
+        self,
+        limit: float,
+        *,
+        deterministic: bool,
+        parent: Budget | None = None,
+        clock: Clock | None = None,
+        started: float | None = None,
+    ) -> None:
+        """``clock``: wall seconds (``time.monotonic`` unless a parent or caller gives another);
+        ``started``: when the decision started on it, if before now (the work done since then,
+        e.g. building the snapshot, counts against the limit)."""
         self.limit = limit
         self.deterministic = deterministic
         self.parent = parent
-        self.started = time.monotonic()
+        self.clock: Clock = clock or (parent.clock if parent is not None else time.monotonic)
+        self.started = self.clock() if started is None else started
         self.det_used = 0.0
 
     @classmethod
-    def of(cls, config: Config) -> Budget:
+    def of(cls, config: Config, *, clock: Clock | None = None, started: float | None = None) -> Budget:
         """The decision's budget: ``solver.timeLimit`` seconds of wall time, or their deterministic
-        equivalent (``DETERMINISTIC_UNITS_PER_SECOND``)."""
+        equivalent (``DETERMINISTIC_UNITS_PER_SECOND``), counted from ``started`` (now by default)."""
         limit, deterministic = config.solver.time_limit, config.solver.deterministic
-        return cls(limit * DETERMINISTIC_UNITS_PER_SECOND if deterministic else limit, deterministic=deterministic)
+        limit = limit * DETERMINISTIC_UNITS_PER_SECOND if deterministic else limit
+        return cls(limit, deterministic=deterministic, clock=clock, started=started)
 
     def left(self) -> float:
         own = self.limit - self.used()
         return min(own, self.parent.left()) if self.parent is not None else own
 
     def used(self) -> float:
-        return self.det_used if self.deterministic else time.monotonic() - self.started
+        return self.det_used if self.deterministic else self.clock() - self.started
+
+    def deadline(self, most: float = float("inf")) -> float | None:
+        """The clock time by which a phase given at most ``most`` wall seconds must end: what is
+        left beyond the spare, or less (None with a deterministic budget: no wall deadline)."""
+        if self.deterministic:
+            return None
+        return self.clock() + max(min(most, self.left() - self.spare), 0.0)
 
     def charge(self, deterministic_time: float) -> None:
         self.det_used += deterministic_time

@@ -21,7 +21,7 @@ from ortools.sat.python import cp_model
 from placer.engine.batch import Batch, Group
 from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
 from placer.engine.encoder import encode
-from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND
+from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget
 from placer.engine.model import Model
 from placer.engine.objectives import affinity
 from placer.engine.objectives.strategy import Term
@@ -33,6 +33,8 @@ __all__ = ["LnsReport", "improve"]
 
 Counts = dict[tuple[int, int], int]
 TARGET_VARIABLES = 500
+STEP_SECONDS = 1.0  # a re-solve's time limit at most
+MIN_STEP = 0.05  # a re-solve is not started with less than this left of the budget
 
 
 @dataclass
@@ -98,16 +100,21 @@ def _sub_batch(batch: Batch, counts: Counts, chosen: npt.NDArray[np.int64]) -> t
     return sub_batch, origin, hint
 
 
-def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget: float) -> tuple[Counts, LnsReport]:
-    """Local descent first (cheap), then CP-SAT neighbourhood re-solves for the remaining budget."""
+def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget: Budget) -> tuple[Counts, LnsReport]:
+    """Local descent first (cheap), then CP-SAT neighbourhood re-solves for what is left of
+    ``budget`` beyond its spare. On the wall clock every re-solve must end by the budget's
+    deadline: one is started only when the longest build of a sub-model so far (``_Pace``) and the
+    longest a solve ran past its limit fit in what is left, and its solver gets what remains after
+    its own build."""
     started = time.monotonic()
-    if config.solver.deterministic:  # the budget is deterministic units: count pods weighed instead
-        pods = budget / 2 / DETERMINISTIC_UNITS_PER_SECOND * DESCENT_PODS_PER_SECOND
+    deterministic = config.solver.deterministic
+    quota = max(budget.left() - budget.spare, 0.0)  # deterministic units: counted here, not charged
+    if deterministic:  # the budget is deterministic units: count pods weighed instead
+        pods = quota / 2 / DETERMINISTIC_UNITS_PER_SECOND * DESCENT_PODS_PER_SECOND
         counts, _, _ = descend(batch, scorer, counts, seconds=float("inf"), seed=config.solver.seed, evaluations=pods)
-        budget /= 2
+        quota /= 2
     else:
-        counts, _, _ = descend(batch, scorer, counts, seconds=budget / 2, seed=config.solver.seed)
-        budget -= time.monotonic() - started
+        counts, _, _ = descend(batch, scorer, counts, seconds=quota / 2, seed=config.solver.seed)
     rng = np.random.default_rng(config.solver.seed)
     nodes_used = np.array(sorted({n for (_, n), c in counts.items() if c}), dtype=np.int64)
     pool = np.union1d(nodes_used, np.concatenate([g.candidates for g in batch.groups] or [nodes_used]))
@@ -118,17 +125,23 @@ def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget
         return counts, report
     per_node = max(sum(counts.values()) / max(len(nodes_used), 1), 1.0)
     k = int(min(len(pool), max(2, TARGET_VARIABLES // (per_node * 4))))
-    spent = 0.0
+    spent = 0.0  # deterministic units
+    pace = _Pace(budget)
     involved = batch.topology.involved
-    while spent < budget:
+    while spent < quota if deterministic else pace.may_start():
+        building = budget.clock()
         used = _used(batch, counts)
         worst = int(pool[int(np.argmax(scorer.strategy.node_cost(scorer, used[pool], pool)))])
         others = rng.choice(pool[pool != worst], size=min(k - 1, len(pool) - 1), replace=False)
         chosen = np.sort(np.append(others, worst)).astype(np.int64)
         sub, origin, hint = _sub_batch(batch, counts, chosen)
-        step = min(max(budget - spent, 0.05), 1.0)
-        found, seconds = _resolve(sub, config, hint, step, scorer.fill)
-        spent += seconds if config.solver.deterministic else time.monotonic() - started - spent
+        model = _build(sub, config, hint, scorer.fill)
+        pace.built(budget.clock() - building)
+        step = min(max(quota - spent, 0.05), STEP_SECONDS) if deterministic else pace.step()
+        if step <= 0.0:
+            break  # the build took what was left: the answer so far stays
+        found, seconds = pace.solve(model, config, step)
+        spent += seconds
         report.iterations += 1
         if found is None:
             continue
@@ -147,9 +160,43 @@ def improve(batch: Batch, scorer: Scorer, counts: Counts, config: Config, budget
     return counts, report
 
 
-def _resolve(
-    sub: Batch, config: Config, hint: Counts, limit: float, fill: FloatArray | None = None
-) -> tuple[Counts | None, float]:
+class _Pace:
+    """The wall-clock rule of the re-solves (``LevelSolver`` keeps the same for levels): how long
+    building a sub-model and a solver's overrun of its limit have taken at most, so that an
+    iteration is started only when both fit before ``budget``'s deadline."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.overhead = 0.0  # longest build of a sub-model (wall seconds)
+        self.lag = 0.0  # longest a solve ran past its time limit
+
+    def room(self) -> float:
+        return self.budget.left() - self.budget.spare - self.lag
+
+    def may_start(self) -> bool:
+        return self.room() - self.overhead > MIN_STEP
+
+    def built(self, seconds: float) -> None:
+        self.overhead = max(self.overhead, seconds)
+
+    def step(self) -> float:
+        """The next solve's limit: what the deadline leaves now, at most ``STEP_SECONDS``; 0 when
+        less than ``MIN_STEP`` is left."""
+        room = self.room()
+        return min(room, STEP_SECONDS) if room > MIN_STEP else 0.0
+
+    def solve(self, model: Model, config: Config, limit: float) -> tuple[Counts | None, float]:
+        """A sub-model solved within ``limit``; its deterministic time (``_solve``)."""
+        began = self.budget.clock()
+        out = _solve(model, config, limit)
+        if not config.solver.deterministic:
+            self.lag = max(self.lag, self.budget.clock() - began - limit)
+        return out
+
+
+def _build(sub: Batch, config: Config, hint: Counts, fill: FloatArray | None = None) -> Model:
+    """The sub-batch's model: every freed pod placed, earlier levels no worse than the hint, the
+    strategy minimised, hinted with the current answer."""
     demand = sum((g.vec * g.size for g in sub.groups), np.zeros(len(sub.snapshot.resources), dtype=np.int64))
     scorer = Scorer(sub.snapshot, config, demand)
     if fill is not None:  # the whole batch's aim per node (the same nodes)
@@ -164,6 +211,10 @@ def _resolve(
     model.cp.minimize(scorer.strategy.term(model).expr)
     for key, var in model.y.items():
         model.cp.add_hint(var, hint.get(key, 0))
+    return model
+
+
+def _solve(model: Model, config: Config, limit: float) -> tuple[Counts | None, float]:
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = config.solver.seed

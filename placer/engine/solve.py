@@ -213,8 +213,9 @@ def solve_batch(
                 batch, counts, counts_of(start), partial(backlog.complete, scorer, backlog=behind)
             )
         ):
-            # At least FLOOR of the limit when what came before overran it, or what the guard needs if less.
-            left = max(whole.left() - whole.spare - sum(planned), min(dominance.FLOOR * whole.limit, needed))
+            # What the decision's deadline leaves (the plan's share kept): none when what came
+            # before overran it, and then the answer that is no worse is the better start as it is.
+            left = max(whole.left() - whole.spare - sum(planned), 0.0)
             seconds = float("inf") if config.solver.deterministic else left
             counts, changed = dominance.no_worse(
                 batch, counts, counts_of(start), seconds=seconds, seed=config.solver.seed, target=target
@@ -246,7 +247,7 @@ def solve_batch(
 
     if large and all_placed:
         # Level 1 is optimal already; improve the strategy by neighbourhood re-solves.
-        counts, report = lns.improve(batch, scorer, counts, config, max(budget.left() - budget.spare, 0.0))
+        counts, report = lns.improve(batch, scorer, counts, config, budget)
         return result(counts, "feasible", 1.0, [_lns_report(report)])  # no bound: the gap is unknown
     encoding = time.monotonic()
     model, sym = encode(batch, scorer, packing=not all_placed)
@@ -282,7 +283,7 @@ def solve_batch(
             terms = level.build(model)
             if level.name == STRATEGY_LEVEL:
                 if large:
-                    improved, report = lns.improve(batch, scorer, current(), config, max(own.left() - own.spare, 0.0))
+                    improved, report = lns.improve(batch, scorer, current(), config, own)
                     _set(values, model, improved)
                     levels.proven = False
                     levels.reports.append(_lns_report(report))

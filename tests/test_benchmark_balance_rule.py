@@ -9,7 +9,10 @@ std_score each no higher than default's and one of them lower:
   by ``benchmarks.quality``: each batch starts from placer's state, not default's, so the
   per-batch rule does not carry over to the end by itself).
 
-Every placement placer returns passes the independent validator. Seeded instances over a range
+A test of the product measured with benchmark code (the generator, and the rule as
+``benchmarks.quality`` scores it), hence among tests/test_benchmark*.py, the only tests that may
+import ``benchmarks`` (scripts/static-checks.sh). Every placement placer returns passes the
+independent validator. Seeded instances over a range
 of seeds (3-6 nodes, 0-50 % of the cpu already requested, pending pods up to 60-85 %), the
 solver deterministic, so every run checks the same instances.
 """
