@@ -33,6 +33,7 @@ from placer.inputs.load import load_yaml, read_file
 from placer.inputs.usage import load_usage
 from placer.models import (
     BASELINES,
+    GROUP_BATCH_SIZE,
     POLICIES,
     Cluster,
     Config,
@@ -150,6 +151,14 @@ def solve(
     ] = None,
     strategy: Annotated[StrategyName | None, typer.Option(help="placement strategy (default: balance)")] = None,
     batch_size: Annotated[int | None, typer.Option(min=1, help="simulate the controller's batches of N pods")] = None,
+    group_batch_size: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help=f"with --batch-size: gangs held to a topology domain join one batch up to N pods "
+            f"(the controller's groupBatchSize, default {GROUP_BATCH_SIZE})",
+        ),
+    ] = None,
     time_limit: Annotated[float | None, typer.Option(min=0.01, help="solver time limit in seconds")] = None,
     workers: Annotated[int | None, typer.Option(min=1, help="CP-SAT worker threads")] = None,
     scheduler_name: Annotated[
@@ -180,6 +189,8 @@ def solve(
 
     Without FILE the cluster is read from the API server (read-only: list calls only), as kubectl
     would with the same kubeconfig and context; placer writes nothing to it."""
+    if group_batch_size is not None and batch_size is None:
+        raise _fail("--group-batch-size needs --batch-size (without it every pending pod is one batch)")
     try:
         cfg = load_config(config)
         started = time.monotonic()
@@ -205,7 +216,12 @@ def solve(
         solver.update(workers=1, deterministic=True)
     cfg = cfg.model_copy(update={**updates, "solver": cfg.solver.model_copy(update=solver)})
     options = SolveOptions(
-        policy=cast(Policy, policy), batch_size=batch_size, config=cfg, evict=not no_evict, max_evictions=max_evictions
+        policy=cast(Policy, policy),
+        batch_size=batch_size,
+        group_batch_size=GROUP_BATCH_SIZE if group_batch_size is None else group_batch_size,
+        config=cfg,
+        evict=not no_evict,
+        max_evictions=max_evictions,
     )
     outcome = _read_in(solve_cluster(cluster, options), read_seconds)
     other = None

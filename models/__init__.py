@@ -36,6 +36,7 @@ from placer.models.codes import (
     worst_status,
 )
 from placer.models.config import (
+    GROUP_BATCH_SIZE,
     BalanceWeights,
     Config,
     ControllerConfig,
@@ -107,6 +108,7 @@ __all__ = [
     "BIND",
     "CPU",
     "EVICT",
+    "GROUP_BATCH_SIZE",
     "POD_COUNT",
     "POLICIES",
     "SCHEMA_VERSION",

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
+    "GROUP_BATCH_SIZE",
     "BalanceWeights",
     "Config",
     "ControllerConfig",
@@ -31,6 +32,11 @@ class StrategyName(StrEnum):
     SPREAD = "spread"
     PACK = "pack"
 
+
+# The default of ``groupBatchSize``: the most pods one decision holds of gangs that compete for
+# topology domains (ten default batches: on the offline topology-gang shapes, one decision of that
+# size at the 0.1 s floor places as many groups as the whole backlog decided at once).
+GROUP_BATCH_SIZE = 1000
 
 PodClass = Literal["compressible", "incompressible", "balanced"]
 
@@ -222,6 +228,9 @@ class ControllerConfig(_Strict):
     namespaces: tuple[str, ...] = ()  # empty: all namespaces
     batch_window: float = Field(30.0, gt=0, alias="batchWindowSeconds")
     batch_size: int = Field(99, ge=1, alias="batchSize")
+    # A batch holding a gang held to one topology domain takes the such gangs queued behind it up
+    # to this many pods: they compete for the domains and are placed jointly (``cut_batch``).
+    group_batch_size: int = Field(GROUP_BATCH_SIZE, ge=1, alias="groupBatchSize")
     label_check_period: float = Field(60.0, gt=0, alias="labelCheckPeriodSeconds")
     # Unused since informers never relist periodically (only after 410 Gone); kept so configs load.
     resync_period: float = Field(300.0, gt=0, alias="resyncPeriodSeconds")

@@ -24,6 +24,7 @@ from placer.engine import Unplaced as UnplacedPod
 from placer.metrics import BALANCE_RESOURCES, balance_metrics
 from placer.models import (
     BIND,
+    GROUP_BATCH_SIZE,
     POD_COUNT,
     Baseline,
     Cluster,
@@ -86,6 +87,7 @@ NO_WORSE_SHARE = 0.35
 class SolveOptions:
     policy: Policy = "placer"
     batch_size: int | None = None
+    group_batch_size: int = GROUP_BATCH_SIZE  # with batch_size: gangs held to a domain join up to this
     config: Config = field(default_factory=Config)
     evict: bool = True  # compute a global plan when a batch leaves pods unplaced
     max_evictions: int | None = None  # cap on moves + preemptions over the whole run
@@ -388,7 +390,9 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
     while queue or carried:
         time_budget = Budget.of(config, started=since)  # a batched run: each batch has the limit
         since = None
-        taken = set(cut_batch([p.key for p in queue], size, {p.key: p.batch_unit for p in queue if p.batch_unit}))
+        units = {p.key: p.batch_unit for p in queue if p.batch_unit}
+        rivals = {p.batch_unit for p in queue if p.batch_unit and p.group_domains}
+        taken = set(cut_batch([p.key for p in queue], size, units, rivals=rivals, rival_size=options.group_batch_size))
         fresh = [p for p in queue if p.key in taken]  # whole gangs and composite gangs; a larger one alone
         batch, queue = carried + fresh, [p for p in queue if p.key not in taken]
         if options.policy == "placer":

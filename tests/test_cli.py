@@ -97,6 +97,12 @@ def test_text_output_shows_placements_nodes_and_metrics(tmp_path: Path) -> None:
         assert text in res.stdout
 
 
+def test_a_group_batch_size_without_batches_is_refused_before_reading(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["solve", str(tmp_path / "absent.json"), "--group-batch-size", "10"])
+    assert res.exit_code == 2
+    assert "--group-batch-size needs --batch-size" in res.stderr
+
+
 def test_fail_on_unplaced_exits_one(tmp_path: Path) -> None:
     path = _write(tmp_path, {"nodes": [node("a", cpu="1")], "pods": [pod("p", cpu="2")]})
     assert runner.invoke(app, ["solve", str(path), "-o", "json"]).exit_code == 0

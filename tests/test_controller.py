@@ -40,6 +40,15 @@ def test_a_full_batch_takes_the_oldest_and_keeps_the_rest() -> None:
     assert len(b) == 1
 
 
+def test_gangs_held_to_a_domain_are_taken_together_up_to_the_group_size() -> None:
+    b = Batcher(window=30, size=2, group_size=5)
+    units = {"ns/a1": "A", "ns/a2": "A", "ns/b1": "B", "ns/b2": "B", "ns/c1": "C", "ns/c2": "C"}
+    b.sync(["ns/a1", "ns/a2"], now=0)
+    b.sync(["ns/a1", "ns/a2", "ns/x", "ns/b1", "ns/b2", "ns/c1", "ns/c2"], now=1)
+    assert b.take(units, rivals={"A", "B", "C"}) == ["ns/a1", "ns/a2", "ns/b1", "ns/b2"]
+    assert b.queued() == {"ns/x", "ns/c1", "ns/c2"}
+
+
 def test_unplaced_pods_back_off_doubling_up_to_a_cap() -> None:
     b = Batcher(window=1, size=99, backoff=5, max_backoff=12)
     assert [b.defer("ns/a", 0), b.defer("ns/a", 0), b.defer("ns/a", 0)] == [5, 10, 12]

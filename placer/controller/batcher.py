@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from placer.engine import cut_batch
@@ -24,6 +24,7 @@ class Batcher:
     size: int
     backoff: float = 5.0
     max_backoff: float = 60.0
+    group_size: int = 0  # a batch holding a gang held to a topology domain takes such gangs up to this
     _arrived: dict[str, float] = field(default_factory=dict)
     _deferred: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (until, current backoff)
     _recent: deque[float] = field(default_factory=deque)  # when the last ``size`` pods joined
@@ -84,12 +85,14 @@ class Batcher:
         fills = self.fills_in(now)
         return max(0.0, left if fills is None else min(left, fills))
 
-    def take(self, together: Mapping[str, str] | None = None) -> list[str]:
+    def take(self, together: Mapping[str, str] | None = None, rivals: Collection[str] = ()) -> list[str]:
         """The batch: up to ``size`` pods, oldest first; the rest keep waiting. Pods that share a
         value in ``together`` (a gang) are never split: a gang joins the batch whole, and a gang
-        larger than ``size`` is a batch of its own (``placer.engine.cut_batch``)."""
+        larger than ``size`` is a batch of its own; gangs held to a topology domain (``rivals``,
+        values of ``together``) join a batch that holds one up to ``group_size`` pods
+        (``placer.engine.cut_batch``)."""
         ordered = sorted(self._arrived, key=lambda k: (self._arrived[k], k))
-        chosen = cut_batch(ordered, self.size, together)
+        chosen = cut_batch(ordered, self.size, together, rivals=rivals, rival_size=self.group_size)
         for key in chosen:
             del self._arrived[key]
         return chosen

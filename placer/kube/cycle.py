@@ -73,6 +73,7 @@ class SchedulingCycle:
         self.pending = 0  # pods pending at the last look (queued or being solved)
         self._gangs: dict[str, str] = {}  # pending pod -> its batch unit, to keep gangs in one batch
         self._gang_of: dict[str, str] = {}  # pending pod -> its gang (``Pod.gang_key``)
+        self._rivals: set[str] = set()  # batch units held to a topology domain: batched together
         # Gangs a batch found incomplete -> members it saw pending: held until more are pending.
         self._short: dict[str, int] = {}
         # Pods whose plan search ran out of time (``Decision.settled``) -> the budget it had: their
@@ -95,7 +96,7 @@ class SchedulingCycle:
         reserved, assumed = self.driver.reserved, self.ctx.assumed
         short = incomplete(pods.waiting.values(), pods.running_members, self.view.gang_sizes())
         out = []
-        self._gangs, self._gang_of, self.gated = {}, {}, []
+        self._gangs, self._gang_of, self._rivals, self.gated = {}, {}, set(), []
         for key, pod in pods.waiting.items():
             if key in reserved or key in solving or pod in assumed:
                 continue
@@ -105,6 +106,8 @@ class SchedulingCycle:
             out.append(key)
             if pod.batch_unit is not None:  # a gang, or a composite gang's groups, batched together
                 self._gangs[key] = pod.batch_unit
+                if pod.group_domains:
+                    self._rivals.add(pod.batch_unit)
             if pod.gang_key is not None:
                 self._gang_of[key] = pod.gang_key
         return out
@@ -150,7 +153,7 @@ class SchedulingCycle:
         cfg, batcher = self.ctx.cfg, self.ctx.batcher
         now = time.monotonic()
         overdue = batcher.waited(now) or 0.0  # the batch's own oldest pod (taken first)
-        keys = set(batcher.take(self._gangs))
+        keys = set(batcher.take(self._gangs, self._rivals))
         # awaits: the assembled pod, whose gang's PodGroup may not exist yet (it then waits).
         batch = [p for p in cluster.pods if p.key in keys and p.awaits(cfg.scheduler_name)]
         if not batch:

@@ -93,6 +93,7 @@ class Runner:
         batcher = Batcher(
             window=cfg.batch_window,
             size=cfg.batch_size,
+            group_size=cfg.group_batch_size,
             backoff=cfg.requeue_backoff,
             max_backoff=cfg.max_requeue_backoff,
         )
