@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from runner_support import FakeActions, feed, make_runner
-from workload_builders import pod, pod_group, racks
+from workload_builders import RACK, pod, pod_group, racks
 
 from placer.kube.groupstatus import APIS, GroupStatus
 from placer.kube.informers import BETA_POD_GROUP, WORKLOAD_POD_GROUP, Informer
@@ -251,4 +251,49 @@ def test_a_workload_gang_short_of_min_count_is_not_batched_and_no_condition_is_w
     _solve_once(r)
     assert len([c for c in actions.calls if c[0] == "bind"]) == 2
     assert _conditions(actions) == [(BETA_PATH, "ml/w", "PodGroupInitiallyScheduled", "True", "Scheduled")]
+    r.ctx.group_status.shutdown()
+
+
+def _listed(*groups: tuple[str, int, str | None]) -> list[dict[str, Any]]:
+    """v1beta1 PodGroups (name, minCount, topology key) as a list's items come."""
+    out = []
+    for name, size, key in groups:
+        group = pod_group(name, size, key=key)
+        del group["apiVersion"], group["kind"]
+        group["metadata"]["generation"] = 1
+        out.append(group)
+    return out
+
+
+def test_the_queue_takes_workload_gangs_held_to_a_rack_together_and_places_them_jointly() -> None:
+    """The issue's example through the controller: gangs of 4, 6 and 6 whose v1beta1 PodGroups
+    hold each to one rack (the pods name their group; the queue learns the key from the object),
+    batchSize 4: one batch takes all three (groupBatchSize), which fits each whole in one rack of
+    10 and 6 slots; a gang without a topology key is not taken along."""
+    actions = GroupActions()
+    r = make_runner(actions, metricsPort=0, batchSize=4, groupBatchSize=20)
+    r.cfg.engine.solver.time_limit = 2.0
+    r.informers[BETA_POD_GROUP] = Informer(BETA_POD_GROUP, lw=None)  # type: ignore[arg-type]
+    feed(r, BETA_POD_GROUP, *_listed(("g4", 4, RACK), ("g6a", 6, RACK), ("g6b", 6, RACK), ("zfree", 2, None)))
+    feed(r, "Node", *racks({"a": 10, "b": 6, "c": 2}))
+    members = [pod(f"{n}-{i}", n) for n, size in (("g4", 4), ("g6a", 6), ("g6b", 6), ("zfree", 2)) for i in range(size)]
+    feed(r, "Pod", *members)
+    _solve_once(r)
+    racks_of: dict[str, set[str]] = {}
+    for _, key, node_name in (c for c in actions.calls if c[0] == "bind"):
+        racks_of.setdefault(key.split("/")[1].rsplit("-", 1)[0], set()).add(node_name.split("-")[0])
+    assert racks_of.keys() == {"g4", "g6a", "g6b"} and all(len(r) == 1 for r in racks_of.values())
+    assert sum(1 for c in actions.calls if c[0] == "bind") == 16
+    r.ctx.group_status.shutdown()
+
+
+def test_the_queue_batches_one_rack_gang_per_batch_without_a_group_batch_size() -> None:
+    actions = GroupActions()
+    r = make_runner(actions, metricsPort=0, batchSize=4, groupBatchSize=4)
+    r.informers[BETA_POD_GROUP] = Informer(BETA_POD_GROUP, lw=None)  # type: ignore[arg-type]
+    feed(r, BETA_POD_GROUP, *_listed(("g4", 4, RACK), ("g6a", 6, RACK)))
+    feed(r, "Node", *racks({"a": 10, "b": 6}))
+    feed(r, "Pod", *[pod(f"{n}-{i}", n) for n, size in (("g4", 4), ("g6a", 6)) for i in range(size)])
+    r.ctx.batcher.sync(r.cycle.pending_keys(), now=time.monotonic())
+    assert len(r.ctx.batcher.take(r.cycle._gangs, r.cycle._rivals)) == 4
     r.ctx.group_status.shutdown()

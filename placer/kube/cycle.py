@@ -95,6 +95,7 @@ class SchedulingCycle:
         solving = self.solving[0].keys if self.solving is not None else frozenset()
         reserved, assumed = self.driver.reserved, self.ctx.assumed
         short = incomplete(pods.waiting.values(), pods.running_members, self.view.gang_sizes())
+        domains = self.view.domain_groups()
         out = []
         self._gangs, self._gang_of, self._rivals, self.gated = {}, {}, set(), []
         for key, pod in pods.waiting.items():
@@ -106,7 +107,7 @@ class SchedulingCycle:
             out.append(key)
             if pod.batch_unit is not None:  # a gang, or a composite gang's groups, batched together
                 self._gangs[key] = pod.batch_unit
-                if pod.group_domains:
+                if pod.group_domains or (pod.gang_object, pod.namespace, pod.gang or "") in domains:
                     self._rivals.add(pod.batch_unit)
             if pod.gang_key is not None:
                 self._gang_of[key] = pod.gang_key

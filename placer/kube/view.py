@@ -74,6 +74,19 @@ class ClusterView:
             for g in index.values()
         }
 
+    def domain_groups(self) -> frozenset[tuple[str, str, str]]:
+        """The PodGroups by (api, namespace, name) whose pods are held to a topology domain: a
+        topology key of their own or a composite parent (whose chain may hold one); the queue reads
+        the pods unresolved, so it asks here which gangs compete for domains."""
+        self.refresh()
+        return frozenset(
+            g.key
+            for kind, index in self.indexes
+            if kind.field == "pod_groups"
+            for g in index.values()
+            if g.problem is None and (g.rules.topology_key is not None or g.rules.parent is not None)
+        )
+
     # -- raw objects ----------------------------------------------------------------------------
     def raw_pod(self, key: str) -> Raw | None:
         """A pod as the cache holds it (None: not there, or no pod informer)."""
