@@ -105,7 +105,13 @@ def test_a_raced_tight_batch_places_every_pod_of_a_perfect_packing() -> None:
 
 def test_every_technique_states_its_precondition_and_budget() -> None:
     names = [t.name for t in packing.TECHNIQUES]
-    assert names == ["heuristics", "place-all", packing.dispatch.COMPLETION, packing.dispatch.EJECTION]
+    assert names == [
+        "heuristics",
+        "place-all",
+        packing.dispatch.COMPLETION,
+        packing.dispatch.EJECTION,
+        packing.dispatch.REPACK,
+    ]
     assert all(t.applies and t.budget for t in packing.TECHNIQUES)
 
 

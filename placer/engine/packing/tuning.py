@@ -74,6 +74,19 @@ EJECT_KEEP = 2
 EJECT_RESTART = 500
 EJECT_CHECK_EVERY = 16  # steps between two looks at the clock (a step takes well under a millisecond)
 
+# Repacking (``repack``): neighbourhoods of REPACK_NODES nodes to start with (within
+# [REPACK_NODES_MIN, REPACK_NODES_MAX] as they adapt), with at most REPACK_OUT left-out pods each,
+# each question (one pod more, or an exchange) given one CP-SAT worker for at most REPACK_SECONDS.
+# The race's Python side takes turns: the ejection search for REPACK_AFTER of REPACK_CYCLE seconds,
+# repacking the rest, each from the other's answer.
+REPACK_NODES = 6
+REPACK_NODES_MIN = 3
+REPACK_NODES_MAX = 12
+REPACK_OUT = 12
+REPACK_SECONDS = 0.1
+REPACK_AFTER = 0.6
+REPACK_CYCLE = 2.0
+
 WATCH_EVERY = 0.01  # seconds between two looks at a race's stop event during a CP-SAT solve (``clock``)
 
 # The dispatcher (``dispatch``): budgets of the techniques on a tight batch.
