@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import packgen
 import pytest
-from support import cluster
 
 from placer.engine import build_batch, build_snapshot, packing, solve_batch
 from placer.models import Cluster, Config
@@ -27,17 +26,7 @@ SLACK = 30  # room per node and resource above what the planted pods fill (of pa
 
 
 def _slack(seed: int, pods: int, d: int) -> Cluster:
-    """A perfect packing of ``pods`` pods on nodes with ``SLACK`` more room in every resource."""
-    inst = packgen.perfect(seed, pods, d, (3, 5))
-    resources = packgen.RESOURCES[:d]
-
-    def amounts(row: Any) -> dict[str, str]:
-        return {r: f"{int(v)}{packgen.UNITS.get(r, '')}" for r, v in zip(resources, row, strict=True)}
-
-    room = amounts(np.full(d, packgen.ROOM + SLACK))
-    nodes = [{"name": f"n{i:03d}", "allocatable": {**room, "pods": 110}} for i in range(inst.nodes)]
-    docs = [{"name": f"p{k:03d}", "requests": amounts(row)} for k, row in enumerate(inst.vecs)]
-    return cluster(nodes, docs)
+    return packgen.perfect(seed, pods, d, (3, 5)).cluster(slack=SLACK)
 
 
 def _case(c: Cluster) -> tuple[Any, Any, list[int], Any]:
@@ -51,25 +40,12 @@ def _case(c: Cluster) -> tuple[Any, Any, list[int], Any]:
     return state, batch, nodes, start
 
 
-def _placed(assignment: Any) -> int:
-    return sum(int((picked >= 0).sum()) for picked in assignment)
-
-
-def _names(state: Any, batch: Any, assignment: Any) -> dict[str, str]:
-    return {
-        pod.key: state.nodes[int(n)].name
-        for group, picked in zip(batch.groups, assignment, strict=True)
-        for pod, n in zip(group.pods, picked.tolist(), strict=True)
-        if n >= 0
-    }
-
-
 def _left_out_seeds(count: int, pods: int) -> list[int]:
     """The first ``count`` seeds whose instance first-fit decreasing does not pack."""
     out = []
     for seed in itertools.count(100):
         start = _case(_slack(seed, pods, 3))[3]
-        if _placed(start) < pods:
+        if packgen.placed(start) < pods:
             out.append(seed)
         if len(out) == count:
             return out
@@ -80,10 +56,10 @@ def _left_out_seeds(count: int, pods: int) -> list[int]:
 def test_repacking_places_every_pod_that_first_fit_leaves_out(seed: int) -> None:
     c = _slack(seed, 24, 3)
     state, batch, nodes, start = _case(c)
-    assert _placed(start) < 24  # the start leaves pods out; no node is filled exactly
+    assert packgen.placed(start) < 24  # the start leaves pods out; no node is filled exactly
     found = packing.repack.search(batch, nodes, start, seconds=600.0, seed=seed)
-    assert found is not None and _placed(found) == 24
-    assert validate_placements(c, _names(state, batch, found)) == []
+    assert found is not None and packgen.placed(found) == 24
+    assert validate_placements(c, packgen.node_names(state, batch, found)) == []
 
 
 def test_repacking_never_answers_with_fewer_pods_and_stops_with_the_race() -> None:
@@ -93,10 +69,10 @@ def test_repacking_never_answers_with_fewer_pods_and_stops_with_the_race() -> No
     with packing.clock.stoppable() as stop:
         stop.set()
         stopped = packing.repack.search(batch, nodes, start, seconds=600.0)
-    assert stopped is not None and _placed(stopped) == _placed(start)  # no neighbourhood was tried
+    assert stopped is not None and packgen.placed(stopped) == packgen.placed(start)  # no neighbourhood was tried
     found = packing.repack.search(batch, nodes, start, seconds=0.5, seed=1)
-    assert found is not None and _placed(found) >= _placed(start)
-    assert validate_placements(c, _names(state, batch, found)) == []
+    assert found is not None and packgen.placed(found) >= packgen.placed(start)
+    assert validate_placements(c, packgen.node_names(state, batch, found)) == []
 
 
 def test_a_race_with_repacking_as_its_only_python_technique_places_every_pod(monkeypatch: pytest.MonkeyPatch) -> None:
