@@ -9,8 +9,9 @@ requests). Seeds belong to the tests that use them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -34,13 +35,14 @@ class Packing:
     def pods(self) -> int:
         return len(self.vecs)
 
-    def cluster(self) -> Cluster:
+    def cluster(self, slack: int = 0) -> Cluster:
+        """The pods on nodes of ``ROOM + slack`` in every resource (with slack, no fill is exact)."""
         resources = RESOURCES[: self.d]
 
         def amounts(row: npt.NDArray[np.int64]) -> dict[str, str]:
             return {r: f"{int(v)}{UNITS.get(r, '')}" for r, v in zip(resources, row, strict=True)}
 
-        room = amounts(np.full(self.d, ROOM, dtype=np.int64))
+        room = amounts(np.full(self.d, ROOM + slack, dtype=np.int64))
         nodes = [{"name": f"n{i:03d}", "allocatable": {**room, "pods": 110}} for i in range(self.nodes)]
         pods = [{"name": f"p{k:03d}", "requests": amounts(row)} for k, row in enumerate(self.vecs)]
         return cluster(nodes, pods)
@@ -81,3 +83,18 @@ def perfect(
         home += [home[-1] + 1 if home else 0] * parts
     order = rng.permutation(len(rows))
     return Packing(np.stack([rows[i] for i in order]).astype(np.int64), [home[i] for i in order], home[-1] + 1, d)
+
+
+def placed(assignment: Sequence[npt.NDArray[np.int64]]) -> int:
+    """Pods an assignment (each group's nodes, -1 for a pod left out) places."""
+    return sum(int((picked >= 0).sum()) for picked in assignment)
+
+
+def node_names(state: Any, batch: Any, assignment: Sequence[npt.NDArray[np.int64]]) -> dict[str, str]:
+    """An assignment as the validator reads it: pod key -> node name."""
+    return {
+        pod.key: state.nodes[int(n)].name
+        for group, picked in zip(batch.groups, assignment, strict=True)
+        for pod, n in zip(group.pods, picked.tolist(), strict=True)
+        if n >= 0
+    }

@@ -139,3 +139,29 @@ def test_placer_never_places_fewer_pods_than_the_best_greedy(inst: Instance) -> 
     prob = reference.problem(c)
     best = max(len(h(prob).placements) for h in reference.HEURISTICS.values())
     assert placed >= best
+
+
+def test_only_runs_the_named_instances_and_says_so(tmp_path: Path) -> None:
+    small = next(i for i in packing_instances("panigrahy") if i.pods == 20)
+    names = tmp_path / "names.txt"
+    names.write_text(f"# a list of misses\n\n{small.family} {small.name} pods={small.pods} short=1\n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert corpus_main(["--only", str(names), "--time-limit", "1", "--out", str(out)]) == 0
+    report = json.loads((out / "corpus.json").read_text(encoding="utf-8"))
+    assert [(r["family"], r["name"]) for r in report["rows"]] == [(small.family, small.name)]
+    assert f"the 1 instances named in `{names}`" in (out / "corpus.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("text", "extra"),
+    [("panigrahy no-such-instance\n", []), ("panigrahy\n", []), ("", []), ("panigrahy x\n", ["--seed", "3"])],
+)
+def test_only_refuses_unknown_names_and_drawing_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, extra: list[str]
+) -> None:
+    names = tmp_path / "names.txt"
+    names.write_text(text, encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_:
+        corpus_main(["--only", str(names), *extra])
+    assert exit_.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()[-1]) > 0

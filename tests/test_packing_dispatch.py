@@ -105,7 +105,13 @@ def test_a_raced_tight_batch_places_every_pod_of_a_perfect_packing() -> None:
 
 def test_every_technique_states_its_precondition_and_budget() -> None:
     names = [t.name for t in packing.TECHNIQUES]
-    assert names == ["heuristics", "place-all", packing.dispatch.COMPLETION, packing.dispatch.EJECTION]
+    assert names == [
+        "heuristics",
+        "place-all",
+        packing.dispatch.COMPLETION,
+        packing.dispatch.EJECTION,
+        packing.dispatch.REPACK,
+    ]
     assert all(t.applies and t.budget for t in packing.TECHNIQUES)
 
 
@@ -196,26 +202,13 @@ def _ejection_case(seed: int) -> tuple[Cluster, Any, Any, list[int], Any]:
     return c, state, batch, nodes, start
 
 
-def _placed(assignment: Any) -> int:
-    return sum(int((picked >= 0).sum()) for picked in assignment)
-
-
-def _names(state: Any, batch: Any, assignment: Any) -> dict[str, str]:
-    return {
-        pod.key: state.nodes[int(n)].name
-        for group, picked in zip(batch.groups, assignment, strict=True)
-        for pod, n in zip(group.pods, picked.tolist(), strict=True)
-        if n >= 0
-    }
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_the_ejection_search_places_every_pod_that_first_fit_leaves_out(seed: int) -> None:
     c, state, batch, nodes, start = _ejection_case(seed)
-    assert _placed(start) < sum(g.size for g in batch.groups)  # first fit decreasing leaves pods out
+    assert packgen.placed(start) < sum(g.size for g in batch.groups)  # first fit decreasing leaves pods out
     found = packing.ejection.search(batch, nodes, start, seconds=600.0, seed=seed)
-    assert found is not None and _placed(found) == sum(g.size for g in batch.groups)
-    assert validate_placements(c, _names(state, batch, found)) == []
+    assert found is not None and packgen.placed(found) == sum(g.size for g in batch.groups)
+    assert validate_placements(c, packgen.node_names(state, batch, found)) == []
 
 
 def test_a_stopped_race_stops_the_ejection_search() -> None:
@@ -226,5 +219,5 @@ def test_a_stopped_race_stops_the_ejection_search() -> None:
         stop.set()
         assert packing.ejection.search(batch, nodes, start, seconds=600.0) is None
     found = packing.ejection.search(batch, nodes, start, seconds=1.0)
-    assert found is not None and _placed(found) >= _placed(start)
-    assert validate_placements(c, _names(state, batch, found)) == []
+    assert found is not None and packgen.placed(found) >= packgen.placed(start)
+    assert validate_placements(c, packgen.node_names(state, batch, found)) == []

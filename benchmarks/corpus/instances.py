@@ -46,6 +46,7 @@ __all__ = [
     "Instance",
     "draw",
     "family_info",
+    "named",
     "packing_instances",
     "trace_instance",
     "trace_shapes",
@@ -212,4 +213,25 @@ def draw(
             out += [pool[k] for k in sorted(picks.tolist())]
         else:
             out += [trace_instance(family, int(s), nodes=trace_nodes) for s in rng.integers(0, 2**31 - 1, size=traces)]
+    return out
+
+
+def named(names: list[tuple[str, str]]) -> list[Instance]:
+    """The instances ``names`` lists as (family, name), in that order: a packing instance by its
+    stored name, a trace instance by the name a run gave it (``seed<S>-nodes<N>``). A ValueError
+    names the first that is not one."""
+    out: list[Instance] = []
+    for family, name in names:
+        if family in PACKING_FAMILIES:
+            found = [i for i in packing_instances(family) if i.name == name]
+            if not found:
+                raise ValueError(f"{family} has no instance {name}")
+            out.append(found[0])
+        elif family in TRACE_FAMILIES:
+            seed, _, nodes = name.removeprefix("seed").partition("-nodes")
+            if not (seed.isdigit() and nodes.isdigit()):
+                raise ValueError(f"{family} instance {name}: a trace instance is named seed<S>-nodes<N>")
+            out.append(trace_instance(family, int(seed), nodes=int(nodes)))
+        else:
+            raise ValueError(f"unknown family {family}; known: {', '.join(FAMILIES)}")
     return out

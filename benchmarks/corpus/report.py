@@ -118,12 +118,14 @@ def _pods_cells(g: list[Row]) -> list[str]:
     ]
 
 
-def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_start: str) -> str:
+def render_markdown(rows: list[Row], command: str, info: dict[str, str], load_start: str, selection: str = "") -> str:
     limit = rows[0].limit
     lines = report_header("Public-family corpus benchmark", command, info, load_start=load_start)
     lines += [
         "Instances nobody here generated (sources, citations and licences in "
-        "`benchmarks/corpus/data/README.md`), drawn per run from the seed. Packing families: published "
+        "`benchmarks/corpus/data/README.md`), "
+        + (f"here {selection}" if selection else "drawn per run from the seed")
+        + ". Packing families: published "
         "multi-dimensional vector bin packing instances with a known optimal bin count, as exactly that many "
         "identical nodes and one pending pod per item (packed = every pod placed). Trace families: public "
         f"cluster-trace request shapes on a fixed set of identical nodes, demand drawn to {FILL[0]:.0%}-"

@@ -4,8 +4,8 @@
 runs them; ``starts`` holds the heuristics and the check every other answer goes through
 (``adopt``); ``placeall`` the CP-SAT formulation; ``completion`` with ``exactcover``,
 ``fillsampler`` and ``largefills`` the bin-completion search; ``ejection`` the local search that
-repairs the best start; ``tuning`` every constant; ``clock``
-the deadline a race can stop.
+repairs the best start; ``repack`` the CP-SAT neighbourhoods that continue from its answer;
+``tuning`` every constant; ``clock`` the deadline a race can stop.
 """
 
 from placer.engine.packing import (
@@ -17,6 +17,7 @@ from placer.engine.packing import (
     fillsampler,
     largefills,
     placeall,
+    repack,
     starts,
     tuning,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "largefills",
     "placeall",
     "prepare",
+    "repack",
     "settle",
     "start",
     "starts",

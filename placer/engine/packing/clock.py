@@ -1,11 +1,12 @@
 """The packing techniques' clock: wall time that a race can stop.
 
 Every deadline check of the searches (``completion``, ``exactcover``, ``fillsampler``,
-``largefills``) reads ``now()``. Inside ``stoppable()`` another thread may set the event it yields
-(the race in ``placer.engine.packing.dispatch`` does when CP-SAT wins): from then on ``now()`` is
-infinitely late, so the search in this thread gives up at its next check as if its deadline had
-passed. A context variable keeps the event to the thread (and context) that opened it, so
-decisions running in other threads are never stopped by it.
+``largefills``, ``ejection``, ``repack``) reads ``now()``. Inside ``stoppable()`` another thread may
+set the event it yields (the race in ``placer.engine.packing.dispatch`` does when CP-SAT wins):
+from then on ``now()`` is infinitely late, so the search in this thread gives up at its next check
+as if its deadline had passed, and a CP-SAT solve run inside ``watched`` is stopped. A context
+variable keeps the event to the thread (and context) that opened it, so decisions running in
+other threads are never stopped by it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Protocol
 
-__all__ = ["now", "real", "stop_event", "stoppable"]
+from placer.engine.packing import tuning
+
+__all__ = ["now", "real", "stoppable", "watched"]
 
 _STOP: ContextVar[threading.Event | None] = ContextVar("placer_packing_stop", default=None)
 
@@ -28,12 +32,6 @@ def now() -> float:
     if event is not None and event.is_set():
         return math.inf
     return time.monotonic()
-
-
-def stop_event() -> threading.Event | None:
-    """The event of the enclosing ``stoppable()`` (None outside one): a search that runs outside
-    Python (a CP-SAT solve) hands it to a thread that watches it."""
-    return _STOP.get()
 
 
 def real() -> float:
@@ -51,3 +49,32 @@ def stoppable() -> Iterator[threading.Event]:
         yield event
     finally:
         _STOP.reset(token)
+
+
+class _Stoppable(Protocol):
+    def stop_search(self) -> None: ...
+
+
+@contextmanager
+def watched(solver: _Stoppable) -> Iterator[None]:
+    """While inside, a stop of the enclosing ``stoppable()`` (from another thread) stops ``solver``'s
+    search too: a thread looks at the event every ``tuning.WATCH_EVERY`` seconds. Nothing outside one."""
+    event = _STOP.get()
+    if event is None:
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(tuning.WATCH_EVERY):
+            if event.is_set():
+                solver.stop_search()
+                return
+
+    watcher = threading.Thread(target=watch, name="packing-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()

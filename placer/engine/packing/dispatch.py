@@ -14,9 +14,10 @@ A batch is tight when the greedy pass leaves pods out that have feasible nodes. 
    ``prepare``, a Python thread races the CP-SAT search beside CP-SAT's workers, and the first to
    place every pod stops the other. The thread runs bin completion on its share when the pods
    fill the nodes exactly (where it usually wins in seconds and CP-SAT finds nothing; elsewhere
-   it rarely succeeds), then the ejection search (``ejection``) from the best start until the
-   CP-SAT search ends. When nobody places every pod, the ejection search's best answer becomes
-   the start of the maximisation if it places more pods per key.
+   it rarely succeeds), then the ejection search (``ejection``) and repacking (``repack``: small
+   CP-SAT models on a few nodes at a time) in turns, each from the other's answer, from the best
+   start until the CP-SAT search ends. When nobody places every pod, the
+   last answer becomes the start of the maximisation if it places more pods per key.
 
 ``TECHNIQUES`` lists each technique with its precondition and budget (docs/bench/techniques.md
 reports what each achieves on the public corpus); the budgets are in ``tuning``.
@@ -35,14 +36,26 @@ from placer.engine.constraints.symmetry import Symmetry
 from placer.engine.greedy import Assignment, counts_of
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
 from placer.engine.model import Model
-from placer.engine.packing import clock, completion, ejection, placeall, starts, tuning
+from placer.engine.packing import clock, completion, ejection, placeall, repack, starts, tuning
 from placer.models import POD_COUNT
 
-__all__ = ["COMPLETION", "EJECTION", "HEURISTICS", "TECHNIQUES", "Technique", "enabled", "prepare", "settle", "start"]
+__all__ = [
+    "COMPLETION",
+    "EJECTION",
+    "HEURISTICS",
+    "REPACK",
+    "TECHNIQUES",
+    "Technique",
+    "enabled",
+    "prepare",
+    "settle",
+    "start",
+]
 
 HEURISTICS = "heuristics"
 COMPLETION = "bin-completion"
 EJECTION = "ejection"
+REPACK = "repack"
 _STOP_EVERY = 0.01  # seconds between two requests to stop the CP-SAT search once completion won
 
 
@@ -74,8 +87,17 @@ TECHNIQUES = (
     Technique(
         EJECTION,
         "as bin-completion, on a wall-clock budget (not under --deterministic)",
-        "races place-all after bin completion, until place-all ends; its best answer becomes the "
-        "maximisation's start when it places more pods",
+        f"races place-all after bin completion, until place-all ends: in turns with repack, "
+        f"{tuning.REPACK_AFTER * tuning.REPACK_CYCLE:g} s of every {tuning.REPACK_CYCLE:g} s (all of it when "
+        "repack is off), each from the other's answer; the last answer becomes the maximisation's start when "
+        "it places more pods",
+    ),
+    Technique(
+        REPACK,
+        "as ejection, while pods are left out",
+        f"in turns with the ejection search (the rest of every {tuning.REPACK_CYCLE:g} s) until place-all ends: "
+        f"neighbourhoods of {tuning.REPACK_NODES_MIN}-{tuning.REPACK_NODES_MAX} nodes, one CP-SAT worker, at most "
+        f"{tuning.REPACK_SECONDS:g} s a question",
     ),
 )
 
@@ -139,7 +161,7 @@ def settle(model: Model, symmetry: Symmetry, levels: LevelSolver, budget: Budget
     batch = model.batch
     nodes = completion.applies(batch) if raced and not budget.deterministic else None
     searching = enabled(placeall.PLACE_ALL)  # else the placed level's maximisation is the CP-SAT part
-    racing = nodes is not None and _raced(batch) and (enabled(COMPLETION) or enabled(EJECTION))
+    racing = nodes is not None and _raced(batch) and any(enabled(t) for t in (COMPLETION, EJECTION, REPACK))
     if nodes is None or not racing:
         return searching and levels.feasible(placeall.PLACE_ALL, restrict, share=tuning.PLACE_ALL_SHARE)
     solvers: list[object] = []
@@ -192,9 +214,9 @@ def _race(
     batch: Batch, nodes: list[int], start: Assignment, seconds: float, levels: LevelSolver
 ) -> tuple[Assignment | None, Assignment | None]:
     """The race's Python side: bin completion (when the pods fill the nodes exactly in every
-    resource: exact fills are what it finds fast), then the ejection search from ``start`` until
-    ``seconds`` pass or the CP-SAT search ends. A packing of every pod (or None), and the
-    ejection search's best answer when it places more per key than ``start`` (or None)."""
+    resource: exact fills are what it finds fast), then the ejection search and repacking in turns
+    from ``start`` (``tuning.REPACK_CYCLE``) until ``seconds`` pass or the CP-SAT search ends. A packing of every
+    pod (or None), and the last answer when it places more per key than ``start`` (or None)."""
     began = time.monotonic()
     if enabled(COMPLETION) and _exact(batch, nodes):
         share = min(tuning.COMPLETION_RACE_SHARE * seconds / tuning.PLACE_ALL_SHARE, seconds)
@@ -203,14 +225,31 @@ def _race(
         levels.reports.append(LevelReport(COMPLETION, status, float("nan"), float("nan"), time.monotonic() - began))
         if found is not None:
             return found, None
-    if not enabled(EJECTION):
-        return None, None
-    at = time.monotonic()
-    best = ejection.search(batch, nodes, start, seconds=seconds - (at - began), seed=levels.config.solver.seed)
+    seed = levels.config.solver.seed
+    turns = [name for name in (EJECTION, REPACK) if enabled(name)]
+    spent = dict.fromkeys(turns, 0.0)
+    best: Assignment | None = start
+    turn = 0
+    while turns and best is not None and not _all_placed(batch, best) and clock.now() != float("inf"):
+        at = time.monotonic()
+        left = seconds - (at - began)
+        if left <= 0:
+            break
+        name = turns[turn % len(turns)]
+        share = tuning.REPACK_AFTER if name == EJECTION else 1.0 - tuning.REPACK_AFTER
+        slice_ = left if len(turns) == 1 else min(left, tuning.REPACK_CYCLE * share)
+        search = ejection.search if name == EJECTION else repack.search
+        found = search(batch, nodes, best, seconds=slice_, seed=seed + turn)
+        spent[name] += time.monotonic() - at
+        if found is None:  # stopped before it began, or no search applies: keep what the others found
+            break
+        best = found
+        turn += 1
     packed = best is not None and _all_placed(batch, best)
-    status = "optimal" if packed else ("stopped" if clock.now() == float("inf") else "unknown")
-    levels.reports.append(LevelReport(EJECTION, status, float("nan"), float("nan"), time.monotonic() - at))
-    if best is None or packed:
+    for name, took in spent.items():
+        status = "optimal" if packed else ("stopped" if clock.now() == float("inf") else "unknown")
+        levels.reports.append(LevelReport(name, status, float("nan"), float("nan"), took))
+    if best is None or _all_placed(batch, best):
         return best, None
     return None, (best if starts.better_start(batch, start, best) is best else None)
 

@@ -19,6 +19,8 @@ CP-SAT search (``placer.engine.packing.dispatch``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 
@@ -27,7 +29,7 @@ from placer.engine.greedy import Assignment
 from placer.engine.packing import clock, completion, tuning
 from placer.engine.scoring import IntArray
 
-__all__ = ["search"]
+__all__ = ["Pods", "search"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -56,34 +58,37 @@ class _State:
 
 
 def _pairs(bin_of: IntArray, movable: IntArray) -> tuple[IntArray, IntArray]:
-    """Every pair of movable pods on the same bin (two index arrays)."""
+    """Every pair of movable pods on the same bin (two index arrays): with the pods sorted by
+    bin, the pairs ``k`` places apart on the same bin, for each ``k`` up to the most on one bin."""
     order = movable[np.argsort(bin_of[movable], kind="stable")]
-    firsts: list[int] = []
-    seconds: list[int] = []
-    bins = bin_of[order].tolist()
-    pods = order.tolist()
-    start = 0
-    for k in range(1, len(pods) + 1):
-        if k == len(pods) or bins[k] != bins[start]:
-            run = pods[start:k]
-            for a in range(len(run)):
-                for c in range(a + 1, len(run)):
-                    firsts.append(run[a])
-                    seconds.append(run[c])
-            start = k
-    return np.array(firsts, dtype=np.int64), np.array(seconds, dtype=np.int64)
+    bins = bin_of[order]
+    firsts: list[IntArray] = []
+    seconds: list[IntArray] = []
+    for apart in range(1, len(order)):
+        same = bins[:-apart] == bins[apart:]
+        if not same.any():
+            break
+        firsts.append(order[:-apart][same])
+        seconds.append(order[apart:][same])
+    if not firsts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(firsts), np.concatenate(seconds)
 
 
-def _insert_fitting(state: _State, out: IntArray, tabu: dict[tuple[int, int], int], step: int) -> bool:
+def _insert_fitting(state: _State, out: IntArray, tabu: IntArray, step: int) -> bool:
     """Put every pod left out that fits some bin as it stands on the bin it leaves with the least
     scaled room (largest pods first); whether any was."""
+    fits_any = np.all(state.load[None, :, :] + state.vecs[out][:, None, :] <= state.room, axis=2)
+    fits_any &= tabu[out] < step
+    if not fits_any.any():
+        return False
     placed = False
     for pod in out[np.argsort(-state.weight[out], kind="stable")].tolist():
-        fits = np.flatnonzero(np.all(state.load + state.vecs[pod] <= state.room, axis=1)).tolist()
-        fits = [b for b in fits if tabu.get((pod, b), 0) < step]
-        if fits:
+        ok = np.all(state.load + state.vecs[pod] <= state.room, axis=1) & (tabu[pod] < step)
+        fits = np.flatnonzero(ok)
+        if len(fits):
             left = ((state.room - state.load[fits] - state.vecs[pod]) * state.scale).sum(axis=1)
-            state.move(pod, fits[int(np.argmin(left))])
+            state.move(pod, int(fits[int(np.argmin(left))]))
             placed = True
     return placed
 
@@ -92,7 +97,7 @@ def _eject(
     state: _State,
     pod: int,
     keep: IntArray,
-    tabu: dict[tuple[int, int], int],
+    tabu: IntArray,
     step: int,
     rng: np.random.Generator,
 ) -> tuple[int, list[int]] | None:
@@ -102,7 +107,7 @@ def _eject(
     movable = np.flatnonzero((state.bin_of >= 0) & (keep <= step))
     if not len(movable):
         return None
-    allowed = np.array([tabu.get((pod, b), 0) < step for b in range(len(state.load))], dtype=bool)
+    allowed = tabu[pod] < step
     noise = rng.random(len(state.weight)) * 1e-9  # ties broken at random
     best: tuple[float, int, list[int]] | None = None
     bins = state.bin_of[movable]
@@ -130,21 +135,14 @@ def search(batch: Batch, nodes: list[int], start: Assignment, *, seconds: float,
     the fewest pods out (never fewer placed than ``start``). None when it cannot start (no time, a
     pod or the total demand exceeds the room, or ``start`` overfills a node)."""
     deadline = clock.real() + seconds
-    owners = [(gi, k) for gi, g in enumerate(batch.groups) if len(g.feasible) for k in range(g.size)]
-    if not owners or clock.now() > deadline:
+    pods = Pods.of(batch, nodes, start)
+    if pods is None or clock.now() > deadline:
         return None
-    room = batch.snapshot.free[nodes[0]].astype(np.int64)
-    vecs: IntArray = np.array([batch.groups[gi].vec for gi, _ in owners], dtype=np.int64).reshape(len(owners), -1)
-    if np.any(vecs > room) or np.any(vecs.sum(axis=0) > room * len(nodes)):
-        return None
-    position = {n: b for b, n in enumerate(nodes)}
-    bin_of: IntArray = np.array([position.get(int(start[gi][k]), -1) for gi, k in owners], dtype=np.int64)
+    owners, vecs, room, bin_of = pods.owners, pods.vecs, pods.room, pods.bin_of
     state = _State(vecs, room, len(nodes), bin_of.copy())
-    if np.any(state.load > room):  # not a valid start (the model's solutions always are)
-        return None
     rng = np.random.default_rng(seed)
     keep: IntArray = np.zeros(len(owners), dtype=np.int64)  # a pod may not be ejected before this step
-    tabu: dict[tuple[int, int], int] = {}  # (pod, bin): the step until which the pod may not enter it
+    tabu: IntArray = np.zeros((len(owners), len(nodes)), dtype=np.int64)  # step until which a pod may not enter a bin
     step = 0
     best = state.bin_of.copy()
     left_out = int((best < 0).sum())
@@ -161,7 +159,7 @@ def search(batch: Batch, nodes: list[int], start: Assignment, *, seconds: float,
         elif step - run_since > patience:  # stuck: start again from the start, with twice the patience
             state = _State(vecs, room, len(nodes), np.array(bin_of))
             keep[:] = 0
-            tabu.clear()
+            tabu[:] = 0
             run_best, run_since, patience = int((bin_of < 0).sum()), step, 2 * patience
         if step % tuning.EJECT_CHECK_EVERY == 0 and clock.now() > deadline:
             break
@@ -178,12 +176,44 @@ def search(batch: Batch, nodes: list[int], start: Assignment, *, seconds: float,
             tabu[other, b] = step + tuning.EJECT_TABU + int(rng.integers(tuning.EJECT_TABU_SPREAD))
         state.move(pod, b)
         keep[pod] = step + tuning.EJECT_KEEP
-    return _assignment(batch, nodes, owners, best)
+    return pods.assignment(batch, nodes, best)
 
 
-def _assignment(batch: Batch, nodes: list[int], owners: list[tuple[int, int]], bin_of: IntArray) -> Assignment:
-    chosen: list[list[int]] = [[] for _ in batch.groups]
-    for (gi, _), b in zip(owners, bin_of.tolist(), strict=True):
-        if b >= 0:
-            chosen[gi].append(nodes[b])
-    return completion.padded(batch, chosen)
+@dataclass(frozen=True)
+class Pods:
+    """The pods with a feasible node of a batch on identical ``nodes``, as the local searches
+    (``ejection``, ``repack``) see them: ``owners`` (group, index in group) per pod, ``vecs`` their
+    requests, ``room`` a node's free room, ``bin_of`` each pod's position in ``nodes`` in an answer
+    (-1: left out)."""
+
+    owners: list[tuple[int, int]]
+    vecs: IntArray
+    room: IntArray
+    bin_of: IntArray
+
+    @staticmethod
+    def of(batch: Batch, nodes: list[int], start: Assignment) -> Pods | None:
+        """``start`` seen so; None when there is no such pod, a pod or the total demand exceeds
+        the room, or ``start`` overfills a node."""
+        owners = [(gi, k) for gi, g in enumerate(batch.groups) if len(g.feasible) for k in range(g.size)]
+        if not owners:
+            return None
+        room = batch.snapshot.free[nodes[0]].astype(np.int64)
+        vecs: IntArray = np.array([batch.groups[gi].vec for gi, _ in owners], dtype=np.int64).reshape(len(owners), -1)
+        if np.any(vecs > room) or np.any(vecs.sum(axis=0) > room * len(nodes)):
+            return None
+        position = {n: b for b, n in enumerate(nodes)}
+        bin_of: IntArray = np.array([position.get(int(start[gi][k]), -1) for gi, k in owners], dtype=np.int64)
+        load = np.zeros((len(nodes), len(room)), dtype=np.int64)
+        np.add.at(load, bin_of[bin_of >= 0], vecs[bin_of >= 0])
+        if np.any(load > room):  # not a valid start (the model's solutions always are)
+            return None
+        return Pods(owners, vecs, room, bin_of)
+
+    def assignment(self, batch: Batch, nodes: list[int], bin_of: IntArray) -> Assignment:
+        """``bin_of`` (positions in ``nodes``) as the batch's assignment."""
+        chosen: list[list[int]] = [[] for _ in batch.groups]
+        for (gi, _), b in zip(self.owners, bin_of.tolist(), strict=True):
+            if b >= 0:
+                chosen[gi].append(nodes[b])
+        return completion.padded(batch, chosen)

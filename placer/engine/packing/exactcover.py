@@ -16,7 +16,6 @@ Algorithm X with the fewest-choices-first rule on what is left. Pure; used by
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Iterable
 
 import numpy as np
@@ -191,24 +190,8 @@ def _solved(
     solver.parameters.max_deterministic_time = steps / tuning.STEPS_PER_SECOND
     if math.isfinite(left):
         solver.parameters.max_time_in_seconds = left
-    event = clock.stop_event()
-    done = threading.Event()
-
-    def watch() -> None:  # a race stopped from another thread stops the solve too
-        while event is not None and not done.wait(tuning.COVER_WATCH_EVERY):
-            if event.is_set():
-                solver.stop_search()
-                return
-
-    watcher = threading.Thread(target=watch, name="cover-watch", daemon=True) if event is not None else None
-    if watcher is not None:
-        watcher.start()
-    try:
+    with clock.watched(solver):  # a race stopped from another thread stops the solve too
         status = solver.solve(model)
-    finally:
-        done.set()
-        if watcher is not None:
-            watcher.join()
     taken = min(steps, math.ceil(solver.deterministic_time * tuning.STEPS_PER_SECOND))
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return [k for k, var in enumerate(chosen) if solver.boolean_value(var)], taken, True

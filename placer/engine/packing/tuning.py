@@ -36,7 +36,6 @@ COVER_RARE_MOST = 40  # most sets of the rarer sizes that a cover decides first,
 # on the rest: the 249-pod triplets' covers (600-700 exact triples) take CP-SAT 0.1-0.3 s and
 # Algorithm X over 4 minutes on the 2-core benchmark machine.
 COVER_SOLVER_SHARE = 0.5
-COVER_WATCH_EVERY = 0.01  # seconds between two looks at a race's stop event during that solve
 # Listing fills of 5 and 6 pods costs about this much per row of the 3-pod table (1.3 M rows at
 # 200 pods: 0.9 s for 5, 2.1 s for 6, on the 2-core benchmark machine); a listing that cannot
 # finish before the deadline is not started, since building a table cannot be interrupted.
@@ -74,6 +73,21 @@ EJECT_KEEP = 2
 # restart doubles it: search times of such instances are heavy-tailed).
 EJECT_RESTART = 500
 EJECT_CHECK_EVERY = 16  # steps between two looks at the clock (a step takes well under a millisecond)
+
+# Repacking (``repack``): neighbourhoods of REPACK_NODES nodes to start with (within
+# [REPACK_NODES_MIN, REPACK_NODES_MAX] as they adapt), with at most REPACK_OUT left-out pods each,
+# each question (one pod more, or an exchange) given one CP-SAT worker for at most REPACK_SECONDS.
+# The race's Python side takes turns: the ejection search for REPACK_AFTER of REPACK_CYCLE seconds,
+# repacking the rest, each from the other's answer.
+REPACK_NODES = 6
+REPACK_NODES_MIN = 3
+REPACK_NODES_MAX = 12
+REPACK_OUT = 12
+REPACK_SECONDS = 0.1
+REPACK_AFTER = 0.6
+REPACK_CYCLE = 2.0
+
+WATCH_EVERY = 0.01  # seconds between two looks at a race's stop event during a CP-SAT solve (``clock``)
 
 # The dispatcher (``dispatch``): budgets of the techniques on a tight batch.
 # The CP-SAT feasibility search "every placeable pod placed" may use this share of the budget left
