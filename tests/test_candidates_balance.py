@@ -28,13 +28,13 @@ HOST = "kubernetes.io/hostname"
 FEW: dict[str, Any] = {"solver": {"workers": 1, "deterministic": True, "timeLimit": 5, "seed": 0, "candidates": 1}}
 
 
-def _interleaved(per_zone: int, cpu: str = "8") -> list[dict[str, Any]]:
-    """Nodes of zones a and b in alternate order (a0, b0, a1, ...): the lowest indices, which
-    break ties between equal nodes, lie in both zones."""
+def _interleaved(per_zone: int, cpu: str = "8", zones: str = "ab") -> list[dict[str, Any]]:
+    """Nodes of the zones (a and b) in alternate order (a0, b0, a1, ...): the lowest indices,
+    which break ties between equal nodes, lie in every zone."""
     return [
         node(f"{z}{i}", cpu=cpu, memory="32Gi", labels={ZONE: z, HOST: f"{z}{i}"})
         for i in range(per_zone)
-        for z in "ab"
+        for z in zones
     ]
 
 
@@ -123,3 +123,54 @@ def test_a_group_spread_over_zones_spreads_inside_each_zone_too() -> None:
     assert max(_per_node(placed).values()) == 1
     assert std <= _default_std(c) + 1e-6  # the result's measures are rounded to 6 places
     assert max(_per_node(where(solve(c, **FEW))).values()) == 1
+
+
+def _zone_affine(app: str, count: int, cpu: str = "1", memory: str = "1Gi") -> list[dict[str, Any]]:
+    """``count`` pods of ``app`` that required pod affinity holds in one zone with each other."""
+    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": ZONE}
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return [pod(f"{app}-{i}", cpu=cpu, memory=memory, labels={"app": app}, affinity=affinity) for i in range(count)]
+
+
+def _zone_of_app(placed: dict[str, str]) -> dict[str, set[str]]:
+    """App -> the zones (first letter of the node's name) its pods took."""
+    out: dict[str, set[str]] = {}
+    for name, n in placed.items():
+        out.setdefault(name.rsplit("-", 1)[0], set()).add(n[0])
+    return out
+
+
+def test_new_zone_affine_groups_of_one_batch_take_different_zones() -> None:
+    """Three workloads held to one zone each by required affinity, all new in one batch (the
+    e2e's controller cuts such batches: pods that arrive together are taken in name order,
+    pa-0, pa-1, pa-10, pa-100, pa-1000, ...). Each was given the candidates of the zone least
+    loaded before the batch, the same zone for all three, and twelve pods stacked on its four
+    nodes while the other zones stayed empty."""
+    pods = _zone_affine("x", 4) + _zone_affine("y", 4, cpu="2", memory="2Gi") + _zone_affine("z", 4, memory="2Gi")
+    c = cluster(_interleaved(4, zones="abc"), pods)
+    placed, std = _greedy(c)
+    assert len(placed) == 12
+    zones = _zone_of_app(placed)
+    assert all(len(z) == 1 for z in zones.values())
+    assert set().union(*zones.values()) == {"a", "b", "c"}  # one workload per zone
+    assert max(_per_node(placed).values()) == 1
+    assert std <= _default_std(c) + 1e-6  # the result's measures are rounded to 6 places
+    solved = where(solve(c, **FEW))
+    assert len(set().union(*_zone_of_app(solved).values())) == 3
+    assert max(_per_node(solved).values()) == 1
+
+
+def test_a_workload_joining_its_running_pods_counts_before_a_new_one_chooses() -> None:
+    """Zone a is the less loaded before the batch, and the batch brings six more pods of x, which
+    must join x's running pod there. A new workload y judged on the load before the batch took
+    zone a as well; counting x's pods first, zone b is the less loaded one for y."""
+    running = [*_zone_affine("x", 1)]
+    running[0]["node"] = "a0"
+    busy = [pod(f"busy-{i}", cpu="1", memory="2Gi", node=f"b{i}") for i in range(4)]
+    pending = [{**p, "name": f"x-{i + 1}"} for i, p in enumerate(_zone_affine("x", 6))] + _zone_affine("y", 6)
+    c = cluster(_interleaved(4), running + busy + pending)
+    placed, std = _greedy(c)
+    assert len(placed) == 12
+    assert _zone_of_app(placed) == {"x": {"a"}, "y": {"b"}}
+    assert std <= _default_std(c) + 1e-6  # the result's measures are rounded to 6 places
+    assert _zone_of_app(where(solve(c, **FEW))) == {"x": {"a"}, "y": {"b"}}
