@@ -9,17 +9,22 @@ cost, lower index), and, for a group its required pod affinity or hard topology 
 to domains of a key (a zone), the best ones of every domain as well: the domain its first pods
 take holds the rest, and the best nodes overall may lie in a few domains. A group held to one
 domain keeps the best nodes of the least loaded domain it may take, counting what the batch's
-groups given a domain before it bring there (``_held_domains``). The greedy pass adds
+groups given a domain before it and the workloads waiting behind it bring there
+(``held.held_domains``). The greedy pass adds
 any node it had to take outside them, so its answer stays a solution of the pruned model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
 from placer.engine.batch import Batch, Group
+from placer.engine.held import Confined, held_domains
 from placer.engine.scoring import Scorer
+from placer.models import Pod
 
 __all__ = ["node_order", "select_candidates"]
 
@@ -47,14 +52,16 @@ def node_order(
     return np.lexsort(keys if load is None else (nodes, load, *keys[1:]))
 
 
-def select_candidates(batch: Batch, scorer: Scorer, limit: int) -> None:
-    """Set ``group.candidates`` for every group of the batch."""
+def select_candidates(batch: Batch, scorer: Scorer, limit: int, waiting: Sequence[Pod] = ()) -> None:
+    """Set ``group.candidates`` for every group of the batch (``waiting``: the pods queued behind
+    it, whose workloads' domains ``held_domains`` counts)."""
     used = batch.snapshot.used
     alike: dict[bytes, int] = {}  # request vector -> pods of the batch asking for it
     for group in batch.groups:
         alike[group.vec.tobytes()] = alike.get(group.vec.tobytes(), 0) + group.size
     confined = _confined(batch)
-    zone_of = _held_domains(batch, scorer, confined)
+    batch.held = {}
+    zone_of = held_domains(batch, scorer, confined, waiting)
     pods = sum(group.size for group in batch.groups)
     for gi, group in enumerate(batch.groups):
         keep = limit + alike[group.vec.tobytes()]
@@ -62,10 +69,11 @@ def select_candidates(batch: Batch, scorer: Scorer, limit: int) -> None:
         for ci, (of_node, size, spread, _held) in enumerate(confined.get(gi, ())):
             doms = of_node[group.feasible]
             if not spread:
-                # All its pods share one domain (``_held_domains``): that domain holds its
+                # All its pods share one domain (``held_domains``): that domain holds its
                 # candidates, as many as the batch has pods (other groups may be held there too).
                 best = zone_of.get((gi, ci))
                 if best is not None:
+                    batch.held[gi] = (of_node, best)
                     chosen = [_best(group, group.feasible[doms == best], limit + pods, scorer, used)]
                 continue
             # Its pods share out over the domains: the best nodes of every domain join.
@@ -73,9 +81,6 @@ def select_candidates(batch: Batch, scorer: Scorer, limit: int) -> None:
             if size <= keep:  # not for keys of a node or a few (hostname): the best overall are spread
                 chosen += [_best(group, group.feasible[doms == d], per, scorer, used) for d in range(size)]
         group.candidates = np.unique(np.concatenate(chosen)).astype(np.int64)
-
-
-Confined = tuple[npt.NDArray[np.int64], int, bool, npt.NDArray[np.bool_]]
 
 
 def _confined(batch: Batch) -> dict[int, list[Confined]]:
@@ -99,83 +104,6 @@ def _confined(batch: Batch) -> dict[int, list[Confined]]:
             d = topo.domains[r.key]
             out.setdefault(r.owner, []).append((d.of_node, d.size, True, np.ones(d.size, dtype=np.bool_)))
     return out
-
-
-def _held_domains(batch: Batch, scorer: Scorer, confined: dict[int, list[Confined]]) -> dict[tuple[int, int], int]:
-    """The one domain each group that required affinity holds to one domain takes: (group, its
-    confined rule) -> domain. Groups whose pods may provide for each other (a workload's pods of
-    several request mixes) share it. Each such family, those held to the domains of running pods
-    first, then the larger first, takes the domain allowed to all its groups whose nodes' mean
-    load is lowest, counting the load the families before it bring there: several new families of
-    one batch each judged on the load before the batch all took the same, least loaded, domain and
-    stacked in it (the e2e's affinity shape, whose batches mix the first pods of several groups)."""
-    rules = {(gi, ci): c for gi, cs in confined.items() for ci, c in enumerate(cs) if not c[2]}
-    if not rules:
-        return {}
-    parent = {gi: gi for gi, _ in rules}
-
-    def root(g: int) -> int:
-        while parent[g] != g:
-            parent[g] = parent[parent[g]]
-            g = parent[g]
-        return g
-
-    for a in batch.topology.affinity:
-        if a.g not in parent:
-            continue
-        for h in {*a.family, *a.matchers, *(h for t in a.terms for h in t.providers)}:
-            if h in parent:
-                parent[root(h)] = root(a.g)
-    families: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (root, key's domains) -> its rules
-    for (gi, ci), (of_node, _, _, _) in rules.items():
-        families.setdefault((root(gi), id(of_node)), []).append((gi, ci))
-    extra: dict[int, npt.NDArray[np.float64]] = {}  # id of a key's of_node -> load the batch adds per domain
-
-    def added_by_others(of_node: npt.NDArray[np.int64], size: int) -> npt.NDArray[np.float64]:
-        """The load the batch's other groups bring to each domain where they can go to no other
-        (their feasible nodes lie in it: running pods they must join, a node selector)."""
-        out = np.zeros(size)
-        for gi, group in enumerate(batch.groups):
-            doms = np.unique(of_node[group.feasible])
-            if gi not in parent and len(doms) == 1 and doms[0] >= 0:
-                out[doms[0]] += group.size * _share(scorer, group, group.feasible)
-        return out
-
-    def order(members: list[tuple[int, int]]) -> tuple[bool, int]:
-        held = all(rules[m][3].all() for m in members)
-        return held, -sum(batch.groups[gi].size for gi, _ in members)
-
-    out: dict[tuple[int, int], int] = {}
-    for members in sorted(families.values(), key=order):
-        of_node, size = rules[members[0]][0], rules[members[0]][1]
-        nodes = batch.groups[members[0][0]].feasible
-        held = np.ones(size, dtype=np.bool_)
-        for gi, ci in members:
-            nodes = np.intersect1d(nodes, batch.groups[gi].feasible)
-            held &= rules[(gi, ci)][3]
-        doms = of_node[nodes]
-        inside = doms >= 0
-        load = np.bincount(doms[inside], scorer.load[nodes[inside]], minlength=size)
-        count = np.bincount(doms[inside], minlength=size)
-        if id(of_node) not in extra:
-            extra[id(of_node)] = added_by_others(of_node, size)
-        added = extra[id(of_node)]
-        mean = np.where((count > 0) & held, (load + added) / np.maximum(count, 1), np.inf)
-        if not np.isfinite(mean).any():
-            continue
-        best = int(np.argmin(mean))
-        there = nodes[inside & (doms == best)]
-        for gi, ci in members:
-            added[best] += batch.groups[gi].size * _share(scorer, batch.groups[gi], there)
-            out[(gi, ci)] = best
-    return out
-
-
-def _share(scorer: Scorer, group: Group, nodes: npt.NDArray[np.int64]) -> float:
-    """What one pod of the group adds to the mean load (``Scorer.load``) of ``nodes``, on average."""
-    if len(nodes) == 0:
-        return 0.0
-    return float(((group.vec[scorer.cols] * scorer.inv_alloc[nodes]).sum(axis=1) / scorer.k[nodes]).mean())
 
 
 def _best(
