@@ -8,7 +8,11 @@ balance cost ranks alike, the less loaded one; the class cost a pod meets is the
 pass left it. Each case is checked on the greedy pass (every batch's start, and its answer when
 the budget ends first, as at the e2e's 0.1 s floor) and on the whole solve: one pod per node where
 the old rules stacked them, and no less even than kube-scheduler's one-pod-at-a-time answer.
-Every answer goes through the validator.
+Workloads held to one zone each (the e2e's affinity shape live): several new in one batch take
+different zones, and a zone counts the pods of its workloads still to come (in the batch, or
+waiting behind it), so a new workload does not join a zone they will fill, in the greedy pass and
+in the controller's decision with kube-scheduler's answer at hand. Every answer goes through the
+validator.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from support import cluster, node, pod, solve, where
 
 from placer.engine import Scorer, batch_demand, build_batch, build_snapshot, greedy, select_candidates
 from placer.models import Cluster, Config
-from placer.service import SolveOptions, solve_cluster, state_metrics
+from placer.service import SolveOptions, check_decision, decide, solve_cluster, state_metrics
 from placer.validate import validate_placements
 
 ZONE = "topology.kubernetes.io/zone"
@@ -194,3 +198,25 @@ def test_a_workload_still_waiting_counts_in_the_zone_its_running_pods_hold() -> 
     assert sorted(placed) == [f"y-{i}" for i in range(4)]
     assert {n[0] for n in placed.values()} == {"b"}
     assert max(_per_node(placed).values()) == 1
+
+
+def test_the_controllers_decision_keeps_a_new_workload_out_of_the_zone_waiting_pods_will_fill() -> None:
+    """The case above decided as the controller decides a batch (``decide``, the pods waiting
+    behind it passed, time for kube-scheduler's answer and the guard): kube-scheduler's answer
+    puts y on the nodes least loaded now, in zone a, and was adopted; the guard's view of the
+    backlog spread x's waiting pods over both zones. y stays in zone b, and the validator finds
+    nothing wrong with the decision."""
+    running = _zone_affine("x", 1)
+    running[0]["node"] = "a0"
+    busy = [pod(f"busy-{i}", cpu="1", memory="2Gi", node=f"b{i}") for i in range(4)]
+    later = [{**p, "name": f"x-{i + 1}"} for i, p in enumerate(_zone_affine("x", 6))]
+    c = cluster(_interleaved(4), running + busy + later + _zone_affine("y", 4))
+    config = Config.model_validate(FEW)
+    pending = [p for p in c.pods if p.pending]
+    state = build_snapshot(c.nodes, [p for p in c.pods if p.running], pending, c.namespaces)
+    batch = [p for p in pending if p.name.startswith("y-")]
+    decision = decide(c, state, batch, config, waiting=[p for p in pending if p.name.startswith("x-")])
+    assert check_decision(c, state, batch, decision, config) == []
+    names = [n.name for n in state.nodes]
+    assert sorted(p.name for p, _ in decision.placements) == [f"y-{i}" for i in range(4)]
+    assert {names[n][0] for _, n in decision.placements} == {"b"}
