@@ -16,6 +16,11 @@ counting the load the domain is already promised:
   the rest waited (pods a short solve left for later, pods taken in name order) made its domain
   look light, and later workloads joined it: four in one zone, one in others.
 
+The same promise binds the rest of the solve: a waiting pod of a workload its running pods hold
+stays in their domain in the backlog's aim and the guard's view of the end (``where_held``), and
+kube-scheduler's answer, which places a new workload's first pod on the node least loaded now,
+is not adopted where it puts a held group outside its domain (``keeps_held``).
+
 A workload here is the pods of one namespace with the same required pod-affinity terms that
 match their own terms (so they all share one domain per term).
 """
