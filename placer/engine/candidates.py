@@ -71,9 +71,11 @@ def select_candidates(batch: Batch, scorer: Scorer, limit: int, waiting: Sequenc
             if not spread:
                 # All its pods share one domain (``held_domains``): that domain holds its
                 # candidates, as many as the batch has pods (other groups may be held there too).
-                best = zone_of.get((gi, ci))
-                if best is not None:
-                    batch.held[gi] = (of_node, best)
+                taken = zone_of.get((gi, ci))
+                if taken is not None:
+                    best, binding = taken
+                    if binding:
+                        batch.held[gi] = (of_node, best)
                     chosen = [_best(group, group.feasible[doms == best], limit + pods, scorer, used)]
                 continue
             # Its pods share out over the domains: the best nodes of every domain join.

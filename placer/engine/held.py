@@ -52,9 +52,11 @@ IntArray = npt.NDArray[np.int64]
 
 def held_domains(
     batch: Batch, scorer: Scorer, confined: dict[int, list[Confined]], waiting: Sequence[Pod] = ()
-) -> dict[tuple[int, int], int]:
-    """(group, index of its confined rule) -> the domain it takes (module docstring); a group
-    with no allowed domain is left out."""
+) -> dict[tuple[int, int], tuple[int, bool]]:
+    """(group, index of its confined rule) -> the domain it takes (module docstring), and
+    whether that domain has room for all the family's pods of the batch (only then does it bind
+    the rest of the solve: ``keeps_held``; otherwise it is a guess the greedy pass may leave); a
+    group with no allowed domain is left out."""
     rules = {(gi, ci): c for gi, cs in confined.items() for ci, c in enumerate(cs) if not c[2]}
     if not rules:
         return {}
@@ -80,7 +82,7 @@ def held_domains(
         free = all(rules[m][3].all() for m in members)
         return free, -sum(batch.groups[gi].size for gi, _ in members)
 
-    out: dict[tuple[int, int], int] = {}
+    out: dict[tuple[int, int], tuple[int, bool]] = {}
     for members in sorted(families, key=order):
         of_node, size = rules[members[0]][0], rules[members[0]][1]
         nodes = batch.groups[members[0][0]].feasible
@@ -98,15 +100,32 @@ def held_domains(
         mean = np.where((count > 0) & allowed, (load + added) / np.maximum(count, 1), np.inf)
         if not np.isfinite(mean).any():
             continue
-        best = int(np.argmin(mean))
+        room = _room(batch, members, nodes[inside], doms[inside], size)
+        binding = bool((room & np.isfinite(mean)).any())
+        best = int(np.argmin(np.where(room, mean, np.inf) if binding else mean))
         there = nodes[inside & (doms == best)]
         for gi, ci in members:
             added[best] += batch.groups[gi].size * _share(scorer, batch.groups[gi].vec, there)
-            out[(gi, ci)] = best
+            out[(gi, ci)] = (best, binding)
         behind = coming.get(affinity_signature(batch.groups[members[0][0]].pods[0]))
         if behind is not None:
             added[best] += _share(scorer, behind, there)
     return out
+
+
+def _room(
+    batch: Batch, members: list[tuple[int, int]], nodes: IntArray, doms: IntArray, size: int
+) -> npt.NDArray[np.bool_]:
+    """Per domain, whether each group of the family fits there whole (by free room alone)."""
+    snap = batch.snapshot
+    free = snap.alloc[nodes] - snap.used[nodes]
+    ok = np.ones(size, dtype=np.bool_)
+    for gi, _ in members:
+        vec = batch.groups[gi].vec
+        asks = vec > 0
+        per_node = (free[:, asks] // vec[asks]).min(axis=1) if asks.any() else np.full(len(nodes), 1 << 30)
+        ok &= np.bincount(doms, np.maximum(per_node, 0), minlength=size) >= batch.groups[gi].size
+    return ok
 
 
 def _families(batch: Batch, rules: dict[tuple[int, int], Confined]) -> list[list[tuple[int, int]]]:
