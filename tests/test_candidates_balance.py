@@ -220,3 +220,23 @@ def test_the_controllers_decision_keeps_a_new_workload_out_of_the_zone_waiting_p
     names = [n.name for n in state.nodes]
     assert sorted(p.name for p, _ in decision.placements) == [f"y-{i}" for i in range(4)]
     assert {names[n][0] for _, n in decision.placements} == {"b"}
+
+
+def test_a_workload_held_to_one_host_takes_the_host_with_room_for_it() -> None:
+    """Two pods that required affinity holds on one host (hostname: a domain per node): the
+    least loaded node, n1, has room for one of them, n2 for both. The host chosen by load alone
+    was n1, and kube-scheduler's answer (both on n2) was then declined as leaving it: the batch
+    went to a plan the validator refused. Both go to n2."""
+    term = {"labelSelector": {"matchLabels": {"app": "api"}}, "topologyKey": HOST}
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    nodes = [node(f"n{i}", cpu=cpu, memory="8Gi", labels={ZONE: "a", HOST: f"n{i}"}) for i, cpu in enumerate("1121")]
+    running = [pod("r0", node="n0"), pod("r1", cpu="500m", node="n3")]
+    pending = [pod(f"api-{i}", labels={"app": "api"}, affinity=affinity) for i in range(2)]
+    c = cluster(nodes, running + pending)
+    config = Config.model_validate(FEW)
+    batch = [p for p in c.pods if p.pending]
+    state = build_snapshot(c.nodes, [p for p in c.pods if p.running], batch, c.namespaces)
+    decision = decide(c, state, batch, config)
+    assert check_decision(c, state, batch, decision, config) == []
+    assert decision.plan is None
+    assert sorted(state.nodes[n].name for _, n in decision.placements) == ["n2", "n2"]
