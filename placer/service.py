@@ -16,6 +16,7 @@ from placer.engine import (
     asks_extended,
     build_snapshot,
     cut_batch,
+    keeps_held,
     no_cycle_collection,
     solve_batch,
     with_default_spread,
@@ -264,7 +265,12 @@ def decide(
         waiting=waiting,
     )
     left = res.unplaced
-    if left and (everyone := default_answer()) is not None and len(everyone) == len(batch):
+    if (
+        left
+        and (everyone := default_answer()) is not None
+        and len(everyone) == len(batch)
+        and (res.batch is None or keeps_held(res.batch, everyone))  # not where workloads would stack
+    ):
         # kube-scheduler's answer places the whole batch without evictions where the solve (short
         # of time, or held to its candidates) left some out: no plan could improve on it (a plan
         # must place-and-keep strictly more per key), and a plan made here would be refused.

@@ -20,6 +20,7 @@ from placer.engine.exprs import evaluate
 from placer.engine.extended import asks_extended, extended_allocated, extended_requests, held_to_other
 from placer.engine.greedy import GREEDY_CHECKS_PER_SECOND, GREEDY_SHARE, Assignment, counts_of, greedy
 from placer.engine.heap import no_cycle_collection
+from placer.engine.held import keeps_held
 from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
@@ -117,6 +118,7 @@ __all__ = [
     "gang_groups",
     "greedy",
     "held_to_other",
+    "keeps_held",
     "kept_namespace",
     "no_cycle_collection",
     "outranks",

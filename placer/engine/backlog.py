@@ -15,7 +15,10 @@ a state by the same rule: the balance guard compares two answers for a batch by 
 would end from each (``dominance.no_worse_at_end``).
 
 Capacity and inter-pod rules are not part of the plan (it is a target; the model keeps both);
-node selection and taints are (a waiting pod's class carries the nodes it may use).
+node selection and taints are (a waiting pod's class carries the nodes it may use), and so is the
+domain a waiting pod's workload is held in by required affinity to its running pods
+(``held.where_held``): without it the plan spread those pods over every domain, and a batch's new
+workload was aimed at, and the guard judged it best in, the domain they will fill.
 """
 
 from __future__ import annotations
@@ -27,17 +30,15 @@ import numpy as np
 
 from placer.engine.batch import Batch
 from placer.engine.greedy import Assignment
+from placer.engine.held import where_held
 from placer.engine.prefilter import fits
+from placer.engine.queued import MAX_READ, read_waiting
 from placer.engine.scoring import FloatArray, IntArray, Scorer
 from placer.engine.snapshot import pod_vector
 from placer.engine.topology import TopologyState
 from placer.models import Pod
 
 __all__ = ["MAX_READ", "Aim", "Backlog", "aim", "as_hint", "complete", "summarize"]
-
-# Waiting pods read per batch: beyond, a sample of this many (drawn with a fixed seed, so the same
-# queue gives the same summary) stands for them all, each class counted in proportion.
-MAX_READ = 512
 
 
 @dataclass(frozen=True)
@@ -60,14 +61,11 @@ def _kind(pod: Pod) -> tuple[object, ...]:
 def summarize(batch: Batch, waiting: Sequence[Pod]) -> Backlog | None:
     """The waiting pods as classes (same requests, same nodes allowed); None when none may run here."""
     snap = batch.snapshot
-    read: Sequence[Pod] = waiting
-    if len(waiting) > MAX_READ:
-        drawn = np.random.default_rng(len(waiting)).choice(len(waiting), MAX_READ, replace=False)
-        read = [waiting[i] for i in sorted(drawn.tolist())]
-    scale = len(waiting) / max(len(read), 1)
+    read, scale = read_waiting(waiting)
+    held = where_held(batch, read)  # the domains running pods of its workload hold a pod in
     kinds: dict[tuple[object, ...], list[int]] = {}  # kind -> [count, index of its first pod]
     for i, pod in enumerate(read):
-        seen = kinds.setdefault(_kind(pod), [0, i])
+        seen = kinds.setdefault((*_kind(pod), held[i]), [0, i])
         seen[0] += 1
     classes: dict[tuple[bytes, bytes], int] = {}
     vecs: list[IntArray] = []
@@ -76,7 +74,10 @@ def summarize(batch: Batch, waiting: Sequence[Pod]) -> Backlog | None:
     for count, i in kinds.values():
         pod = read[i]
         vec = pod_vector(pod, snap.resources)
-        nodes = np.flatnonzero(batch.prefilter.masks(pod).allowed & fits(snap, vec)).astype(np.int64)
+        mask = batch.prefilter.masks(pod).allowed & fits(snap, vec)
+        for key, dom in held[i]:
+            mask &= batch.topology.domains[key].of_node == dom
+        nodes = np.flatnonzero(mask).astype(np.int64)
         if len(nodes) == 0:
             continue
         at = classes.setdefault((vec.tobytes(), nodes.tobytes()), len(vecs))

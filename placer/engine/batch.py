@@ -60,6 +60,9 @@ class Batch:
     tiers: TierScope = "cluster"  # where restart tiers rank pods (``placer.engine.keys``)
     levels: tuple[DomainLevel, ...] = ()  # workload groups held in one topology domain (``domains``)
     quorums: tuple[Quorum, ...] = ()  # composite gangs: minGroupCount child groups or none (``quorums``)
+    # Groups required affinity holds in one domain -> (domain of each node, the domain they take), as
+    # ``candidates.select_candidates`` chose it (``held``).
+    held: dict[int, tuple[npt.NDArray[np.int64], int]] = field(default_factory=dict)
 
     @property
     def grouped(self) -> bool:

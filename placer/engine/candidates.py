@@ -7,17 +7,24 @@ nodes, and the batch would stack on them). Otherwise it keeps the best ones by t
 objectives use (matching nodes first for relaxed-affinity pods, higher preference, lower strategy
 cost, lower index), and, for a group its required pod affinity or hard topology spreading confines
 to domains of a key (a zone), the best ones of every domain as well: the domain its first pods
-take holds the rest, and the best nodes overall may lie in a few domains. The greedy pass adds
+take holds the rest, and the best nodes overall may lie in a few domains. A group held to one
+domain keeps the best nodes of the least loaded domain it may take, counting what the batch's
+groups given a domain before it and the workloads waiting behind it bring there
+(``held.held_domains``). The greedy pass adds
 any node it had to take outside them, so its answer stays a solution of the pruned model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
 from placer.engine.batch import Batch, Group
+from placer.engine.held import Confined, held_domains
 from placer.engine.scoring import Scorer
+from placer.models import Pod
 
 __all__ = ["node_order", "select_candidates"]
 
@@ -45,28 +52,30 @@ def node_order(
     return np.lexsort(keys if load is None else (nodes, load, *keys[1:]))
 
 
-def select_candidates(batch: Batch, scorer: Scorer, limit: int) -> None:
-    """Set ``group.candidates`` for every group of the batch."""
+def select_candidates(batch: Batch, scorer: Scorer, limit: int, waiting: Sequence[Pod] = ()) -> None:
+    """Set ``group.candidates`` for every group of the batch (``waiting``: the pods queued behind
+    it, whose workloads' domains ``held_domains`` counts)."""
     used = batch.snapshot.used
     alike: dict[bytes, int] = {}  # request vector -> pods of the batch asking for it
     for group in batch.groups:
         alike[group.vec.tobytes()] = alike.get(group.vec.tobytes(), 0) + group.size
     confined = _confined(batch)
+    batch.held = {}
+    zone_of = held_domains(batch, scorer, confined, waiting)
     pods = sum(group.size for group in batch.groups)
     for gi, group in enumerate(batch.groups):
         keep = limit + alike[group.vec.tobytes()]
         chosen = [_best(group, group.feasible, keep, scorer, used)]
-        for of_node, size, spread, held in confined.get(gi, ()):
+        for ci, (of_node, size, spread, _held) in enumerate(confined.get(gi, ())):
             doms = of_node[group.feasible]
             if not spread:
-                # All its pods share one domain (one that holds a running pod it must join, if
-                # any): the least loaded one holds its candidates, as many as the batch has pods
-                # (the batch's other groups may be held in the same domain).
-                load = np.bincount(doms[doms >= 0], scorer.load[group.feasible[doms >= 0]], minlength=size)
-                count = np.bincount(doms[doms >= 0], minlength=size)
-                mean = np.where((count > 0) & held, load / np.maximum(count, 1), np.inf)
-                if np.isfinite(mean).any():
-                    best = int(np.argmin(mean))
+                # All its pods share one domain (``held_domains``): that domain holds its
+                # candidates, as many as the batch has pods (other groups may be held there too).
+                taken = zone_of.get((gi, ci))
+                if taken is not None:
+                    best, binding = taken
+                    if binding:
+                        batch.held[gi] = (of_node, best)
                     chosen = [_best(group, group.feasible[doms == best], limit + pods, scorer, used)]
                 continue
             # Its pods share out over the domains: the best nodes of every domain join.
@@ -74,9 +83,6 @@ def select_candidates(batch: Batch, scorer: Scorer, limit: int) -> None:
             if size <= keep:  # not for keys of a node or a few (hostname): the best overall are spread
                 chosen += [_best(group, group.feasible[doms == d], per, scorer, used) for d in range(size)]
         group.candidates = np.unique(np.concatenate(chosen)).astype(np.int64)
-
-
-Confined = tuple[npt.NDArray[np.int64], int, bool, npt.NDArray[np.bool_]]
 
 
 def _confined(batch: Batch) -> dict[int, list[Confined]]:

@@ -25,6 +25,7 @@ from placer.engine.domains import keeps_domains
 from placer.engine.encoder import encode
 from placer.engine.greedy import Assignment, counts_of, greedy
 from placer.engine.heap import no_cycle_collection
+from placer.engine.held import keeps_held
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
 from placer.engine.model import Model
 from placer.engine.objectives import priority
@@ -145,7 +146,7 @@ def solve_batch(
     aimed = backlog.aim(batch, scorer, behind) if behind is not None else None
     if aimed is not None:
         scorer.aim(aimed.fill)
-    select_candidates(batch, scorer, config.solver.candidates)
+    select_candidates(batch, scorer, config.solver.candidates, waiting)
     hint = (backlog.as_hint(batch, aimed) if aimed is not None else None) or greedy_start(batch, scorer, budget)
     adopted: list[Assignment | None] = []
     planned: list[float] = []  # seconds kept for the plan (none until the levels' budget is set)
@@ -154,6 +155,8 @@ def solve_batch(
         """The alternative as a start of this batch, computed once."""
         if not adopted:
             answer = alternative() if alternative is not None else None
+            if answer is not None and not keeps_held(batch, answer):
+                answer = None  # it stacks workloads held in one domain where others' pods still come
             found = packing.adopt(batch, answer) if answer is not None else None
             kept = found is None or (keeps_domains(batch.levels, found) and not _short(batch, found))
             adopted.append(found if kept else None)

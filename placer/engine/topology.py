@@ -39,6 +39,7 @@ __all__ = [
     "StaticMasks",
     "Topology",
     "TopologyState",
+    "affinity_signature",
     "compile_topology",
     "running_anti_terms",
     "running_inter_pod_terms",
@@ -85,6 +86,12 @@ def _term_key(term: PodAffinityTerm) -> tuple[object, ...]:
 def _spread_key(c: SpreadConstraint) -> tuple[object, ...]:
     policies = (c.node_affinity_policy, c.node_taints_policy)
     return (c.max_skew, c.topology_key, c.when_unsatisfiable, _selector_key(c.selector), c.min_domains, *policies)
+
+
+def affinity_signature(pod: Pod) -> tuple[object, ...]:
+    """The pod's namespace and required pod-affinity terms (hashable): pods alike in these that
+    match their own terms share one domain per term."""
+    return pod.namespace, tuple(_term_key(t) for t in pod.pod_affinity)
 
 
 def topology_signature(pod: Pod) -> tuple[object, ...]:
