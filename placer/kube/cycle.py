@@ -34,11 +34,16 @@ __all__ = ["SchedulingCycle"]
 log = logging.getLogger("placer.controller")
 
 
+def group_object(pod: Pod) -> tuple[str, str, str]:
+    """The (api, namespace, name) of the PodGroup object the pod names (``ClusterView.pod_groups``)."""
+    return (pod.gang_object or "", pod.namespace, pod.gang or "")
+
+
 def incomplete(
     waiting: Iterable[Pod], running: Mapping[str, int], sizes: Mapping[tuple[str, str, str], int | None]
 ) -> frozenset[str]:
     """Gangs with fewer members pending (``waiting``) and running (gang -> count) than their size
-    (minCount: a PodGroup's from ``sizes``, by (api, namespace, name), else ``Pod.gang_size``):
+    (minCount: a PodGroup's from ``sizes``, by ``group_object``, else ``Pod.gang_size``):
     kube-scheduler's GangScheduling PreEnqueue keeps such a gang's pods out of its queue until
     minCount of them exist, and so does the cycle (``pending_keys``): they are neither batched nor
     reported until the gang is complete. A gang without a size (the members present, a ``basic``
@@ -49,7 +54,7 @@ def incomplete(
         gang = pod.gang_key
         if gang is None:
             continue
-        size = pod.gang_size if pod.gang_object is None else sizes.get((pod.gang_object, pod.namespace, pod.gang or ""))
+        size = pod.gang_size if pod.gang_object is None else sizes.get(group_object(pod))
         if size:
             want[gang] = max(want.get(gang, 0), size)
             have[gang] = have.get(gang, 0) + 1
@@ -94,8 +99,13 @@ class SchedulingCycle:
         pods.update(self.view.informers.get("Pod"))
         solving = self.solving[0].keys if self.solving is not None else frozenset()
         reserved, assumed = self.driver.reserved, self.ctx.assumed
-        short = incomplete(pods.waiting.values(), pods.running_members, self.view.gang_sizes())
-        domains = self.view.domain_groups()
+        # The queue reads pods unresolved: a gang's minCount and topology come from its object.
+        groups = self.view.pod_groups()
+        sizes = {key: (g.size if g.problem is None else None) for key, g in groups.items()}
+        domains = {
+            key for key, g in groups.items() if g.problem is None and (g.rules.topology_key or g.rules.parent)
+        }  # held to a domain: a topology key of their own, or a composite parent whose chain may hold one
+        short = incomplete(pods.waiting.values(), pods.running_members, sizes)
         out = []
         self._gangs, self._gang_of, self._rivals, self.gated = {}, {}, set(), []
         for key, pod in pods.waiting.items():
@@ -107,7 +117,7 @@ class SchedulingCycle:
             out.append(key)
             if pod.batch_unit is not None:  # a gang, or a composite gang's groups, batched together
                 self._gangs[key] = pod.batch_unit
-                if pod.group_domains or (pod.gang_object, pod.namespace, pod.gang or "") in domains:
+                if pod.group_domains or group_object(pod) in domains:
                     self._rivals.add(pod.batch_unit)
             if pod.gang_key is not None:
                 self._gang_of[key] = pod.gang_key

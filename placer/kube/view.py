@@ -14,6 +14,7 @@ from typing import Any
 from placer.inputs.assemble import assemble_cluster
 from placer.inputs.kinds import Kind
 from placer.inputs.kubectl import KubeObjects
+from placer.inputs.podgroups import PodGroup
 from placer.kube.assume import AssumeCache
 from placer.kube.index import ParsedIndex, PodIndex
 from placer.kube.informers import WATCHED, Informer
@@ -63,29 +64,12 @@ class ClusterView:
         self._model = ((*built_of[:-1], self.assumed.version), cluster)  # apply may release assumptions
         return cluster
 
-    def gang_sizes(self) -> dict[tuple[str, str, str], int | None]:
-        """Each PodGroup's gang size by (api, namespace, name), as ``resolve_gangs`` gives it to
-        the pods naming it (None: no gang, or unreadable); the queue reads the pods unresolved."""
+    def pod_groups(self) -> dict[tuple[str, str, str], PodGroup]:
+        """Every PodGroup (and CompositePodGroup) as parsed, by (api, namespace, name): the queue
+        reads the pods unresolved, so it looks up here a gang's minCount and topology rules, as
+        ``resolve_gangs`` gives them to the pods naming it."""
         self.refresh()
-        return {
-            g.key: (g.size if g.problem is None else None)
-            for kind, index in self.indexes
-            if kind.field == "pod_groups"
-            for g in index.values()
-        }
-
-    def domain_groups(self) -> frozenset[tuple[str, str, str]]:
-        """The PodGroups by (api, namespace, name) whose pods are held to a topology domain: a
-        topology key of their own or a composite parent (whose chain may hold one); the queue reads
-        the pods unresolved, so it asks here which gangs compete for domains."""
-        self.refresh()
-        return frozenset(
-            g.key
-            for kind, index in self.indexes
-            if kind.field == "pod_groups"
-            for g in index.values()
-            if g.problem is None and (g.rules.topology_key is not None or g.rules.parent is not None)
-        )
+        return {g.key: g for kind, index in self.indexes if kind.field == "pod_groups" for g in index.values()}
 
     # -- raw objects ----------------------------------------------------------------------------
     def raw_pod(self, key: str) -> Raw | None:
