@@ -25,9 +25,12 @@ __all__ = [
     "MIN_LEVEL_SHARE",
     "SHORT_BUDGET",
     "Budget",
+    "BuildStoppedError",
+    "Check",
     "LevelReport",
     "LevelSolver",
     "evaluate",
+    "never_stop",
     "workers",
 ]
 
@@ -39,6 +42,17 @@ __all__ = [
 DETERMINISTIC_UNITS_PER_SECOND = 0.3
 
 Clock = Callable[[], float]  # wall seconds, monotonic (``time.monotonic``; tests inject their own)
+Check = Callable[[], None]  # called between the steps of a long build: raises ``BuildStoppedError`` to stop it
+
+
+class BuildStoppedError(Exception):
+    """A model's build reached the decision's deadline (``Budget.check``): whoever started it keeps
+    the answer it had before (anytime: the greedy start, or no plan)."""
+
+
+def never_stop() -> None:
+    """The check of a build with no deadline."""
+
 
 # Below this many seconds left, a level solves without presolve and probing.
 SHORT_BUDGET = 1.0
@@ -96,6 +110,24 @@ class Budget:
         if self.deterministic:
             return None
         return self.clock() + max(min(most, self.left() - self.spare), 0.0)
+
+    def fits(self, seconds: float) -> bool:
+        """Whether work expected to take ``seconds`` of wall time ends before the deadline (what
+        is left beyond the spare, which builds the answer). Always with a deterministic budget,
+        whose answer must not depend on the machine's speed."""
+        return self.deterministic or self.left() - self.spare > seconds
+
+    def over(self) -> bool:
+        """Whether the wall deadline has passed: work that only improves the answer so far is
+        not started then (never with a deterministic budget)."""
+        return not self.fits(0.0)
+
+    def check(self) -> None:
+        """For a long build to call between its steps (a ``Check``): raises ``BuildStoppedError`` once
+        the deadline has passed (``over``), so that building a model the budget cannot use costs
+        at most one step past it."""
+        if self.over():
+            raise BuildStoppedError
 
     def charge(self, deterministic_time: float) -> None:
         self.det_used += deterministic_time
