@@ -236,7 +236,11 @@ def decide(
         """kube-scheduler's answer for the batch (no preemption), a start the engine may adopt;
         None when it would take more than NO_WORSE_SHARE of the limit (or the time left): the
         estimate below cannot foresee every batch (a 5,000-pod gang), the deadline holds.
-        Simulated once per decision: the solve's guard and the whole-answer fallback share it."""
+        Simulated once per decision: the solve's guard and the whole-answer fallback share it;
+        not at all once the deadline has passed (the simulation would stop at once, after copying
+        the state)."""
+        if budget.over():
+            return None
         deadline = budget.deadline(NO_WORSE_SHARE * budget.limit)
         sim = simulate(
             state.copy(), batch, "default", preemption=False, namespaces=cluster.namespaces, deadline=deadline
