@@ -14,6 +14,7 @@ from support import cluster, node, pod
 from placer import service
 from placer.engine import Budget, BuildStoppedError, build_batch, build_snapshot, solve, upper_bounds, wholegang
 from placer.engine import encoder as engine_encoder
+from placer.kube import anytime
 from placer.models import Cluster, Config
 from placer.plan import planner
 from placer.validate import validate_placements
@@ -227,3 +228,31 @@ def test_the_vectorised_upper_bounds_are_the_room_per_candidate() -> None:
             assert bounds == {"small": 1, "mid": 1, "big": 1}
         else:
             assert bounds == {"small": 1, "mid": 3, "big": 5}
+
+
+def test_the_controllers_solve_keeps_the_time_of_its_check_out_of_the_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SolveJob``: the decision ends early by what checking its answer may take (the runner
+    passes the longest recent check), so that decision and check end within the limit; a
+    deterministic limit (not wall seconds) is left whole."""
+    given: list[Budget | None] = []
+    real = anytime.decide
+
+    def decided(*args: Any, budget: Budget | None = None, **kwargs: Any) -> Any:
+        given.append(budget)
+        return real(*args, budget=budget, **kwargs)
+
+    monkeypatch.setattr(anytime, "decide", decided)
+    c = _tight()
+    batch = [p for p in c.pods if p.pending]
+    state = build_snapshot(c.nodes, [], batch, c.namespaces)
+    for config, kept in ((WALL, 2.0), (DETERMINISTIC, 0.0)):
+        job = anytime.SolveJob(
+            cluster=c, state=state, batch=batch, config=config, budget=config.solver.time_limit, planning=False,
+            max_evictions=0, max_per_node=0, frozen=frozenset(), check_seconds=2.0,
+        )  # fmt: skip
+        answer = job.run()
+        assert answer.problems == [] and len(answer.decision.placements) == 8
+        budget = given.pop()
+        assert budget is not None
+        whole = Budget.of(config).limit
+        assert budget.limit <= whole - kept and (kept or budget.limit == whole)
