@@ -145,6 +145,12 @@ class Budget:
         """A part of this budget that may use at most ``share`` of what is left now."""
         return Budget(max(self.left(), 0.0) * share, deterministic=self.deterministic, parent=self)
 
+    def ending_early(self, seconds: float) -> Budget:
+        """A part of this budget that ends ``seconds`` of wall time before it, for work after it
+        (checking or writing the answer); this budget itself when deterministic (its limit is not
+        wall seconds) or when nothing is kept."""
+        return self if self.deterministic or seconds <= 0 else self.keeping(seconds)
+
     def keeping(self, kept: float) -> Budget:
         """A part of this budget that leaves ``kept`` of what is left now to what comes after it."""
         return Budget(max(self.left() - kept, 0.0), deterministic=self.deterministic, parent=self)

@@ -90,9 +90,8 @@ class SolveJob:
         """Decide the batch and check the answer with the independent validator (pure: it writes
         nothing and touches no state of the runner, so it may run on any thread)."""
         started = time.monotonic()
-        budget = Budget.of(self.config)
-        if self.check_seconds > 0 and not budget.deterministic:  # deterministic limits are not wall seconds
-            budget = budget.keeping(min(self.check_seconds, CHECK_SHARE * budget.limit))
+        whole = Budget.of(self.config)
+        budget = whole.ending_early(min(self.check_seconds, CHECK_SHARE * whole.limit))
         decision = decide(
             self.cluster,
             self.state,
