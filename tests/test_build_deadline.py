@@ -256,3 +256,25 @@ def test_the_controllers_solve_keeps_the_time_of_its_check_out_of_the_decision(m
         assert budget is not None
         whole = Budget.of(config).limit
         assert budget.limit <= whole - kept and (kept or budget.limit == whole)
+
+
+def test_with_no_time_left_to_load_the_plan_its_greedy_plan_is_the_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan's model took 6 s of the 10 s limit to build: loading it into the solver would take
+    about as long, more than is left, so its placed level is not solved; the greedy plan (two
+    evictions at most, as planned with time) is the answer, and the validator accepts it."""
+    clock = Clock()
+    real_build = planner.PlanModel.build
+
+    def build(self: Any, **kwargs: Any) -> None:
+        real_build(self, **kwargs)
+        clock.now += 0.6 * LIMIT
+
+    class Levels(planner.LevelSolver):
+        def run(self, term: Any) -> Any:
+            pytest.fail("the plan's placed level was solved with no time to load its model")
+
+    monkeypatch.setattr(planner.PlanModel, "build", build)
+    monkeypatch.setattr(planner, "LevelSolver", Levels)
+    late = _decide(_preemption(), Budget.of(WALL, clock=clock))
+    assert late.plan is not None and len(late.placements) == 2
+    assert 1 <= len(late.plan.evictions) <= 2

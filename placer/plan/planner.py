@@ -273,6 +273,7 @@ def plan_batch(
             )
         )
     model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer, calm=still_calm, check=budget.check)
+    building = budget.clock()
     try:  # stopped at the deadline: a plan over thousands of pods and nodes takes seconds to build
         model.build(
             pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs],
@@ -281,6 +282,7 @@ def plan_batch(
         )
     except BuildStoppedError:
         return None, False
+    build = budget.clock() - building
 
     hint: dict[tuple[int, int], int] = {}
     for gi, group in enumerate(batch.groups):
@@ -291,7 +293,7 @@ def plan_batch(
     for (gi, n), var in model.y.items():
         if model.calm_group(batch.groups[gi]):
             model.cp.add(var == hint.get((gi, n), 0))
-    return _solve(model, batch, config, hint, started, len(hood), budget)
+    return _solve(model, batch, config, hint, started, len(hood), budget, build)
 
 
 def _move_targets(
@@ -666,24 +668,30 @@ def _solve(
     started: float,
     hood_size: int,
     budget: Budget,
+    build: float = 0.0,
 ) -> tuple[Plan | None, bool]:
     """The objective levels through the engine's solver loop; no plan unless level (1) improves,
-    and then settled only if that level was solved to optimality (no better plan exists)."""
+    and then settled only if that level was solved to optimality (no better plan exists).
+    ``build``: the wall seconds the model took to build, about what loading it into the solver
+    takes: the placed level is not solved with less than that left, nor later levels (``LevelSolver``
+    margins)."""
     values: dict[int, int] = {var.index: hint.get(key, 0) for key, var in model.y.items()}
     for var in [*model.z.values(), *model.p.values()]:
         values[var.index] = 0
     first = dict(values)  # the first solve's answer: no eviction
     _greedy_plan(model, batch, values)
     variables = [*model.y.values(), *model.z.values(), *model.p.values()]
-    levels = LevelSolver(model.cp, variables, values, config, budget=budget)
+    levels = LevelSolver(model.cp, variables, values, config, budget=budget, build=build)
     for level in LEVELS:
         placed = level.name == PLACED_LEVEL
         if not placed and levels.exhausted():
             break  # the answer so far holds every level solved; the rest builds the steps
         terms = level.build(model)
-        # With no time left (the build took it), the placed level is not solved: the greedy plan
-        # stays the answer, as when its solve finds nothing in time.
-        if not (placed and levels.exhausted()):
+        # With no time left to load the model (the build took it), the placed level is not
+        # solved: the greedy plan stays the answer, as when its solve finds nothing in time.
+        if placed and not budget.fits(build):
+            levels.proven = False
+        else:
             for term in terms:
                 levels.run(term)
         if level.name == PLACED_LEVEL and not _improves(terms, levels.values, first):
