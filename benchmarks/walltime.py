@@ -348,7 +348,7 @@ def plot(rows: list[Json], path: Path) -> None:
     ax.axhline(1.05, color="grey", linestyle="--", linewidth=1, label="limit + 5 %")
     ax.set_yscale("log")
     ax.set_xticks(x, [f"{s} {limit:g} s" for s, limit in keys], rotation=60, fontsize=7)
-    ax.set_ylabel("placer solve wall time / --time-limit (reading excluded)")
+    ax.set_ylabel("wall time / --time-limit")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
