@@ -5,11 +5,11 @@ always valid. The engine's clock is injected (``Budget(clock=...)``); no timing.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 from support import cluster, node, pod
+from test_deadline import LIMIT, WALL, Clock
 
 from placer import service
 from placer.engine import Budget, BuildStoppedError, build_batch, build_snapshot, solve, upper_bounds, wholegang
@@ -19,19 +19,7 @@ from placer.models import Cluster, Config
 from placer.plan import planner
 from placer.validate import validate_placements
 
-LIMIT = 10.0
-WALL = Config.model_validate({"solver": {"workers": 1, "seed": 0, "timeLimit": LIMIT}})
 DETERMINISTIC = Config.model_validate({"solver": {"workers": 1, "seed": 0, "timeLimit": 1, "deterministic": True}})
-
-
-class Clock:
-    """Wall seconds that move only when a test moves them (from the real clock's time)."""
-
-    def __init__(self) -> None:
-        self.now = time.monotonic()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _tight() -> Cluster:
