@@ -66,7 +66,7 @@ def _pin_source(source: str) -> None:
         assert where is not None and where.startswith(source), where
 
 
-if (_source := os.environ.get(SOURCE)) is not None:
+if _source := os.environ.get(SOURCE):
     _pin_source(_source)
 
 from benchmarks import e2e_gangs, e2e_shapes, gang_shapes  # noqa: E402
