@@ -8,6 +8,8 @@ pods in racks of 16 and 10 zones (``benchmarks.e2e_shapes``), built offline from
 - ``gangs-99`` / ``gangs-1000``: topology gangs of 4-32 pods of 8 cpu / 8Gi, each required in one
   rack (``benchmarks.e2e_gangs``: v1beta1 PodGroups), up to 99 and 1,000 pending pods, on racks
   partly used by running pods (``benchmarks.gang_shapes`` shape ``used``);
+- ``issue-1000``: issue 30's racks (``gang_shapes`` shape ``issue``: 6 or 10 free slots each)
+  and up to 1,000 pending pods in gangs of 4, 6 or 6 (998): half of them fit;
 - ``preemption``: one low-priority pod of 15 cpu per node, then 99 high-priority pods of 4 cpu
   (``e2e_shapes.preemption``): every one needs a victim, so the global plan runs;
 - ``gang-preemption``: e2e_gangs's gang preemption case after its filler (low gangs of 16 pods
@@ -81,7 +83,7 @@ from placer.validate import validate_placements  # noqa: E402
 
 CACHE = Path.home() / ".cache" / "placer" / "walltime"
 NODES = 1000
-SHAPES = ("basic", "gangs-99", "gangs-1000", "preemption", "gang-preemption")
+SHAPES = ("basic", "gangs-99", "gangs-1000", "preemption", "gang-preemption", "issue-1000")
 LIMITS = (0.1, 0.3, 1.0)
 Json = dict[str, Any]
 
@@ -131,10 +133,11 @@ def cluster_list(shape: str, seed: int) -> Json:
         low, high = (e2e_shapes.PRIORITIES[e2e_shapes.LOW], e2e_shapes.PRIORITIES[e2e_shapes.HIGH])
         items += [_placed(p, f"bench-{i}", i, low) for i, p in enumerate(fill.pods)]
         items += [_placed(p, None, NODES + i, high) for i, p in enumerate(arrivals.pods[:99])]
-    elif shape.startswith("gangs-"):
-        running = gang_shapes.running_pods("used", NODES, np.random.default_rng([seed, 99]))
+    elif shape.startswith(("gangs-", "issue-")):
+        racks = "used" if shape.startswith("gangs-") else "issue"
+        running = gang_shapes.running_pods(racks, NODES, np.random.default_rng([seed, 99]))
         pods = int(shape.split("-")[1])
-        sizes = e2e_gangs.draw_sizes(np.random.default_rng([seed, pods]), pods)
+        sizes = gang_shapes.gang_sizes(racks, pods, np.random.default_rng([seed, pods]))
         doc = gang_shapes.cluster_list(NODES, running, sizes)
         items = [_node(i) for i in range(NODES)] + [x for x in doc["items"] if x["kind"] != "Node"]
     elif shape == "gang-preemption":
