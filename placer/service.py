@@ -82,6 +82,13 @@ SIM_SECONDS_PER_POD = 1.05e-4
 SIM_SECONDS_PER_PAIR = 1.3e-7
 SIM_SECONDS_PER_RUNNING = 2.8e-6
 NO_WORSE_SHARE = 0.35
+# Writing a decision's answer after it (the output models of its placements and unplaced pods,
+# the end state's measures over the nodes) takes about this per pod of the batch and per node
+# (on the 2-core benchmark machine, 1,000 nodes: 3-7 ms with 99 pods, 11 ms with 1,000;
+# docs/bench/walltime.md): each batch's decision ends that much before its time limit, so that
+# `placer solve` ends within it.
+ANSWER_SECONDS_PER_POD = 1.0e-5
+ANSWER_SECONDS_PER_NODE = 4.0e-6
 
 
 @dataclass(frozen=True)
@@ -236,7 +243,11 @@ def decide(
         """kube-scheduler's answer for the batch (no preemption), a start the engine may adopt;
         None when it would take more than NO_WORSE_SHARE of the limit (or the time left): the
         estimate below cannot foresee every batch (a 5,000-pod gang), the deadline holds.
-        Simulated once per decision: the solve's guard and the whole-answer fallback share it."""
+        Simulated once per decision: the solve's guard and the whole-answer fallback share it;
+        not at all once the deadline has passed (the simulation would stop at once, after copying
+        the state)."""
+        if budget.over():
+            return None
         deadline = budget.deadline(NO_WORSE_SHARE * budget.limit)
         sim = simulate(
             state.copy(), batch, "default", preemption=False, namespaces=cluster.namespaces, deadline=deadline
@@ -406,6 +417,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
             if beside is not None:  # within the batch's deadline, as kube-scheduler's answer in ``decide``
                 target = beside.advance(fresh, deadline=time_budget.deadline(NO_WORSE_SHARE * time_budget.limit))
                 beside = beside if target is not None else None  # it could not keep up: dropped
+            answer_seconds = ANSWER_SECONDS_PER_POD * len(batch) + ANSWER_SECONDS_PER_NODE * len(state.nodes)
             # Pods this run already placed (and the stand-ins of moved pods' replacements) are not
             # evicted by a later batch's plan: in the controller they are still being bound.
             decision = decide(
@@ -417,7 +429,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
                 max_evictions=budget,
                 frozen=frozenset(placed_here),
                 target=target,
-                budget=time_budget,
+                budget=time_budget.ending_early(answer_seconds),
             )
             status = worst_status(status, decision.status)
             gap = max(gap, decision.gap)

@@ -23,8 +23,17 @@ from placer.engine.heap import no_cycle_collection
 from placer.engine.held import keeps_held
 from placer.engine.keys import outranks, pod_key, tier
 from placer.engine.labels import BoolArray, NodeLabels
-from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
+from placer.engine.levels import (
+    DETERMINISTIC_UNITS_PER_SECOND,
+    Budget,
+    BuildStoppedError,
+    Check,
+    LevelReport,
+    LevelSolver,
+    never_stop,
+)
 from placer.engine.lns import strategy_cost
+from placer.engine.model import upper_bounds
 from placer.engine.objectives.decisions import Kept, kept_namespace, placed_by_rank
 from placer.engine.objectives.fragmentation import GPU, GPU_MILLI, PRODUCT, Fragmentation, Shape, Workload, fragment
 from placer.engine.objectives.loads import SCALE, LoadEntry
@@ -72,6 +81,8 @@ __all__ = [
     "BatchResult",
     "BoolArray",
     "Budget",
+    "BuildStoppedError",
+    "Check",
     "DomainVars",
     "FloatArray",
     "Fragmentation",
@@ -120,6 +131,7 @@ __all__ = [
     "held_to_other",
     "keeps_held",
     "kept_namespace",
+    "never_stop",
     "no_cycle_collection",
     "outranks",
     "placed_by_rank",
@@ -140,6 +152,7 @@ __all__ = [
     "term_matches",
     "tier",
     "top_up",
+    "upper_bounds",
     "uses_topology",
     "wholegang",
     "with_default_spread",

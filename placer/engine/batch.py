@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from placer.engine.domains import DomainLevel, compile_levels, restrict
+from placer.engine.domains import DomainLevel, compile_levels, fresh_domains, restrict
 from placer.engine.keys import pod_key
 from placer.engine.prefilter import PodMasks, Prefilter, fits
 from placer.engine.quorums import Quorum, compile_quorums
@@ -63,6 +63,14 @@ class Batch:
     # Groups required affinity holds in one domain -> (domain of each node, the domain they take), as
     # ``candidates.select_candidates`` chose it (``held``).
     held: dict[int, tuple[npt.NDArray[np.int64], int]] = field(default_factory=dict)
+    _fresh: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict, init=False, repr=False)  # ``fresh``
+
+    def fresh(self, key: str) -> npt.NDArray[np.bool_]:
+        """``domains.fresh_domains`` of the batch's snapshot, computed once per key: the snapshot
+        does not change while the batch is decided, and the greedy start asks once per group."""
+        if key not in self._fresh:
+            self._fresh[key] = fresh_domains(self.snapshot, key)
+        return self._fresh[key]
 
     @property
     def grouped(self) -> bool:

@@ -62,9 +62,10 @@ def compile_levels(snapshot: Snapshot, groups: Sequence[Group]) -> tuple[DomainL
                 if d.group in members:
                     running.setdefault(d.group, set()).add(n)
     out = []
+    by_key = {key: _domains_of(snapshot, key) for key, _ in members.values()}  # once per key, not per level
     for name in sorted(members):
         key, gis = members[name]
-        domain, values = _domains_of(snapshot, key)
+        domain, values = by_key[key]
         nodes = running.get(name)
         if nodes:
             taken = {int(domain[n]) for n in nodes} - {-1}

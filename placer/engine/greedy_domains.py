@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from placer.engine.batch import Batch, pod_order
-from placer.engine.domains import DomainLevel, fresh_domains
+from placer.engine.domains import DomainLevel
 from placer.engine.scoring import Scorer
 
 __all__ = ["Fit", "fit_unit", "place_levels"]
@@ -80,7 +80,7 @@ def _order(batch: Batch, level: DomainLevel, gis: Sequence[int], used: IntArray)
     """Partly used domains before whole ones, each kind tightest first (best fit: the fewest
     pods of the group's kind fit there now), then by index; for a single group only the domains
     with room for all its pods."""
-    fresh = fresh_domains(batch.snapshot, level.key)
+    fresh = batch.fresh(level.key)
     vec = batch.groups[gis[0]].vec
     nz = np.flatnonzero(vec)
     free = batch.snapshot.alloc - used

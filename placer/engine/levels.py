@@ -25,9 +25,12 @@ __all__ = [
     "MIN_LEVEL_SHARE",
     "SHORT_BUDGET",
     "Budget",
+    "BuildStoppedError",
+    "Check",
     "LevelReport",
     "LevelSolver",
     "evaluate",
+    "never_stop",
     "workers",
 ]
 
@@ -39,6 +42,17 @@ __all__ = [
 DETERMINISTIC_UNITS_PER_SECOND = 0.3
 
 Clock = Callable[[], float]  # wall seconds, monotonic (``time.monotonic``; tests inject their own)
+Check = Callable[[], None]  # called between the steps of a long build: raises ``BuildStoppedError`` to stop it
+
+
+class BuildStoppedError(Exception):
+    """A model's build reached the decision's deadline (``Budget.check``): whoever started it keeps
+    the answer it had before (anytime: the greedy start, or no plan)."""
+
+
+def never_stop() -> None:
+    """The check of a build with no deadline."""
+
 
 # Below this many seconds left, a level solves without presolve and probing.
 SHORT_BUDGET = 1.0
@@ -97,6 +111,24 @@ class Budget:
             return None
         return self.clock() + max(min(most, self.left() - self.spare), 0.0)
 
+    def fits(self, seconds: float) -> bool:
+        """Whether work expected to take ``seconds`` of wall time ends before the deadline (what
+        is left beyond the spare, which builds the answer). Always with a deterministic budget,
+        whose answer must not depend on the machine's speed."""
+        return self.deterministic or self.left() - self.spare > seconds
+
+    def over(self) -> bool:
+        """Whether the wall deadline has passed: work that only improves the answer so far is
+        not started then (never with a deterministic budget)."""
+        return not self.fits(0.0)
+
+    def check(self) -> None:
+        """For a long build to call between its steps (a ``Check``): raises ``BuildStoppedError`` once
+        the deadline has passed (``over``), so that building a model the budget cannot use costs
+        at most one step past it."""
+        if self.over():
+            raise BuildStoppedError
+
     def charge(self, deterministic_time: float) -> None:
         self.det_used += deterministic_time
         if self.parent is not None:
@@ -112,6 +144,12 @@ class Budget:
     def capped(self, share: float) -> Budget:
         """A part of this budget that may use at most ``share`` of what is left now."""
         return Budget(max(self.left(), 0.0) * share, deterministic=self.deterministic, parent=self)
+
+    def ending_early(self, seconds: float) -> Budget:
+        """A part of this budget that ends ``seconds`` of wall time before it, for work after it
+        (checking or writing the answer); this budget itself when deterministic (its limit is not
+        wall seconds) or when nothing is kept."""
+        return self if self.deterministic or seconds <= 0 else self.keeping(seconds)
 
     def keeping(self, kept: float) -> Budget:
         """A part of this budget that leaves ``kept`` of what is left now to what comes after it."""

@@ -13,13 +13,14 @@ import numpy as np
 import numpy.typing as npt
 from ortools.sat.python import cp_model
 
-from placer.engine.batch import Batch
+from placer.engine.batch import Batch, Group
 from placer.engine.domains import DomainVars
+from placer.engine.levels import Check, never_stop
 from placer.engine.objectives.decisions import Disruptions, Kept, placed_by_rank
 from placer.engine.objectives.loads import LoadEntry
 from placer.engine.scoring import IntArray, Scorer
 
-__all__ = ["Model"]
+__all__ = ["Model", "upper_bounds"]
 
 
 @dataclass
@@ -37,6 +38,7 @@ class Model:
     domains: DomainVars | None = None  # workload groups' topology domains (constraints.domains)
     # key -> (gangs of that key placed, capped at the floor; the floor): ``groupfloor``
     group_floor: dict[int, tuple[cp_model.IntVar, int]] = field(default_factory=dict)
+    check: Check = never_stop  # between the steps of the build: stops it at the decision's deadline
 
     def ub(self, var: cp_model.IntVar) -> int:
         return self.upper[var.index]
@@ -64,16 +66,11 @@ class Model:
 
     def build_variables(self) -> None:
         snap = self.batch.snapshot
-        free = snap.free
         touched: set[int] = set()
         for gi, group in enumerate(self.batch.groups):
+            self.check()
             row: list[tuple[int, cp_model.IntVar]] = []
-            nz = np.flatnonzero(group.vec)
-            for n in group.candidates.tolist():
-                cap = int(np.min(free[n, nz] // group.vec[nz])) if len(nz) else group.size
-                ub = min(group.size, cap, 1 if group.has_ports else group.size)
-                if ub <= 0:
-                    continue
+            for n, ub in upper_bounds(snap.free, group):
                 var = self.cp.new_bool_var(f"y{gi}_{n}") if ub == 1 else self.cp.new_int_var(0, ub, f"y{gi}_{n}")
                 self.y[gi, n] = var
                 self.upper[var.index] = ub
@@ -84,3 +81,17 @@ class Model:
             if row:
                 self.cp.add(cp_model.LinearExpr.sum([v for _, v in row]) <= group.size)
         self.touched = np.array(sorted(touched), dtype=np.int64)
+
+
+def upper_bounds(free: IntArray, group: Group) -> list[tuple[int, int]]:
+    """(node, the most pods of ``group`` it takes in ``free``) for each of the group's candidates
+    that takes one: at most the group's size, one with a host port (one vectorised pass)."""
+    nodes = group.candidates
+    nz = np.flatnonzero(group.vec)
+    most = 1 if group.has_ports else group.size
+    if len(nz):
+        ubs = np.minimum(np.min(free[np.ix_(nodes, nz)] // group.vec[nz], axis=1), most)
+    else:
+        ubs = np.full(len(nodes), most, dtype=np.int64)
+    keep = ubs > 0
+    return list(zip(nodes[keep].tolist(), ubs[keep].tolist(), strict=True))

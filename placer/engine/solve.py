@@ -26,7 +26,7 @@ from placer.engine.encoder import encode
 from placer.engine.greedy import Assignment, counts_of, greedy
 from placer.engine.heap import no_cycle_collection
 from placer.engine.held import keeps_held
-from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
+from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, BuildStoppedError, LevelReport, LevelSolver
 from placer.engine.model import Model
 from placer.engine.objectives import priority
 from placer.engine.objectives.registry import LEVELS, STRATEGY_LEVEL
@@ -147,7 +147,9 @@ def solve_batch(
     if aimed is not None:
         scorer.aim(aimed.fill)
     select_candidates(batch, scorer, config.solver.candidates, waiting)
+    began = budget.clock()
     hint = (backlog.as_hint(batch, aimed) if aimed is not None else None) or greedy_start(batch, scorer, budget)
+    greedy_seconds = budget.clock() - began  # what another greedy pass over the batch may take
     adopted: list[Assignment | None] = []
     planned: list[float] = []  # seconds kept for the plan (none until the levels' budget is set)
 
@@ -169,14 +171,17 @@ def solve_batch(
     floor: groupfloor.Floors = {}  # gangs per key the placed level counts up to (``groupfloor``)
     reference: Assignment | None = None  # the answer placed one group at a time that sets them
     tight = not _all_placeable_placed(batch, hint)
-    if tight:
+    # Anytime: no phase that only improves the start begins when it cannot end by the deadline
+    # (another greedy pass takes as long as the start's; the start of a 1,000-pod batch can take
+    # the whole of 0.1 s): the start is then the answer.
+    if tight and budget.fits(greedy_seconds):
         # A tight batch: the pack strategy's greedy, the classic heuristics and the alternative
         # (kube-scheduler's answer, when the caller gives it) may place more (``packing.dispatch``).
         pack = greedy(batch, scorer.with_strategy(StrategyName.PACK), budget=budget)
         starts = [hint, pack, other()]
         if gang_groups(batch.groups):
             reference = other()
-            if reference is None and batch.levels:  # no alternative: the groups in queue order
+            if reference is None and batch.levels and budget.fits(greedy_seconds):  # the groups in queue order
                 reference = greedy(batch, scorer, budget=budget, queue=True)
                 starts.append(reference)
         hint = packing.start(batch, hint, starts[1:], budget)
@@ -191,7 +196,7 @@ def solve_batch(
             batch, whole, hint, start, targeted=target is not None, seed=config.solver.seed, most=share
         )
         budget = whole.keeping(min(share, needed))
-    if tight and not _all_placeable_placed(batch, hint):
+    if tight and not _all_placeable_placed(batch, hint) and not budget.over():
         found = packing.prepare(batch, budget)
         if found is not None and floor:
             hint = groupfloor.best_start(batch, floor, [hint, found])
@@ -201,7 +206,8 @@ def solve_batch(
             raced = True
     greedy_placed = int(sum(int((nodes >= 0).sum()) for nodes in hint))
     all_placed = _all_placeable_placed(batch, hint)
-    counts = _widened(batch, scorer, hint, config, budget) if all_placed and not batch.grouped else counts_of(hint)
+    widen = all_placed and not batch.grouped and not budget.over()
+    counts = _widened(batch, scorer, hint, config, budget) if widen else counts_of(hint)
     large = not batch.grouped and sum(len(g.candidates) for g in batch.groups) > LNS_VARIABLES
 
     def result(counts: Counts, status: SolveStatus, gap: float, levels: list[LevelReport]) -> BatchResult:
@@ -252,8 +258,13 @@ def solve_batch(
         # Level 1 is optimal already; improve the strategy by neighbourhood re-solves.
         counts, report = lns.improve(batch, scorer, counts, config, budget)
         return result(counts, "feasible", 1.0, [_lns_report(report)])  # no bound: the gap is unknown
+    if budget.over():  # no time to build the model, let alone solve it: the start is the answer
+        return result(counts, "fallback", 1.0, [])
     encoding = time.monotonic()
-    model, sym = encode(batch, scorer, packing=not all_placed)
+    try:  # stopped at the deadline: a model of thousands of variables takes seconds to build
+        model, sym = encode(batch, scorer, packing=not all_placed, check=budget.check)
+    except BuildStoppedError:
+        return result(counts, "fallback", 1.0, [])
     groupfloor.hold(model, floor)
     counts = sym.order(counts)
     values = {var.index: counts.get(key, 0) for key, var in model.y.items()}

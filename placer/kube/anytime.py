@@ -13,11 +13,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from placer.engine import Snapshot
+from placer.engine import Budget, Snapshot
 from placer.models import Cluster, Config, Pod
 from placer.service import Decision, check_decision, decide
 
-__all__ = ["Answer", "SolveJob", "solve_budget"]
+__all__ = ["CHECK_SHARE", "Answer", "SolveJob", "solve_budget"]
+
+CHECK_SHARE = 0.5  # of the time limit, at most kept for the check after the decision (``SolveJob``)
 
 
 def solve_budget(
@@ -52,11 +54,13 @@ def solve_budget(
 
 @dataclass
 class Answer:
-    """What a solve gives back: the decision, the validator's objections, how long it took."""
+    """What a solve gives back: the decision, the validator's objections, how long the decision
+    took and how long the check after it (``checked``)."""
 
     decision: Decision
     problems: list[str]
     seconds: float
+    checked: float = 0.0
 
 
 @dataclass
@@ -74,6 +78,9 @@ class SolveJob:
     frozen: frozenset[str]
     held: frozenset[str] = frozenset()  # moved too recently: never moved, preempted by a higher priority only
     waiting: tuple[Pod, ...] = ()  # queued behind the batch: its balance accounts for them (issue 29)
+    # What checking the answer may take (wall seconds: the longest of the recent checks): kept out
+    # of the decision's time limit, so that the decision and its check together end within it.
+    check_seconds: float = 0.0
     keys: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -83,6 +90,8 @@ class SolveJob:
         """Decide the batch and check the answer with the independent validator (pure: it writes
         nothing and touches no state of the runner, so it may run on any thread)."""
         started = time.monotonic()
+        whole = Budget.of(self.config)
+        budget = whole.ending_early(min(self.check_seconds, CHECK_SHARE * whole.limit))
         decision = decide(
             self.cluster,
             self.state,
@@ -94,7 +103,8 @@ class SolveJob:
             frozen=self.frozen,
             held=self.held,
             waiting=self.waiting,
+            budget=budget,
         )
-        seconds = time.monotonic() - started
+        decided = time.monotonic()
         problems = check_decision(self.cluster, self.state, self.batch, decision, self.config)
-        return Answer(decision, problems, seconds)
+        return Answer(decision, problems, decided - started, time.monotonic() - decided)

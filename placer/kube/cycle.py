@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -32,6 +33,8 @@ from placer.service import nominated_holds, plan_steps
 __all__ = ["SchedulingCycle"]
 
 log = logging.getLogger("placer.controller")
+
+CHECKS_KEPT = 8  # recent answers whose check times the next solve's time limit keeps room for
 
 
 def group_object(pod: Pod) -> tuple[str, str, str]:
@@ -87,6 +90,9 @@ class SchedulingCycle:
         # climbing from the floor again (two ladders of 17 solves for a big gang under load).
         self._more_time: dict[str, float] = {}
         self._left_as: dict[str, str] = {}  # pending pod -> the unplaced code its last solve gave
+        # How long the validator's check of the recent answers took: the next solve keeps the
+        # longest out of its time limit (``SolveJob.check_seconds``).
+        self._checks: deque[float] = deque(maxlen=CHECKS_KEPT)
         self.gated: list[str] = []  # pending members of gangs short of their size: not batched yet
 
     # -- the queue ------------------------------------------------------------------------------
@@ -206,6 +212,7 @@ class SchedulingCycle:
             frozen=self.view.out_of_scope(cluster),
             held=self.view.recently_moved(cluster),
             waiting=waiting,
+            check_seconds=max(self._checks, default=0.0),
         )
 
     def submit(self, cluster: Cluster) -> None:
@@ -249,6 +256,7 @@ class SchedulingCycle:
         metrics, batcher = self.ctx.metrics, self.ctx.batcher
         batch, state, decision = job.batch, job.state, answer.decision
         metrics.solve_seconds.observe(answer.seconds)
+        self._checks.append(answer.checked)
         metrics.solve_budget.observe(job.budget)
         metrics.solve_gap.set(decision.gap)
         metrics.batch_size.observe(len(batch))

@@ -22,6 +22,7 @@ from ortools.sat.python import cp_model
 
 from placer.engine import (
     Batch,
+    Check,
     DomainVars,
     Group,
     IntArray,
@@ -34,14 +35,18 @@ from placer.engine import (
     build_topology_constraints,
     gang_groups,
     kept_namespace,
+    never_stop,
     outranks,
     placed_by_rank,
     ports_clash,
+    upper_bounds,
 )
 from placer.models import Pod
 from placer.plan import groups as workload_groups
 
 __all__ = ["Mover", "PlanModel"]
+
+CHECK_EVERY = 64  # movers or nodes between two checks of the deadline (``PlanModel.check``)
 
 
 @dataclass
@@ -80,6 +85,7 @@ class PlanModel:
     # Pending pods that may not cause evictions (``plan.eligibility.calm``): their groups never preempt.
     calm: frozenset[str] = frozenset()
     _calm_groups: dict[int, bool] = field(default_factory=dict, repr=False)  # id(group) -> calm_group
+    check: Check = never_stop  # between the steps of the build: stops it at the decision's deadline
 
     def ub(self, var: cp_model.IntVar) -> int:
         return self.upper[var.index]
@@ -171,6 +177,8 @@ class PlanModel:
         base_free = self.batch.snapshot.free  # room once every mover is gone
         self._pending_variables(base_free)
         for ri, m in enumerate(self.movers):
+            if ri % CHECK_EVERY == 0:
+                self.check()
             for n in m.targets.tolist():
                 self.z[ri, n] = self.cp.new_bool_var(f"z{ri}_{n}")
                 self.upper[self.z[ri, n].index] = 1
@@ -181,14 +189,18 @@ class PlanModel:
             self.cp.add(self.leaves(ri) <= 1)
         self._preemption_needs_a_preemptor()
         self._capacity(free)
+        self.check()
         self._host_ports()
         self._gangs()
         build_domain_constraints(self)  # workload groups in one topology domain
+        self.check()
         build_quorum_constraints(self)  # composite gangs: minGroupCount child groups or none
         workload_groups.build(self)  # disruptionMode all: whole groups or nothing
+        self.check()
         # Inter-pod rules among the batch pods: the running pods they look at never leave
         # (see planner), so the engine's encoding of them holds unchanged.
         build_topology_constraints(self)
+        self.check()
         evicted = {ri: self.leaves(ri) for ri in range(len(self.movers))}
         for b, allowed in enumerate(pdb_allowed):
             members = [evicted[ri] for ri, m in enumerate(self.movers) if b in m.pdbs]
@@ -205,14 +217,10 @@ class PlanModel:
 
     def _pending_variables(self, base_free: npt.NDArray[np.int64]) -> None:
         for gi, group in enumerate(self.batch.groups):
-            nz = np.flatnonzero(group.vec)
+            self.check()
             rows = []
             row: list[tuple[int, cp_model.IntVar]] = []
-            for n in group.candidates.tolist():
-                cap = int(np.min(base_free[n, nz] // group.vec[nz])) if len(nz) else group.size
-                ub = min(group.size, cap, 1 if group.has_ports else group.size)
-                if ub <= 0:
-                    continue
+            for n, ub in upper_bounds(base_free, group):
                 var = self.cp.new_int_var(0, ub, f"y{gi}_{n}")
                 self.y[gi, n] = var
                 self.upper[var.index] = ub
@@ -223,13 +231,16 @@ class PlanModel:
                 self.cp.add(cp_model.LinearExpr.sum(rows) <= group.size)
 
     def _preemption_needs_a_preemptor(self) -> None:
-        for ri, var in self.p.items():
+        on_node: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
+        for (gi, n), v in self.y.items():
+            on_node.setdefault(n, []).append((gi, v))
+        for k, (ri, var) in enumerate(self.p.items()):
+            if k % CHECK_EVERY == 0:
+                self.check()
             m = self.movers[ri]
             if m.pod.disruption_unit is not None:
                 continue  # preempted with its whole group (plan.groups)
-            preemptors = [
-                v for (gi, n), v in self.y.items() if n == m.home and self.may_preempt(self.batch.groups[gi], m)
-            ]
+            preemptors = [v for gi, v in on_node.get(m.home, []) if self.may_preempt(self.batch.groups[gi], m)]
             if preemptors:
                 self.cp.add(var <= cp_model.LinearExpr.sum(preemptors))
             else:
@@ -240,7 +251,7 @@ class PlanModel:
         for gang, groups in gang_groups(self.batch.groups).items():
             whole = self.cp.new_bool_var(f"gang_{gang}")
             for gi in groups:
-                placed = [v for (g, _), v in self.y.items() if g == gi]
+                placed = [v for _, v in self.by_group[gi]]
                 self.cp.add(cp_model.LinearExpr.sum(placed) == self.batch.groups[gi].size * whole)
 
     def _host_ports(self) -> None:
@@ -269,7 +280,9 @@ class PlanModel:
         for ri in sorted(decided):
             m = self.movers[ri]
             per_node.setdefault(m.home, []).append((-m.vec, self.leaves(ri)))
-        for n, terms in per_node.items():
+        for k, (n, terms) in enumerate(per_node.items()):
+            if k % CHECK_EVERY == 0:
+                self.check()
             for j in range(free.shape[1]):
                 coeffs = [int(vec[j]) for vec, _ in terms]
                 if not any(c > 0 for c in coeffs):

@@ -30,6 +30,7 @@ from placer.engine import (
     Batch,
     BatchResult,
     Budget,
+    BuildStoppedError,
     LevelSolver,
     Prefilter,
     Scorer,
@@ -207,6 +208,9 @@ def plan_batch(
     unplaced = [pod for pod, code, _ in first.unplaced if code != "Unsupported" and pod.key not in still_calm]
     if not unplaced or max_evictions == 0 or first.batch is None:
         return None, True
+    budget = budget or Budget.of(config, started=started)
+    if budget.over():  # the deadline passed before the plan could start: it is not built
+        return None, False
     first_batch = first.batch  # the solve's groups, masks and inter-pod rules, reused
     tiers = config.priority.restart_tiers
     # Running pods that inter-pod rules or spreading of this batch look at stay where they are:
@@ -268,12 +272,17 @@ def plan_batch(
                 tiers=tiers,
             )
         )
-    model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer, calm=still_calm)
-    model.build(
-        pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs],
-        max_evictions=max_evictions,
-        max_per_node=max_per_node,
-    )
+    model = PlanModel(batch=batch, movers=movers, current=state, scorer=scorer, calm=still_calm, check=budget.check)
+    building = budget.clock()
+    try:  # stopped at the deadline: a plan over thousands of pods and nodes takes seconds to build
+        model.build(
+            pdb_allowed=[b.disruptions_allowed for b in cluster.pdbs],
+            max_evictions=max_evictions,
+            max_per_node=max_per_node,
+        )
+    except BuildStoppedError:
+        return None, False
+    build = budget.clock() - building
 
     hint: dict[tuple[int, int], int] = {}
     for gi, group in enumerate(batch.groups):
@@ -284,7 +293,7 @@ def plan_batch(
     for (gi, n), var in model.y.items():
         if model.calm_group(batch.groups[gi]):
             model.cp.add(var == hint.get((gi, n), 0))
-    return _solve(model, batch, config, hint, started, len(hood), budget or Budget.of(config))
+    return _solve(model, batch, config, hint, started, len(hood), budget, build)
 
 
 def _move_targets(
@@ -659,22 +668,32 @@ def _solve(
     started: float,
     hood_size: int,
     budget: Budget,
+    build: float = 0.0,
 ) -> tuple[Plan | None, bool]:
     """The objective levels through the engine's solver loop; no plan unless level (1) improves,
-    and then settled only if that level was solved to optimality (no better plan exists)."""
+    and then settled only if that level was solved to optimality (no better plan exists).
+    ``build``: the wall seconds the model took to build, about what loading it into the solver
+    takes: the placed level is not solved with less than that left, nor later levels (``LevelSolver``
+    margins)."""
     values: dict[int, int] = {var.index: hint.get(key, 0) for key, var in model.y.items()}
     for var in [*model.z.values(), *model.p.values()]:
         values[var.index] = 0
     first = dict(values)  # the first solve's answer: no eviction
     _greedy_plan(model, batch, values)
     variables = [*model.y.values(), *model.z.values(), *model.p.values()]
-    levels = LevelSolver(model.cp, variables, values, config, budget=budget)
+    levels = LevelSolver(model.cp, variables, values, config, budget=budget, build=build)
     for level in LEVELS:
-        if level.name != PLACED_LEVEL and levels.exhausted():
+        placed = level.name == PLACED_LEVEL
+        if not placed and levels.exhausted():
             break  # the answer so far holds every level solved; the rest builds the steps
         terms = level.build(model)
-        for term in terms:
-            levels.run(term)
+        # With no time left to load the model (the build took it), the placed level is not
+        # solved: the greedy plan stays the answer, as when its solve finds nothing in time.
+        if placed and not budget.fits(build):
+            levels.proven = False
+        else:
+            for term in terms:
+                levels.run(term)
         if level.name == PLACED_LEVEL and not _improves(terms, levels.values, first):
             return None, levels.proven
     return _extract(model, batch, levels.values, levels.proven, started, hood_size), True

@@ -14,6 +14,8 @@ from placer.engine.model import Model
 
 __all__ = ["build"]
 
+CHECK_EVERY = 64  # nodes between two checks of the deadline (``Model.check``)
+
 
 def build(model: Model) -> None:
     snap = model.batch.snapshot
@@ -25,7 +27,9 @@ def build(model: Model) -> None:
             continue
         numbers += [int(free[n, j]) for n in model.touched.tolist() if free[n, j] > 0]
         unit = math.gcd(*numbers)
-        for n, entries in model.by_node.items():
+        for k, (n, entries) in enumerate(model.by_node.items()):
+            if k % CHECK_EVERY == 0:
+                model.check()
             terms = [(int(groups[gi].vec[j]) // unit, var) for gi, var in entries if groups[gi].vec[j] > 0]
             if not terms:
                 continue

@@ -15,12 +15,13 @@ whole domains stay free for the groups to come.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from ortools.sat.python import cp_model
 
 from placer.engine.batch import Batch
-from placer.engine.domains import DomainVars, fresh_domains
+from placer.engine.domains import DomainVars
 
 __all__ = ["build"]
 
@@ -30,6 +31,10 @@ class DomainModel(Protocol):
     cp: cp_model.CpModel
     by_group: list[list[tuple[int, cp_model.IntVar]]]
     domains: DomainVars | None
+
+    @property
+    def check(self) -> Callable[[], None]:  # between the steps of the build (``Model.check``)
+        ...
 
     def ub(self, var: cp_model.IntVar) -> int: ...
 
@@ -41,6 +46,7 @@ def build(model: DomainModel) -> None:
     out = DomainVars()
     taken: dict[tuple[str, int], list[cp_model.IntVar]] = {}
     for li, level in enumerate(batch.levels):
+        model.check()
         rows = [(n, var) for gi in level.groups for n, var in model.by_group[gi]]
         picks: dict[int, tuple[cp_model.IntVar, list[cp_model.IntVar]]] = {}
         for n, var in rows:
@@ -59,7 +65,7 @@ def build(model: DomainModel) -> None:
         for d, (pick, implied) in picks.items():
             out.picks.append((pick, implied))
             taken.setdefault((level.key, d), []).append(pick)
-    fresh = {key: fresh_domains(batch.snapshot, key) for key in {level.key for level in batch.levels}}
+    fresh = {key: batch.fresh(key) for key in {level.key for level in batch.levels}}
     for (key, d), picks_of in sorted(taken.items()):
         if fresh[key][d]:
             opened = model.cp.new_bool_var(f"opened_{key}_{d}")
