@@ -202,8 +202,18 @@ def _ejection_case(seed: int) -> tuple[Cluster, Any, Any, list[int], Any]:
     return c, state, batch, nodes, start
 
 
+@pytest.fixture(params=["python", "compiled"])
+def steps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The ejection search's steps: in Python (the kernel not compiled yet) or compiled."""
+    if request.param == "python":
+        monkeypatch.setattr(packing.kernel, "ready", lambda: None)
+    else:
+        assert packing.kernel.wait(600.0)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("seed", range(4))
-def test_the_ejection_search_places_every_pod_that_first_fit_leaves_out(seed: int) -> None:
+def test_the_ejection_search_places_every_pod_that_first_fit_leaves_out(seed: int, steps: str) -> None:
     c, state, batch, nodes, start = _ejection_case(seed)
     assert packgen.placed(start) < sum(g.size for g in batch.groups)  # first fit decreasing leaves pods out
     found = packing.ejection.search(batch, nodes, start, seconds=600.0, seed=seed)
@@ -211,7 +221,7 @@ def test_the_ejection_search_places_every_pod_that_first_fit_leaves_out(seed: in
     assert validate_placements(c, packgen.node_names(state, batch, found)) == []
 
 
-def test_a_stopped_race_stops_the_ejection_search() -> None:
+def test_a_stopped_race_stops_the_ejection_search(steps: str) -> None:
     """The race was stopped (the CP-SAT search won): the search does not start; left a moment,
     its best answer never places fewer pods than its start."""
     c, state, batch, nodes, start = _ejection_case(1)

@@ -4,8 +4,8 @@
 runs them; ``starts`` holds the heuristics and the check every other answer goes through
 (``adopt``); ``placeall`` the CP-SAT formulation; ``completion`` with ``exactcover``,
 ``fillsampler`` and ``largefills`` the bin-completion search; ``ejection`` the local search that
-repairs the best start; ``repack`` the CP-SAT neighbourhoods that continue from its answer;
-``tuning`` every constant; ``clock`` the deadline a race can stop.
+repairs the best start (its steps compiled in ``kernel``); ``repack`` the CP-SAT neighbourhoods
+that continue from its answer; ``tuning`` every constant; ``clock`` the deadline a race can stop.
 """
 
 from placer.engine.packing import (
@@ -15,6 +15,7 @@ from placer.engine.packing import (
     ejection,
     exactcover,
     fillsampler,
+    kernel,
     largefills,
     placeall,
     repack,
@@ -37,6 +38,7 @@ __all__ = [
     "ejection",
     "exactcover",
     "fillsampler",
+    "kernel",
     "largefills",
     "placeall",
     "prepare",

@@ -36,7 +36,7 @@ from placer.engine.constraints.symmetry import Symmetry
 from placer.engine.greedy import Assignment, counts_of
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
 from placer.engine.model import Model
-from placer.engine.packing import clock, completion, ejection, placeall, repack, starts, tuning
+from placer.engine.packing import clock, completion, ejection, kernel, placeall, repack, starts, tuning
 from placer.models import POD_COUNT
 
 __all__ = [
@@ -218,6 +218,8 @@ def _race(
     from ``start`` (``tuning.REPACK_CYCLE``) until ``seconds`` pass or the CP-SAT search ends. A packing of every
     pod (or None), and the last answer when it places more per key than ``start`` (or None)."""
     began = time.monotonic()
+    if enabled(EJECTION):
+        kernel.prime()  # compiled (or loaded) once per process; the Python steps run until it is ready
     if enabled(COMPLETION) and _exact(batch, nodes):
         share = min(tuning.COMPLETION_RACE_SHARE * seconds / tuning.PLACE_ALL_SHARE, seconds)
         found, _ = completion.complete(batch, nodes, seconds=share)
