@@ -202,8 +202,7 @@ def test_the_vectorised_upper_bounds_are_the_room_per_candidate() -> None:
     group's size, one per node with a host port); nodes without room get no variable."""
     c = cluster(
         [node("small", cpu="1"), node("mid", cpu="3"), node("big", cpu="16", memory="64Gi")],
-        [pod(f"p{i}", cpu="1", memory="1Gi") for i in range(5)]
-        + [pod("ported", cpu="1", hostPorts=[{"port": 80}])],
+        [pod(f"p{i}", cpu="1", memory="1Gi") for i in range(5)] + [pod("ported", cpu="1", hostPorts=[{"port": 80}])],
     )
     pending = [p for p in c.pods if p.pending]
     snap = build_snapshot(c.nodes, [], pending, c.namespaces)

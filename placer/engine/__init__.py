@@ -48,6 +48,7 @@ from placer.engine.objectives.registry import (
 )
 from placer.engine.objectives.strategy import Aux, StrategyObjective, Term
 from placer.engine.packing import Alternative, adopt
+from placer.engine.packing.kernel import prime as prime_packing
 from placer.engine.prefilter import PodMasks, Prefilter, fits, ports_clash, ports_conflict
 from placer.engine.scoring import FloatArray, IntArray, Scorer
 from placer.engine.selectors import selector_matches
@@ -139,6 +140,7 @@ __all__ = [
     "pod_vector",
     "ports_clash",
     "ports_conflict",
+    "prime_packing",
     "rebased",
     "refused",
     "running_anti_terms",

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from kubernetes import client
 
 from placer.controller.batcher import Batcher
+from placer.engine import prime_packing
 from placer.inputs.annotations import MOVED_AT
 from placer.kube.actions import Actions
 from placer.kube.assume import AssumeCache
@@ -180,6 +181,7 @@ class Runner:
         return min(TICK, max(MIN_SLEEP, due_in))
 
     def run(self) -> int:
+        prime_packing()  # the packing search's compiled steps: compiled (or loaded) while the informers sync
         self.informers.update(optional_informers(self.http, self.policy, watch_timeout=self.cfg.watch_timeout))
         for inf in self.informers.values():
             inf.start()
