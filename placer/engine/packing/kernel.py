@@ -47,6 +47,19 @@ def _fits(load: Any, vecs: Any, room: Any, b: int, i: int) -> bool:
     return True
 
 
+def _covers(vecs: Any, need: Any, x: int, y: int, z: int) -> bool:
+    """Whether pods ``x``, ``y`` and ``z`` (-1: none) together ask for at least ``need``."""
+    for j in range(need.shape[0]):
+        total = vecs[x, j]
+        if y >= 0:
+            total += vecs[y, j]
+        if z >= 0:
+            total += vecs[z, j]
+        if total < need[j]:
+            return False
+    return True
+
+
 def _add(bin_of: Any, load: Any, members: Any, count: Any, slot: Any, vecs: Any, i: int, b: int) -> None:
     bin_of[i] = b
     for j in range(vecs.shape[1]):
@@ -107,12 +120,7 @@ def _pair_in(
                     x = members[b, k3]
                     if keep[x] >= step or worth - weight[x] <= gain:
                         continue
-                    enough = True
-                    for j in range(d):
-                        if vecs[x, j] < need[j]:
-                            enough = False
-                            break
-                    if enough:
+                    if _covers(vecs, need, x, -1, -1):
                         gain = worth - weight[x]
                         target, a1, a2, px, py = b, s1, s2, x, -1
                         continue
@@ -120,12 +128,7 @@ def _pair_in(
                         y = members[b, k4]
                         if keep[y] >= step or worth - weight[x] - weight[y] <= gain:
                             continue
-                        enough = True
-                        for j in range(d):
-                            if vecs[x, j] + vecs[y, j] < need[j]:
-                                enough = False
-                                break
-                        if enough:
+                        if _covers(vecs, need, x, y, -1):
                             gain = worth - weight[x] - weight[y]
                             target, a1, a2, px, py = b, s1, s2, x, y
     if target < 0:
@@ -221,12 +224,7 @@ def _steps(
                 x = members[b1, kx]
                 if keep[x] >= step:
                     continue
-                enough = True
-                for j in range(d):
-                    if vecs[x, j] < need[j]:
-                        enough = False
-                        break
-                if not enough:
+                if not _covers(vecs, need, x, -1, -1):
                     continue
                 second = np.random.randint(bins)
                 for cc in range(bins):
@@ -291,12 +289,7 @@ def _steps(
                 x = members[b, k1]
                 if keep[x] >= step:
                     continue
-                enough = True
-                for j in range(d):
-                    if vecs[x, j] < need[j]:
-                        enough = False
-                        break
-                if enough:
+                if _covers(vecs, need, x, -1, -1):
                     cost = weight[x] + np.random.random() * 1e-9
                     if cost < cheapest:
                         cheapest = cost
@@ -308,12 +301,7 @@ def _steps(
                     y = members[b, k2]
                     if keep[y] >= step:
                         continue
-                    enough = True
-                    for j in range(d):
-                        if vecs[x, j] + vecs[y, j] < need[j]:
-                            enough = False
-                            break
-                    if enough:
+                    if _covers(vecs, need, x, y, -1):
                         cost = weight[x] + weight[y] + np.random.random() * 1e-9
                         if cost < cheapest:
                             cheapest = cost
@@ -326,12 +314,7 @@ def _steps(
                         z = members[b, k3]
                         if keep[z] >= step:
                             continue
-                        enough = True
-                        for j in range(d):
-                            if vecs[x, j] + vecs[y, j] + vecs[z, j] < need[j]:
-                                enough = False
-                                break
-                        if enough:
+                        if _covers(vecs, need, x, y, z):
                             cost = weight[x] + weight[y] + weight[z] + np.random.random() * 1e-9
                             if cost < cheapest:
                                 cheapest = cost
@@ -371,7 +354,7 @@ def _compile() -> None:
 
         # The loop calls its helpers by their global names: compiled first, they are inlined into it.
         module = globals()
-        for name in ("_fits", "_add", "_drop", "_pair_in"):
+        for name in ("_fits", "_covers", "_add", "_drop", "_pair_in"):
             module[name] = jit(module[name])
         steps = jit(_steps)
         _warm(steps)
