@@ -218,7 +218,7 @@ def _race(
     from ``start`` (``tuning.REPACK_CYCLE``) until ``seconds`` pass or the CP-SAT search ends. A packing of every
     pod (or None), and the last answer when it places more per key than ``start`` (or None)."""
     began = time.monotonic()
-    if enabled(EJECTION):
+    if enabled(EJECTION) and seconds >= tuning.EJECT_PRIME_SECONDS:
         kernel.prime()  # compiled (or loaded) once per process; the Python steps run until it is ready
     if enabled(COMPLETION) and _exact(batch, nodes):
         share = min(tuning.COMPLETION_RACE_SHARE * seconds / tuning.PLACE_ALL_SHARE, seconds)

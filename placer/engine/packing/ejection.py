@@ -224,7 +224,7 @@ def _compiled(run: kernel.Kernel, pods: Pods, bins: int, deadline: float, seed: 
             room,
             base,
             weight,
-            tuning.EJECT_WEIGHT_GAIN,
+            float(tuning.EJECT_WEIGHT_GAIN),
             bin_of,
             load,
             members,
@@ -237,8 +237,9 @@ def _compiled(run: kernel.Kernel, pods: Pods, bins: int, deadline: float, seed: 
             steps,
             seed * 7919 + rounds,
         )
-        took = clock.real() - began
-        steps = max(1, int(steps * min(4.0, tuning.EJECT_SLICE / max(took, 1e-6))))
+        per_step = max(clock.real() - began, 1e-6) / steps
+        slice_ = min(tuning.EJECT_SLICE, max(deadline - clock.real(), 0.0))
+        steps = max(1, min(4 * steps, int(slice_ / per_step)))
     return best
 
 

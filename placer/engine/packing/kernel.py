@@ -8,11 +8,15 @@ The search works on a partial packing of pods (rows of ``vecs``) into identical 
 2. else one pod left out is taken (the heaviest by its current weight, or one at random) and put on
    a bin after a *chain*: a pod of that bin moves to another bin where it fits, or is exchanged
    with a pod of another bin, so that both bins stay within their room and nothing is left out;
-3. else, when two pods or more are left out, two of them may go on one bin for the one or two
-   pods of it that weigh less than they do (the best such exchange), those left out instead;
+3. else, when two pods or more are left out, two of them (of ``POOL`` drawn) may go on one bin
+   for the one or two pods of it that weigh less than they do (the best such exchange), those
+   left out instead;
 4. else it is put on the bin where the one, two or three pods that make room for it weigh least,
-   and those are left out instead. A pod ejected from a bin may not go back to it for a few steps (a
-   tabu tenure drawn at random), and a pod just put on a bin is not moved at once.
+   and those are left out instead.
+
+A pod ejected from a bin may not go back to it for a few steps (a tabu tenure drawn at random),
+and a pod just put on a bin is not moved at once. A call runs a given number of steps and looks at
+no clock: ``ejection`` sizes its calls from the time of the previous ones, starting with a few.
 
 Weights adapt: each step, every pod left out gains ``inc`` times its base weight (its requests
 scaled by the room and by how tight each resource is). Pods that keep being left out so become
@@ -27,6 +31,7 @@ package's own folder is read-only). Compiling takes seconds, so ``prime`` starts
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -35,9 +40,12 @@ import numpy as np
 
 __all__ = ["Kernel", "prime", "ready", "wait"]
 
+log = logging.getLogger(__name__)
+
 TENURE = 5  # the tabu tenure of an ejected pod is TENURE + [0, SPREAD) steps
 SPREAD = 10
 KEEP = 2  # steps a pod just placed is not moved again
+POOL = 12  # pods left out of which two are exchanged for lighter ones of a node (drawn at random)
 
 
 def _fits(load: Any, vecs: Any, room: Any, b: int, i: int) -> bool:
@@ -105,9 +113,15 @@ def _pair_in(
     a2 = -1
     px = -1
     py = -1
-    for k1 in range(left):
+    # At most POOL of them, drawn at random (a partial shuffle of ``out``): the pairs' cost grows
+    # with the square of the pods left out, and a step must stay short.
+    pool = min(left, POOL)
+    for k in range(pool):
+        r = k + np.random.randint(left - k)
+        out[k], out[r] = out[r], out[k]
+    for k1 in range(pool):
         s1 = out[k1]
-        for k2 in range(k1 + 1, left):
+        for k2 in range(k1 + 1, pool):
             s2 = out[k2]
             worth = weight[s1] + weight[s2]
             for b in range(load.shape[0]):
@@ -133,9 +147,10 @@ def _pair_in(
                             target, a1, a2, px, py = b, s1, s2, x, y
     if target < 0:
         return False
-    _drop(bin_of, load, members, count, slot, vecs, px)
-    if py >= 0:
-        _drop(bin_of, load, members, count, slot, vecs, py)
+    for gone in (px, py):
+        if gone >= 0:
+            _drop(bin_of, load, members, count, slot, vecs, gone)
+            tabu[gone, target] = step + TENURE + np.random.randint(SPREAD)
     _add(bin_of, load, members, count, slot, vecs, a1, target)
     _add(bin_of, load, members, count, slot, vecs, a2, target)
     keep[a1] = step + KEEP
@@ -296,6 +311,7 @@ def _steps(
                         target = b
                         px = x
                         py = -1
+                        pz = -1
                     continue
                 for k2 in range(k1 + 1, c):
                     y = members[b, k2]
@@ -330,6 +346,13 @@ def _steps(
                 tabu[gone, target] = step + TENURE + np.random.randint(SPREAD)
         _add(bin_of, load, members, count, slot, vecs, pod, target)
         keep[pod] = step + KEEP
+    left = 0  # the state after the last step counts too (the next call may never come)
+    for i in range(n):
+        if bin_of[i] < 0:
+            left += 1
+    if left < fewest:
+        fewest = left
+        best[:] = bin_of
     stats[0] = step
     stats[1] = fewest
     return int(fewest)
@@ -344,23 +367,29 @@ _done = threading.Event()
 
 def _compile() -> None:
     try:
-        import numba  # noqa: PLC0415 - numba takes a while to import: only placer processes that pack need it
-
-        def jit(f: Callable[..., Any]) -> Any:
-            try:
-                return numba.njit(cache=True, nogil=True)(f)
-            except RuntimeError:  # no writable cache folder: compile for this process only
-                return numba.njit(nogil=True)(f)
-
-        # The loop calls its helpers by their global names: compiled first, they are inlined into it.
-        module = globals()
-        for name in ("_fits", "_covers", "_add", "_drop", "_pair_in"):
-            module[name] = jit(module[name])
-        steps = jit(_steps)
-        _warm(steps)
-        _compiled.append(steps)
+        _build()
+    except Exception as exc:  # any failure (numba missing or refusing the loop): the Python steps, said once
+        log.warning("the packing search's compiled steps are not available (%s); its Python steps run", exc)
     finally:
         _done.set()
+
+
+def _build() -> None:
+    import numba  # noqa: PLC0415 - numba takes a while to import: only placer processes that pack need it
+
+    def jit(f: Callable[..., Any]) -> Any:
+        try:
+            return numba.njit(cache=True, nogil=True)(f)
+        except RuntimeError:  # no writable cache folder: compile for this process only
+            return numba.njit(nogil=True)(f)
+
+    # The loop calls its helpers by their global names: compiled first, they are inlined into it.
+    module = globals()
+    for name in ("_fits", "_covers", "_add", "_drop", "_pair_in"):
+        module[name] = jit(module[name])
+    steps = jit(_steps)
+    _warm(steps)
+    _compiled.append(steps)
 
 
 def _warm(steps: Kernel) -> None:

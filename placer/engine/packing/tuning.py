@@ -75,10 +75,14 @@ EJECT_RESTART = 500
 EJECT_CHECK_EVERY = 16  # steps between two looks at the clock (a step takes well under a millisecond)
 # The compiled search (``kernel``): each step, every pod left out gains this share of its base
 # weight (what it costs to eject it again), and it looks at the clock every EJECT_SLICE seconds
-# (its first slice EJECT_FIRST_STEPS steps: a step takes 2-100 microseconds on 40-250 pods).
+# (its first slice EJECT_FIRST_STEPS steps: a step takes 2-100 microseconds on 40-250 pods, a few
+# milliseconds with hundreds left out). A race shorter than EJECT_PRIME_SECONDS does not start
+# compiling it (loading it from the cache takes about 0.3 s of the interpreter's lock: a short race
+# would lose more than it gains); the controller compiles it at start-up.
 EJECT_WEIGHT_GAIN = 0.01
 EJECT_SLICE = 0.02
-EJECT_FIRST_STEPS = 200
+EJECT_FIRST_STEPS = 4
+EJECT_PRIME_SECONDS = 2.0
 
 # Repacking (``repack``): neighbourhoods of REPACK_NODES nodes to start with (within
 # [REPACK_NODES_MIN, REPACK_NODES_MAX] as they adapt), with at most REPACK_OUT left-out pods each,
