@@ -89,6 +89,7 @@ NO_WORSE_SHARE = 0.35
 # `placer solve` ends within it.
 ANSWER_SECONDS_PER_POD = 1.0e-5
 ANSWER_SECONDS_PER_NODE = 4.0e-6
+ANSWER_SHARE = 0.5  # of the time limit, at most kept for writing the answer (a huge cluster's batch still decides)
 
 
 @dataclass(frozen=True)
@@ -417,7 +418,10 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
             if beside is not None:  # within the batch's deadline, as kube-scheduler's answer in ``decide``
                 target = beside.advance(fresh, deadline=time_budget.deadline(NO_WORSE_SHARE * time_budget.limit))
                 beside = beside if target is not None else None  # it could not keep up: dropped
-            answer_seconds = ANSWER_SECONDS_PER_POD * len(batch) + ANSWER_SECONDS_PER_NODE * len(state.nodes)
+            answer_seconds = min(
+                ANSWER_SECONDS_PER_POD * len(batch) + ANSWER_SECONDS_PER_NODE * len(state.nodes),
+                ANSWER_SHARE * time_budget.limit,
+            )
             # Pods this run already placed (and the stand-ins of moved pods' replacements) are not
             # evicted by a later batch's plan: in the controller they are still being bound.
             decision = decide(

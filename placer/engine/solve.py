@@ -189,6 +189,10 @@ def solve_batch(
             floor = groupfloor.floors(batch, counts_of(reference))
             swapped = groupswaps.improve(batch, scorer, reference, spent=_swaps_clock(budget))
             hint = groupfloor.best_start(batch, floor, [hint, *starts, swapped])
+    elif tight and adopted and (known := adopted[0]) is not None:
+        # No time for the other passes, but the guard already has the alternative: it stays the
+        # floor per key of the answer.
+        hint = packing.better_start(batch, hint, known)
     needed = float("inf")  # wall seconds the guard may need at most (``dominance.need``)
     if guard and not held and (start := other()) is not None:
         share = dominance.SHARE * max(whole.left(), 0.0)

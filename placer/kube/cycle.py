@@ -90,8 +90,9 @@ class SchedulingCycle:
         # climbing from the floor again (two ladders of 17 solves for a big gang under load).
         self._more_time: dict[str, float] = {}
         self._left_as: dict[str, str] = {}  # pending pod -> the unplaced code its last solve gave
-        # How long the validator's check of the recent answers took: the next solve keeps the
-        # longest out of its time limit (``SolveJob.check_seconds``).
+        # How long the validator's check of the recent answers took per pod of their batch: the
+        # next solve keeps the longest times its own batch out of its time limit (capped:
+        # ``SolveJob.check_seconds``), so a large batch's check does not shrink small ones.
         self._checks: deque[float] = deque(maxlen=CHECKS_KEPT)
         self.gated: list[str] = []  # pending members of gangs short of their size: not batched yet
 
@@ -212,7 +213,7 @@ class SchedulingCycle:
             frozen=self.view.out_of_scope(cluster),
             held=self.view.recently_moved(cluster),
             waiting=waiting,
-            check_seconds=max(self._checks, default=0.0),
+            check_seconds=max(self._checks, default=0.0) * len(batch),
         )
 
     def submit(self, cluster: Cluster) -> None:
@@ -256,7 +257,7 @@ class SchedulingCycle:
         metrics, batcher = self.ctx.metrics, self.ctx.batcher
         batch, state, decision = job.batch, job.state, answer.decision
         metrics.solve_seconds.observe(answer.seconds)
-        self._checks.append(answer.checked)
+        self._checks.append(answer.checked / max(len(batch), 1))
         metrics.solve_budget.observe(job.budget)
         metrics.solve_gap.set(decision.gap)
         metrics.batch_size.observe(len(batch))
