@@ -22,6 +22,8 @@ from placer.engine import build_batch, build_snapshot, packing
 from placer.models import Cluster, Config
 from placer.validate import validate_placements
 
+pytestmark = pytest.mark.kernel
+
 CONFIG = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 0.01}})
 
 

@@ -202,7 +202,7 @@ def _ejection_case(seed: int) -> tuple[Cluster, Any, Any, list[int], Any]:
     return c, state, batch, nodes, start
 
 
-@pytest.fixture(params=["python", "compiled"])
+@pytest.fixture(params=["python", pytest.param("compiled", marks=pytest.mark.kernel)])
 def steps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The ejection search's steps: in Python (the kernel not compiled yet) or compiled."""
     if request.param == "python":
