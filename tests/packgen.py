@@ -17,7 +17,8 @@ import numpy as np
 import numpy.typing as npt
 from support import cluster
 
-from placer.models import Cluster
+from placer.engine import build_batch, build_snapshot, packing
+from placer.models import Cluster, Config
 
 ROOM = 1000
 RESOURCES = ("cpu", "memory", "ephemeral-storage", "placer.io/bandwidth", "example.com/r5")
@@ -98,3 +99,16 @@ def node_names(state: Any, batch: Any, assignment: Sequence[npt.NDArray[np.int64
         for pod, n in zip(group.pods, picked.tolist(), strict=True)
         if n >= 0
     }
+
+
+def first_fit_case(c: Cluster, config: Config) -> tuple[Any, Any, list[int], Any]:
+    """A plain packing's snapshot, batch, identical nodes and first-fit decreasing's answer (the
+    start the local searches repair)."""
+    pending = [p for p in c.pods if p.pending]
+    state = build_snapshot(c.nodes, [], pending, c.namespaces)
+    batch = build_batch(state, pending, config)
+    nodes = packing.completion.applies(batch)
+    assert nodes is not None
+    start = packing.adopt(batch, packing.starts.first_fit_decreasing(batch))
+    assert start is not None
+    return state, batch, nodes, start

@@ -18,7 +18,7 @@ import packgen
 import pytest
 from support import cluster
 
-from placer.engine import build_batch, build_snapshot, packing
+from placer.engine import packing
 from placer.models import Cluster, Config
 from placer.validate import validate_placements
 
@@ -33,14 +33,7 @@ def compiled() -> None:
 
 
 def _case(c: Cluster) -> tuple[Any, Any, list[int], Any]:
-    pending = [p for p in c.pods if p.pending]
-    state = build_snapshot(c.nodes, [], pending, c.namespaces)
-    batch = build_batch(state, pending, CONFIG)
-    nodes = packing.completion.applies(batch)
-    assert nodes is not None
-    start = packing.adopt(batch, packing.starts.first_fit_decreasing(batch))
-    assert start is not None
-    return state, batch, nodes, start
+    return packgen.first_fit_case(c, CONFIG)
 
 
 @pytest.mark.parametrize(

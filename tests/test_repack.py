@@ -17,7 +17,7 @@ import numpy as np
 import packgen
 import pytest
 
-from placer.engine import build_batch, build_snapshot, packing, solve_batch
+from placer.engine import build_snapshot, packing, solve_batch
 from placer.models import Cluster, Config
 from placer.validate import validate_placements
 
@@ -30,14 +30,7 @@ def _slack(seed: int, pods: int, d: int) -> Cluster:
 
 
 def _case(c: Cluster) -> tuple[Any, Any, list[int], Any]:
-    pending = [p for p in c.pods if p.pending]
-    state = build_snapshot(c.nodes, [], pending, c.namespaces)
-    batch = build_batch(state, pending, CONFIG)
-    nodes = packing.completion.applies(batch)
-    assert nodes is not None
-    start = packing.adopt(batch, packing.starts.first_fit_decreasing(batch))
-    assert start is not None
-    return state, batch, nodes, start
+    return packgen.first_fit_case(c, CONFIG)
 
 
 def _left_out_seeds(count: int, pods: int) -> list[int]:
