@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support import cluster, node, pod
+from support import cluster, node, pod, validated
 
 from placer import service
 from placer.baseline import SimResult
@@ -118,6 +118,44 @@ def test_a_batched_run_counts_each_batchs_time_from_the_batchs_start(monkeypatch
     assert first is not None and second is not None
     assert first.limit == second.limit == LIMIT
     assert first.started < second.started  # each batch has the limit, counted from its own start
+
+
+@pytest.mark.parametrize(("per_node", "capped"), [(service.ANSWER_SECONDS_PER_NODE, False), (1.0, True)])
+def test_writing_the_answer_keeps_at_most_its_share_of_the_limit(
+    monkeypatch: pytest.MonkeyPatch, per_node: float, capped: bool
+) -> None:
+    """``solve_cluster`` ends each decision early by what writing its answer takes for the batch
+    and the cluster's nodes: for eight pods on two nodes, a few microseconds of a 0.1 s limit; at
+    one second a node (as 25,000 nodes at the real rate), more than the limit, and the decision
+    still gets 1 - ``ANSWER_SHARE`` of it to decide instead of nothing. The clock is frozen: what
+    the decision is given is its budget's limit, exactly."""
+    limit = 0.1
+    config = Config.model_validate({"solver": {"workers": 1, "seed": 0, "timeLimit": limit}})
+    clock = Clock()
+
+    class Frozen:
+        @staticmethod
+        def of(config: Config, *, started: float | None = None) -> Budget:
+            return Budget.of(config, clock=clock)  # counted from now on the frozen clock
+
+    given: list[Budget | None] = []
+    real = service.decide
+
+    def decided(*args: Any, budget: Budget | None = None, **kwargs: Any) -> Any:
+        given.append(budget)
+        return real(*args, budget=budget, **kwargs)
+
+    monkeypatch.setattr(service, "Budget", Frozen)
+    monkeypatch.setattr(service, "decide", decided)
+    monkeypatch.setattr(service, "ANSWER_SECONDS_PER_NODE", per_node)
+    c = _tight()
+    outcome = validated(c, service.solve_cluster(c, service.SolveOptions(config=config)), config, "placer")
+    assert len(outcome.result.placements) == 8
+    (budget,) = given
+    writing = 8 * service.ANSWER_SECONDS_PER_POD + 2 * per_node  # eight pods, two nodes
+    deciding = (1.0 - service.ANSWER_SHARE) * limit if capped else limit - writing
+    assert budget is not None and budget.limit == pytest.approx(deciding)
+    assert budget.limit >= (1.0 - service.ANSWER_SHARE) * limit - 1e-12
 
 
 def test_no_neighbourhood_resolve_runs_past_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
