@@ -10,7 +10,7 @@ from typing import Any
 import packgen
 import pytest
 from support import cluster, node, pod
-from test_deadline import LIMIT, WALL, Clock
+from test_deadline import LIMIT, WALL, Clock, budgets_given
 
 from placer import service
 from placer.engine import Budget, BuildStoppedError, build_batch, build_snapshot, solve, upper_bounds, wholegang
@@ -257,14 +257,7 @@ def test_the_controllers_solve_keeps_the_time_of_its_check_out_of_the_decision(m
     """``SolveJob``: the decision ends early by what checking its answer may take (the runner
     passes the longest recent check), so that decision and check end within the limit; a
     deterministic limit (not wall seconds) is left whole."""
-    given: list[Budget | None] = []
-    real = anytime.decide
-
-    def decided(*args: Any, budget: Budget | None = None, **kwargs: Any) -> Any:
-        given.append(budget)
-        return real(*args, budget=budget, **kwargs)
-
-    monkeypatch.setattr(anytime, "decide", decided)
+    given = budgets_given(monkeypatch, anytime)
     c = _tight()
     batch = [p for p in c.pods if p.pending]
     state = build_snapshot(c.nodes, [], batch, c.namespaces)

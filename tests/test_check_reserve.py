@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from runner_support import FakeActions, feed, make_runner
 from support import cluster, node, pod
-from test_deadline import Clock
+from test_deadline import Clock, FrozenBudgets, budgets_given
 
-from placer.engine import Budget, build_snapshot
+from placer.engine import build_snapshot
 from placer.kube import anytime
 from placer.kube.runner import Runner
 from placer.models import Config
@@ -94,22 +94,8 @@ def test_a_solve_keeps_what_its_check_takes_but_never_more_than_its_share_of_the
     1 - ``CHECK_SHARE`` of the limit, not nothing."""
     limit = 1.0
     config = Config.model_validate({"solver": {"workers": 1, "seed": 0, "timeLimit": limit}})
-    clock = Clock()  # frozen: what the decision is given is its budget's limit, exactly
-
-    class Frozen:
-        @staticmethod
-        def of(config: Config) -> Budget:
-            return Budget.of(config, clock=clock)
-
-    given: list[Budget | None] = []
-    real = anytime.decide
-
-    def decided(*args: Any, budget: Budget | None = None, **kwargs: Any) -> Any:
-        given.append(budget)
-        return real(*args, budget=budget, **kwargs)
-
-    monkeypatch.setattr(anytime, "Budget", Frozen)
-    monkeypatch.setattr(anytime, "decide", decided)
+    monkeypatch.setattr(anytime, "Budget", FrozenBudgets(Clock()))
+    given = budgets_given(monkeypatch, anytime)
     c = _tight()
     batch = [p for p in c.pods if p.pending]
     state = build_snapshot(c.nodes, [], batch, c.namespaces)

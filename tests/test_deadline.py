@@ -33,6 +33,30 @@ class Clock:
         return self.now
 
 
+class FrozenBudgets:
+    """Stands in for ``Budget`` where a module makes its own (``Budget.of``): every budget reads
+    ``clock``, counted from its now (a frozen clock: a budget's limit is what it leaves, exactly)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    def of(self, config: Config, *, started: float | None = None) -> Budget:
+        return Budget.of(config, clock=self.clock)
+
+
+def budgets_given(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[Budget | None]:
+    """The budget each call of ``module.decide`` is given, in order (the calls go on as before)."""
+    given: list[Budget | None] = []
+    real = module.decide
+
+    def decided(*args: Any, budget: Budget | None = None, **kwargs: Any) -> Any:
+        given.append(budget)
+        return real(*args, budget=budget, **kwargs)
+
+    monkeypatch.setattr(module, "decide", decided)
+    return given
+
+
 def test_a_budget_started_before_the_call_leaves_only_what_is_left() -> None:
     clock = Clock()
     fresh = Budget.of(WALL, clock=clock)
@@ -101,14 +125,7 @@ def test_a_batched_run_counts_each_batchs_time_from_the_batchs_start(monkeypatch
     """``solve_cluster`` starts the first batch's budget before its snapshot and every batch's before
     kube-scheduler's run beside it: each decision receives a budget already running, a part of
     the batch's limit that ends early by what writing its answer takes."""
-    given: list[Budget | None] = []
-    real = service.decide
-
-    def decided(*args: Any, budget: Budget | None = None, **kwargs: Any) -> Any:
-        given.append(budget)
-        return real(*args, budget=budget, **kwargs)
-
-    monkeypatch.setattr(service, "decide", decided)
+    given = budgets_given(monkeypatch, service)
     c = _tight()
     service.solve_cluster(c, service.SolveOptions(batch_size=4, config=WALL))
     assert len(given) == 2
@@ -131,22 +148,8 @@ def test_writing_the_answer_keeps_at_most_its_share_of_the_limit(
     the decision is given is its budget's limit, exactly."""
     limit = 0.1
     config = Config.model_validate({"solver": {"workers": 1, "seed": 0, "timeLimit": limit}})
-    clock = Clock()
-
-    class Frozen:
-        @staticmethod
-        def of(config: Config, *, started: float | None = None) -> Budget:
-            return Budget.of(config, clock=clock)  # counted from now on the frozen clock
-
-    given: list[Budget | None] = []
-    real = service.decide
-
-    def decided(*args: Any, budget: Budget | None = None, **kwargs: Any) -> Any:
-        given.append(budget)
-        return real(*args, budget=budget, **kwargs)
-
-    monkeypatch.setattr(service, "Budget", Frozen)
-    monkeypatch.setattr(service, "decide", decided)
+    monkeypatch.setattr(service, "Budget", FrozenBudgets(Clock()))
+    given = budgets_given(monkeypatch, service)
     monkeypatch.setattr(service, "ANSWER_SECONDS_PER_NODE", per_node)
     c = _tight()
     outcome = validated(c, service.solve_cluster(c, service.SolveOptions(config=config)), config, "placer")
