@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import packgen
 import pytest
 from support import cluster, node, pod
-from test_deadline import LIMIT, WALL, Clock
+from test_deadline import LIMIT, WALL, Clock, budgets_given
 
 from placer import service
 from placer.engine import Budget, BuildStoppedError, build_batch, build_snapshot, solve, upper_bounds, wholegang
@@ -71,6 +72,41 @@ def test_a_start_that_takes_the_limit_is_the_answer_and_no_model_is_built(monkey
     res = _solve(c, Budget.of(WALL, clock=clock))
     assert res.status == "fallback"
     assert placed == [8] and len(res.placements) == 8 == res.greedy_placed  # the start, whole
+    _valid(c, res)
+
+
+def test_with_no_time_for_another_pass_the_guards_alternative_is_still_the_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A perfect packing (``packgen``) that the greedy start does not find, whose start takes the
+    whole limit: no other greedy pass, no packing search and no model run, but the guard (on:
+    ``no_worse``) has already computed the alternative (kube-scheduler's answer in the service;
+    here the packing itself), which places more per key: it is the start, so the answer places
+    every pod the alternative does."""
+    inst = packgen.perfect(101, 60, 3, (3, 5))
+    c = inst.cluster()
+    clock = Clock()
+    placed = _start_runs_long(monkeypatch, clock, LIMIT)
+    for name in ("encode", "greedy", "LevelSolver"):
+        monkeypatch.setattr(solve, name, _never(name))
+    monkeypatch.setattr(solve.packing, "prepare", _never("packing.prepare"))
+    pending = [p for p in c.pods if p.pending]
+    snap = build_snapshot(c.nodes, [], pending, c.namespaces)
+    by_name = {p.name: p for p in pending}
+    planted = [(by_name[f"p{k:03d}"], snap.index[f"n{n:03d}"]) for k, n in enumerate(inst.home)]
+    asked: list[int] = []
+
+    def alternative() -> list[tuple[Any, int]]:
+        asked.append(1)
+        return planted
+
+    res = solve.solve_batch(
+        snap, pending, WALL, budget=Budget.of(WALL, clock=clock), alternative=alternative, no_worse=True
+    )
+    assert asked == [1]  # the guard computed it, once
+    assert placed[0] < inst.pods  # the greedy start leaves pods out
+    assert res.status == "fallback"
+    assert len(res.placements) == inst.pods  # at least the alternative's, and it places every pod
     _valid(c, res)
 
 
@@ -221,14 +257,7 @@ def test_the_controllers_solve_keeps_the_time_of_its_check_out_of_the_decision(m
     """``SolveJob``: the decision ends early by what checking its answer may take (the runner
     passes the longest recent check), so that decision and check end within the limit; a
     deterministic limit (not wall seconds) is left whole."""
-    given: list[Budget | None] = []
-    real = anytime.decide
-
-    def decided(*args: Any, budget: Budget | None = None, **kwargs: Any) -> Any:
-        given.append(budget)
-        return real(*args, budget=budget, **kwargs)
-
-    monkeypatch.setattr(anytime, "decide", decided)
+    given = budgets_given(monkeypatch, anytime)
     c = _tight()
     batch = [p for p in c.pods if p.pending]
     state = build_snapshot(c.nodes, [], batch, c.namespaces)

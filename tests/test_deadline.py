@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support import cluster, node, pod
+from support import cluster, node, pod, validated
 
 from placer import service
 from placer.baseline import SimResult
@@ -31,6 +31,30 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+class FrozenBudgets:
+    """Stands in for ``Budget`` where a module makes its own (``Budget.of``): every budget reads
+    ``clock``, counted from its now (a frozen clock: a budget's limit is what it leaves, exactly)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    def of(self, config: Config, *, started: float | None = None) -> Budget:
+        return Budget.of(config, clock=self.clock)
+
+
+def budgets_given(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[Budget | None]:
+    """The budget each call of ``module.decide`` is given, in order (the calls go on as before)."""
+    given: list[Budget | None] = []
+    real = module.decide
+
+    def decided(*args: Any, budget: Budget | None = None, **kwargs: Any) -> Any:
+        given.append(budget)
+        return real(*args, budget=budget, **kwargs)
+
+    monkeypatch.setattr(module, "decide", decided)
+    return given
 
 
 def test_a_budget_started_before_the_call_leaves_only_what_is_left() -> None:
@@ -101,14 +125,7 @@ def test_a_batched_run_counts_each_batchs_time_from_the_batchs_start(monkeypatch
     """``solve_cluster`` starts the first batch's budget before its snapshot and every batch's before
     kube-scheduler's run beside it: each decision receives a budget already running, a part of
     the batch's limit that ends early by what writing its answer takes."""
-    given: list[Budget | None] = []
-    real = service.decide
-
-    def decided(*args: Any, budget: Budget | None = None, **kwargs: Any) -> Any:
-        given.append(budget)
-        return real(*args, budget=budget, **kwargs)
-
-    monkeypatch.setattr(service, "decide", decided)
+    given = budgets_given(monkeypatch, service)
     c = _tight()
     service.solve_cluster(c, service.SolveOptions(batch_size=4, config=WALL))
     assert len(given) == 2
@@ -118,6 +135,30 @@ def test_a_batched_run_counts_each_batchs_time_from_the_batchs_start(monkeypatch
     assert first is not None and second is not None
     assert first.limit == second.limit == LIMIT
     assert first.started < second.started  # each batch has the limit, counted from its own start
+
+
+@pytest.mark.parametrize(("per_node", "capped"), [(service.ANSWER_SECONDS_PER_NODE, False), (1.0, True)])
+def test_writing_the_answer_keeps_at_most_its_share_of_the_limit(
+    monkeypatch: pytest.MonkeyPatch, per_node: float, capped: bool
+) -> None:
+    """``solve_cluster`` ends each decision early by what writing its answer takes for the batch
+    and the cluster's nodes: for eight pods on two nodes, a few microseconds of a 0.1 s limit; at
+    one second a node (as 25,000 nodes at the real rate), more than the limit, and the decision
+    still gets 1 - ``ANSWER_SHARE`` of it to decide instead of nothing. The clock is frozen: what
+    the decision is given is its budget's limit, exactly."""
+    limit = 0.1
+    config = Config.model_validate({"solver": {"workers": 1, "seed": 0, "timeLimit": limit}})
+    monkeypatch.setattr(service, "Budget", FrozenBudgets(Clock()))
+    given = budgets_given(monkeypatch, service)
+    monkeypatch.setattr(service, "ANSWER_SECONDS_PER_NODE", per_node)
+    c = _tight()
+    outcome = validated(c, service.solve_cluster(c, service.SolveOptions(config=config)), config, "placer")
+    assert len(outcome.result.placements) == 8
+    (budget,) = given
+    writing = 8 * service.ANSWER_SECONDS_PER_POD + 2 * per_node  # eight pods, two nodes
+    deciding = (1.0 - service.ANSWER_SHARE) * limit if capped else limit - writing
+    assert budget is not None and budget.limit == pytest.approx(deciding)
+    assert budget.limit >= (1.0 - service.ANSWER_SHARE) * limit - 1e-12
 
 
 def test_no_neighbourhood_resolve_runs_past_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,7 +5,10 @@ more room than the pods fill (no fill is exact), and a batch that cannot be pack
 from first-fit decreasing's answer the compiled search places every pod; a batch that cannot be
 packed whole keeps the search going until the race is stopped, and its answer then places as many
 pods as can be placed and never fewer than its start; the kernel's state stays consistent (every
-node's load is the sum of its pods, within its room). Every placement goes through the validator.
+node's load is the sum of its pods, within its room), and so it does after each single step from
+random partial packings, where a step leaves out at most two more pods than before it and only
+pods that its move needed the room of. Every placement goes through the validator (a state in the
+middle of the search through its hard rules only).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from support import cluster
 
 from placer.engine import packing
 from placer.models import Cluster, Config
-from placer.validate import validate_placements
+from placer.validate import hard_violations, validate_placements
 
 pytestmark = pytest.mark.kernel
 
@@ -97,3 +100,70 @@ def test_the_kernel_keeps_loads_equal_to_the_sum_of_each_nodes_pods() -> None:
         assert (load[b] == vecs[on].sum(axis=0)).all()
         assert (load[b] <= room).all()
     assert stats[1] == (best < 0).sum() <= (bin_of < 0).sum()
+
+
+def _partial(vecs: Any, room: Any, bins: int, rng: np.random.Generator) -> tuple[Any, ...]:
+    """The kernel's state of a random partial packing: each pod, in random order, on a random
+    node if it fits there, else left out. (bin_of, load, members, count, slot)."""
+    n, d = vecs.shape
+    bin_of = np.full(n, -1, dtype=np.int64)
+    load = np.zeros((bins, d), dtype=np.int64)
+    members = np.zeros((bins, n), dtype=np.int64)
+    count = np.zeros(bins, dtype=np.int64)
+    slot = np.zeros(n, dtype=np.int64)
+    for i in rng.permutation(n).tolist():
+        b = int(rng.integers(bins))
+        if (load[b] + vecs[i] <= room).all():
+            bin_of[i], load[b] = b, load[b] + vecs[i]
+            members[b, count[b]], slot[i] = i, count[b]
+            count[b] += 1
+    return bin_of, load, members, count, slot
+
+
+def test_each_step_keeps_the_state_consistent_and_leaves_out_only_pods_it_needed_the_room_of() -> None:
+    """Sixty small random instances (``packgen``: 20-50 pods, 2-3 resources, nodes with 0-40 of
+    slack), from a random partial packing, one compiled step at a time for up to 80 steps. After
+    each step: every node within its room, its load the sum of its pods, the member lists, counts,
+    slots and each pod's node agreeing; at most two more pods left out (a step puts one pod on a
+    node for at most three); and no pod the step took off a node would fit back on it as the
+    node now stands (the pods ejected are the ones that make room, none more: a stale third pod
+    of an earlier three-pod candidate was once ejected with a later one-pod choice's, from its
+    own node). The validator finds no hard violation in any step's placements (a state in the
+    middle of the search may leave out a pod that fits: the next step places it)."""
+    run = packing.kernel.ready()
+    assert run is not None
+    for seed in range(60):
+        inst = packgen.perfect(seed, 20 + 10 * (seed % 4), 2 + seed % 2, (3, 5))
+        slack = 20 * (seed % 3)
+        c = inst.cluster(slack=slack)
+        key = {p.name: p.key for p in c.pods}
+        keys = [key[f"p{k:03d}"] for k in range(inst.pods)]
+        names = [n.name for n in c.nodes]
+        vecs, bins = inst.vecs.astype(np.int64), inst.nodes
+        room = np.full(inst.d, packgen.ROOM + slack, dtype=np.int64)
+        base = (vecs / room).sum(axis=1)
+        weight = base.copy()
+        rng = np.random.default_rng(seed)
+        bin_of, load, members, count, slot = _partial(vecs, room, bins, rng)
+        tabu = np.zeros((inst.pods, bins), dtype=np.int64)
+        keep = np.zeros(inst.pods, dtype=np.int64)
+        best = bin_of.copy()
+        stats = np.array([0, int((bin_of < 0).sum())], dtype=np.int64)
+        for step in range(80):
+            before = bin_of.copy()
+            if (before >= 0).all():
+                break
+            state = (bin_of, load, members, count, slot, tabu, keep, best, stats)
+            run(vecs, room, base, weight, 0.01, *state, 1, seed * 1000 + step)
+            where = f"seed {seed}, step {step}"
+            for b in range(bins):
+                on = np.flatnonzero(bin_of == b)
+                listed = members[b, : count[b]]
+                assert sorted(listed.tolist()) == on.tolist(), where
+                assert (slot[listed] == np.arange(count[b])).all(), where
+                assert (load[b] == vecs[on].sum(axis=0)).all() and (load[b] <= room).all(), where
+            assert int((bin_of < 0).sum()) - int((before < 0).sum()) <= 2, where
+            for e in np.flatnonzero((before >= 0) & (bin_of < 0)).tolist():
+                assert ((load[before[e]] + vecs[e]) > room).any(), f"{where}: pod {e} fits back on its node"
+            placed = {keys[i]: names[b] for i, b in enumerate(bin_of.tolist()) if b >= 0}
+            assert hard_violations(c, placed) == [], where  # mid-search: feasible, not yet maximal
