@@ -213,6 +213,7 @@ def measured(config: Config, batch: Sequence[Pod]) -> bool:
     return all(name in read for pod in batch for name in pod.requests)
 
 
+@no_cycle_collection()  # the plan's and the simulation's objects too, not only the batch's solve (engine.heap)
 def decide(
     cluster: Cluster,
     state: Snapshot,

@@ -1,9 +1,10 @@
 """A model that cannot be built in the time left is not started (``encoder.build_seconds``: its
-placement variables at the most a build makes per second). The engine's clock is injected; no
-timing."""
+placement variables at the most a build makes per second), and the decision holds the cyclic
+garbage collector, the plan's objects included. The engine's clock is injected; no timing."""
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from support import cluster, node, pod
 from test_build_deadline import DETERMINISTIC, _never, _solve, _start_runs_long, _tight, _valid
 from test_deadline import LIMIT, WALL, Clock
 
+from placer import service
 from placer.engine import Budget, Scorer, build_batch, build_snapshot, select_candidates, solve
 from placer.engine import encoder as engine_encoder
 from placer.engine.solve import batch_demand
@@ -86,3 +88,25 @@ def test_a_deterministic_budget_builds_whatever_the_estimate(monkeypatch: pytest
     res = _solve(c, Budget.of(DETERMINISTIC, clock=Clock()), DETERMINISTIC)
     assert res.status != "fallback" and res.levels and len(res.placements) == 8
     _valid(c, res)
+
+
+def test_the_plan_is_made_with_the_cycle_collector_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan builds a model of its own after the batch's solve: a full collection then would
+    walk every long-lived object; the collector runs again once the decision is made."""
+    low = [pod(f"low{i}", cpu="4", node=f"n{i}", priority=1) for i in range(2)]
+    c = cluster([node(f"n{i}", cpu="4", memory="16Gi") for i in range(2)], [*low, pod("high", cpu="2", priority=10)])
+    real = service.plan_batch
+    enabled: list[bool] = []
+
+    def plan_batch(*args: Any, **kwargs: Any) -> Any:
+        enabled.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(service, "plan_batch", plan_batch)
+    batch = [p for p in c.pods if p.pending]
+    state = build_snapshot(c.nodes, [p for p in c.pods if p.running], batch, c.namespaces)
+    assert gc.isenabled()
+    decision = service.decide(c, state, batch, WALL)
+    assert enabled == [False] and gc.isenabled()
+    assert decision.plan is not None and len(decision.placements) == 1
+    assert service.check_decision(c, state, batch, decision, WALL) == []
