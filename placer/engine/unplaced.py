@@ -33,14 +33,19 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
     per_group: dict[int, list[int]] = {}
     for (gi, n), c in sorted(counts.items()):
         per_group.setdefault(gi, []).extend([n] * c)
-    final = batch.snapshot.copy()
+    final = batch.snapshot.copy()  # the room and host ports the answer leaves (what diagnoses read)
     placements: list[tuple[Pod, int]] = []
     placed_nodes_by_rank: dict[int, set[int]] = {}
     for gi, group in enumerate(batch.groups):
-        for pod, n in zip(group.pods, per_group.get(gi, []), strict=False):
-            placements.append((pod, n))
-            final.add(pod, n)
-            placed_nodes_by_rank.setdefault(batch.rank(group), set()).add(n)
+        nodes = per_group.get(gi, [])[: group.size]
+        if not nodes:
+            continue
+        placements += zip(group.pods, nodes, strict=False)
+        np.add.at(final.used, nodes, group.vec)  # a group's pods share its request vector
+        if group.has_ports:
+            for pod, n in zip(group.pods, nodes, strict=False):
+                final.ports.setdefault(n, []).extend(pod.host_ports)
+        placed_nodes_by_rank.setdefault(batch.rank(group), set()).update(nodes)
     unplaced: list[Unplaced] = []
     after: Prefilter | None = None
     waiting = incomplete_gangs([p for g in batch.groups for p in g.pods], batch.snapshot)
