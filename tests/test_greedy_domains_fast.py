@@ -1,7 +1,8 @@
 """The greedy start of workload groups held in topology domains (``greedy_domains``) weighs each
 group's nodes in one call per block of pods and orders the domains with whole-array sums: its
 answers are exactly those of the plain pass it replaced, which weighed every node again for
-every pod and scanned every level for every group (kept below as the reference).
+every pod, ordered the domains in Python and scanned every level for every group (its
+``_order``, ``_first_fit`` and level scan kept below as the reference).
 
 Random clusters of racks in zones, running pods, gangs of PodGroups of a few request shapes held
 to a rack or a zone, some below a CompositePodGroup held to a zone, some with a host port; each
@@ -17,12 +18,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from support import greedy_answer
 from workload_builders import RACK, ZONE, composite, dump, node, pod, pod_group
 
-from placer.engine import Scorer, build_batch, build_snapshot, greedy, select_candidates
+from placer.engine import Scorer, build_batch, build_snapshot
 from placer.engine.batch import Batch
 from placer.models import Cluster, Config
-from placer.validate import validate_placements
 
 domains_module = importlib.import_module("placer.engine.greedy_domains")
 IntArray = npt.NDArray[np.int64]
@@ -46,27 +47,8 @@ def _order(batch: Batch, level: Any, gis: Sequence[int], used: IntArray) -> list
     return sorted(present, key=lambda d: (bool(fresh[d]), float(room[d]), d))
 
 
-def _fit(
-    batch: Batch, scorer: Scorer, gis: Sequence[int], mask: Any, fixed: frozenset[str], used: IntArray
-) -> tuple[Fit, IntArray] | None:
-    open_levels = [lv for lv in batch.levels if lv.name not in fixed and set(lv.groups) & set(gis)]
-    if not open_levels:
-        return _first_fit(batch, scorer, gis, mask, used)
-    level = max(open_levels, key=lambda lv: (len(set(lv.groups) & set(gis)), lv.name))
-    inside = [g for g in gis if g in level.groups]
-    outside = [g for g in gis if g not in level.groups]
-    for d in _order(batch, level, inside, used):
-        found = _fit(batch, scorer, inside, mask & (level.domain == d), fixed | {level.name}, used.copy())
-        if found is None:
-            continue
-        fit, after = found
-        if outside:
-            rest = _fit(batch, scorer, outside, mask, fixed | {level.name}, after)
-            if rest is None:
-                continue
-            fit, after = {**fit, **rest[0]}, rest[1]
-        return fit, after
-    return None
+def _levels_of(batch: Batch, gis: Sequence[int]) -> list[Any]:
+    return [lv for lv in batch.levels if set(lv.groups) & set(gis)]
 
 
 def _first_fit(
@@ -134,22 +116,9 @@ def _cluster(seed: int) -> Cluster:
 
 def _answer(c: Cluster, config: Config) -> list[list[int]]:
     pending = [p for p in c.pods if p.pending]
-    running = [p for p in c.pods if p.running]
-    snap = build_snapshot(c.nodes, running, pending, c.namespaces)
-    batch = build_batch(snap, pending, config)
-    assert batch.levels
-    demand = sum((g.vec * g.size for g in batch.groups), np.zeros(len(snap.resources), dtype=np.int64))
-    scorer = Scorer(snap, config, demand)
-    select_candidates(batch, scorer, config.solver.candidates)
-    result = greedy(batch, scorer)
-    names = {
-        p.key: snap.nodes[int(n)].name
-        for g, ns in zip(batch.groups, result, strict=True)
-        for p, n in zip(g.pods, ns, strict=True)
-        if n >= 0
-    }
-    assert validate_placements(c, names, scheduler_name="placer") == []
-    return [nodes.tolist() for nodes in result]
+    snap = build_snapshot(c.nodes, [p for p in c.pods if p.running], pending, c.namespaces)
+    assert build_batch(snap, pending, config).levels
+    return greedy_answer(c, snap, pending, config, scheduler_name="placer")
 
 
 @pytest.mark.parametrize("strategy", ["balance", "spread", "pack"])
@@ -159,7 +128,8 @@ def test_the_fast_pass_places_as_the_plain_one(strategy: str, seed: int, monkeyp
     config = Config.model_validate({"strategy": strategy})
     fast = _answer(c, config)
     with monkeypatch.context() as patch:
-        for name, plain in (("_order", _order), ("_fit", _fit), ("_first_fit", _first_fit)):
-            patch.setattr(domains_module, name, plain)
+        patch.setattr(domains_module, "_order", _order)
+        patch.setattr(domains_module, "_first_fit", _first_fit)
+        patch.setattr(Batch, "levels_of", _levels_of)
         assert fast == _answer(c, config)
     assert any(n >= 0 for nodes in fast for n in nodes)
