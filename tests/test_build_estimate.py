@@ -13,7 +13,7 @@ from test_build_deadline import DETERMINISTIC, _never, _solve, _start_runs_long,
 from test_deadline import LIMIT, WALL, Clock
 
 from placer import service
-from placer.engine import Budget, Scorer, build_batch, build_snapshot, select_candidates, solve
+from placer.engine import Budget, BuildStoppedError, Scorer, build_batch, build_snapshot, select_candidates, solve
 from placer.engine import encoder as engine_encoder
 from placer.engine.solve import batch_demand
 
@@ -110,3 +110,44 @@ def test_the_plan_is_made_with_the_cycle_collector_held(monkeypatch: pytest.Monk
     assert enabled == [False] and gc.isenabled()
     assert decision.plan is not None and len(decision.placements) == 1
     assert service.check_decision(c, state, batch, decision, WALL) == []
+
+
+def test_a_build_stops_once_what_is_left_would_not_cover_freeing_it() -> None:
+    """A build that ran 8 of the 10 s may go on (freeing it takes a tenth of that: 0.8 s, and
+    1.5 s are left beyond the spare); at 9 s it stops (0.9 s against 0.5 s), before the
+    deadline. A deterministic budget never reads the wall clock for it."""
+    clock = Clock()
+    budget = Budget.of(WALL, clock=clock)
+    check = budget.build_check()
+    clock.now += 0.8 * LIMIT
+    check()
+    clock.now += 0.1 * LIMIT
+    assert not budget.over()
+    with pytest.raises(BuildStoppedError):
+        check()
+    deterministic = Budget.of(DETERMINISTIC, clock=clock)
+    patient = deterministic.build_check()
+    clock.now += 1000.0
+    patient()
+
+
+def test_a_build_stopped_before_the_deadline_answers_with_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The capacity constraints take 90 % of the limit: the build stops at the next check, no
+    level runs, and the answer is the greedy start, valid."""
+    clock = Clock()
+    placed = _start_runs_long(monkeypatch, clock, 0.0)
+    real = engine_encoder.CONSTRAINTS["capacity"]
+
+    def capacity(model: Any) -> Any:
+        real(model)
+        clock.now += 0.9 * LIMIT
+
+    monkeypatch.setitem(engine_encoder.CONSTRAINTS, "capacity", capacity)
+    monkeypatch.setattr(solve, "LevelSolver", _never("LevelSolver"))
+    c = _tight()
+    budget = Budget.of(WALL, clock=clock)
+    res = _solve(c, budget)
+    assert not budget.over()
+    assert res.status == "fallback" and res.levels == []
+    assert len(res.placements) == placed[0] == 8
+    _valid(c, res)

@@ -266,7 +266,7 @@ def solve_batch(
         return result(counts, "fallback", 1.0, [])  # start is the answer
     encoding = time.monotonic()
     try:  # stopped at the deadline: a model of thousands of variables takes seconds to build
-        model, sym = encode(batch, scorer, packing=not all_placed, check=budget.check)
+        model, sym = encode(batch, scorer, packing=not all_placed, check=budget.build_check())
     except BuildStoppedError:
         return result(counts, "fallback", 1.0, [])
     groupfloor.hold(model, floor)
