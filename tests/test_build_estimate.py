@@ -13,9 +13,17 @@ from test_build_deadline import DETERMINISTIC, _never, _solve, _start_runs_long,
 from test_deadline import LIMIT, WALL, Clock
 
 from placer import service
-from placer.engine import Budget, BuildStoppedError, Scorer, build_batch, build_snapshot, select_candidates, solve
+from placer.engine import (
+    Budget,
+    BuildStoppedError,
+    Scorer,
+    batch_demand,
+    build_batch,
+    build_snapshot,
+    select_candidates,
+    solve,
+)
 from placer.engine import encoder as engine_encoder
-from placer.engine.solve import batch_demand
 
 
 def test_the_estimate_counts_the_models_placement_variables() -> None:

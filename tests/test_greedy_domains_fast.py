@@ -21,8 +21,7 @@ import pytest
 from support import greedy_answer
 from workload_builders import RACK, ZONE, composite, dump, node, pod, pod_group
 
-from placer.engine import Scorer, build_batch, build_snapshot
-from placer.engine.batch import Batch
+from placer.engine import Batch, Scorer, build_batch, build_snapshot
 from placer.models import Cluster, Config
 
 domains_module = importlib.import_module("placer.engine.greedy_domains")
