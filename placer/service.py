@@ -213,6 +213,7 @@ def measured(config: Config, batch: Sequence[Pod]) -> bool:
     return all(name in read for pod in batch for name in pod.requests)
 
 
+@no_cycle_collection()  # the plan's and the simulation's objects too, not only the batch's solve (engine.heap)
 def decide(
     cluster: Cluster,
     state: Snapshot,
@@ -438,7 +439,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
             status = worst_status(status, decision.status)
             gap = max(gap, decision.gap)
             done = decision.placements
-            left = [(pod, _unplaced(pod, code, reason)) for pod, code, reason in decision.unplaced]
+            left = _unplaced(decision.unplaced)
             names = [n.name for n in state.nodes]
             if decision.plan is not None:
                 if budget is not None:
@@ -457,7 +458,7 @@ def solve_cluster(cluster: Cluster, options: SolveOptions) -> Outcome:
             # both policies see the same constraints.
             sim = _simulated(state, batch, options.policy, cluster, evict=options.evict)
             done = sim.placements
-            left = [(pod, _unplaced(pod, code, reason)) for pod, code, reason in sim.unplaced]
+            left = _unplaced(sim.unplaced)
             for victim, node, by in sim.preemptions:
                 evictions.append(Eviction(pod=victim.key, node=state.nodes[node].name, kind="preempt", for_=[by.key]))
         for pod, node in done:
@@ -529,9 +530,17 @@ class DefaultRun:
         return state_metrics(self.state)
 
 
-def _unplaced(pod: Pod, code: UnplacedCode, reason: Reason) -> Unplaced:
-    """The output contract's entry: kube-scheduler's words for the reason, and the reason as data."""
-    return Unplaced(pod=pod.key, code=code, reason=describe(reason), detail=reason)
+def _unplaced(left: Sequence[tuple[Pod, UnplacedCode, Reason]]) -> list[tuple[Pod, Unplaced]]:
+    """The output contract's entries: kube-scheduler's words for each reason, and the reason as
+    data. Worded once per reason (the pods of a group share theirs: a gang of 5,000 left out)."""
+    words: dict[int, str] = {}
+    out = []
+    for pod, code, reason in left:
+        said = words.get(id(reason))
+        if said is None:
+            said = words[id(reason)] = describe(reason)
+        out.append((pod, Unplaced(pod=pod.key, code=code, reason=said, detail=reason)))
+    return out
 
 
 def apply_plan(

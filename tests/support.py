@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
+
+from placer.engine import Scorer, Snapshot, build_batch, greedy, select_candidates
 from placer.inputs import parse_cluster
-from placer.models import Cluster, Config
+from placer.models import Cluster, Config, Pod
 from placer.service import Outcome, SolveOptions, solve_cluster
 from placer.validate import hard_violations, validate_placements, validate_plan
 
@@ -66,3 +69,21 @@ def where(outcome: Outcome) -> dict[str, str]:
 def unplaced(outcome: Outcome) -> dict[str, str]:
     """Pod name -> unplaced code."""
     return {u.pod.split("/", 1)[1]: u.code for u in outcome.result.unplaced}
+
+
+def greedy_answer(c: Cluster, snap: Snapshot, pending: list[Pod], config: Config, **validate: Any) -> list[list[int]]:
+    """The greedy pass's answer for ``pending`` on ``snap`` (each group's node per pod, -1: left
+    out), after the validator found nothing wrong with its placements (``validate``: its options)."""
+    batch = build_batch(snap, pending, config)
+    demand = sum((g.vec * g.size for g in batch.groups), np.zeros(len(snap.resources), dtype=np.int64))
+    scorer = Scorer(snap, config, demand)
+    select_candidates(batch, scorer, config.solver.candidates)
+    result = greedy(batch, scorer)
+    names = {
+        p.key: snap.nodes[int(n)].name
+        for g, ns in zip(batch.groups, result, strict=True)
+        for p, n in zip(g.pods, ns, strict=True)
+        if n >= 0
+    }
+    assert validate_placements(c, names, **validate) == []
+    return [nodes.tolist() for nodes in result]

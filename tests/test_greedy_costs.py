@@ -8,11 +8,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support import cluster, node, pod
+from support import cluster, greedy_answer, node, pod
 
-from placer.engine import Scorer, build_batch, build_snapshot, greedy, select_candidates
+from placer.engine import build_snapshot
 from placer.models import Cluster, Config
-from placer.validate import validate_placements
 
 greedy_module = importlib.import_module("placer.engine.greedy")  # the package's `greedy` is the function
 
@@ -44,19 +43,7 @@ def test_kept_costs_give_the_answer_of_fresh_costs(strategy: str, seed: int, mon
     snap = build_snapshot(c.nodes, running, pending, c.namespaces)
 
     def answer() -> list[list[int]]:
-        batch = build_batch(snap, pending, config)
-        demand = sum((g.vec * g.size for g in batch.groups), np.zeros(len(snap.resources), dtype=np.int64))
-        scorer = Scorer(snap, config, demand)
-        select_candidates(batch, scorer, config.solver.candidates)
-        result = greedy(batch, scorer)
-        names = {
-            p.key: snap.nodes[int(n)].name
-            for g, ns in zip(batch.groups, result, strict=True)
-            for p, n in zip(g.pods, ns, strict=True)
-            if n >= 0
-        }
-        assert validate_placements(c, names) == []
-        return [nodes.tolist() for nodes in result]
+        return greedy_answer(c, snap, pending, config)
 
     kept = answer()
     monkeypatch.setattr(

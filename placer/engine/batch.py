@@ -64,6 +64,7 @@ class Batch:
     # ``candidates.select_candidates`` chose it (``held``).
     held: dict[int, tuple[npt.NDArray[np.int64], int]] = field(default_factory=dict)
     _fresh: dict[str, npt.NDArray[np.bool_]] = field(default_factory=dict, init=False, repr=False)  # ``fresh``
+    _levels_of: dict[int, list[int]] | None = field(default=None, init=False, repr=False)  # ``levels_of``
 
     def fresh(self, key: str) -> npt.NDArray[np.bool_]:
         """``domains.fresh_domains`` of the batch's snapshot, computed once per key: the snapshot
@@ -71,6 +72,17 @@ class Batch:
         if key not in self._fresh:
             self._fresh[key] = fresh_domains(self.snapshot, key)
         return self._fresh[key]
+
+    def levels_of(self, gis: Sequence[int]) -> list[DomainLevel]:
+        """The levels holding some of the groups ``gis``, in the order of ``levels`` (the greedy
+        start asks for every workload group it places: an index, not a scan of every level)."""
+        if self._levels_of is None:
+            self._levels_of = {}
+            for li, level in enumerate(self.levels):
+                for gi in level.groups:
+                    self._levels_of.setdefault(gi, []).append(li)
+        found = sorted({li for gi in gis for li in self._levels_of.get(gi, ())})
+        return [self.levels[li] for li in found]
 
     @property
     def grouped(self) -> bool:

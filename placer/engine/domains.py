@@ -62,7 +62,7 @@ def compile_levels(snapshot: Snapshot, groups: Sequence[Group]) -> tuple[DomainL
                 if d.group in members:
                     running.setdefault(d.group, set()).add(n)
     out = []
-    by_key = {key: _domains_of(snapshot, key) for key, _ in members.values()}  # once per key, not per level
+    by_key = {key: _domains_of(snapshot, key) for key in {key for key, _ in members.values()}}  # once per key
     for name in sorted(members):
         key, gis = members[name]
         domain, values = by_key[key]

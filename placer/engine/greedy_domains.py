@@ -24,6 +24,7 @@ __all__ = ["Fit", "fit_unit", "place_levels"]
 
 IntArray = npt.NDArray[np.int64]
 Fit = dict[int, list[int]]  # batch group -> nodes of its pods
+_BLOCK_ROWS = 1 << 16  # (node, pod) costs per call of ``Scorer.delta_rows`` at most (``_PodCosts``)
 
 
 def place_levels(
@@ -83,21 +84,25 @@ def _order(batch: Batch, level: DomainLevel, gis: Sequence[int], used: IntArray)
     fresh = batch.fresh(level.key)
     vec = batch.groups[gis[0]].vec
     nz = np.flatnonzero(vec)
-    free = batch.snapshot.alloc - used
-    per_node = np.min(free[:, nz] // vec[nz], axis=1) if len(nz) else np.zeros(len(free), dtype=np.int64)
-    ok = level.domain >= 0
-    room = np.bincount(level.domain[ok], weights=np.maximum(per_node[ok], 0), minlength=len(level.values))
-    present = sorted({int(d) for d in level.domain.tolist() if d >= 0})
+    slot = level.domain + 1  # 0: no domain (dropped below)
+    if len(nz):
+        free = batch.snapshot.alloc[:, nz] - used[:, nz]
+        per_node = np.maximum(np.min(free // vec[nz], axis=1), 0)
+    else:
+        per_node = np.zeros(len(slot), dtype=np.int64)
+    room = np.bincount(slot, weights=per_node, minlength=len(level.values) + 1)[1:]
+    present = np.bincount(slot, minlength=len(level.values) + 1)[1:] > 0
     if len(gis) == 1:  # one kind of pod: a domain without room for all of them is not tried
-        present = [d for d in present if room[d] >= batch.groups[gis[0]].size]
-    return sorted(present, key=lambda d: (bool(fresh[d]), float(room[d]), d))
+        present &= room >= batch.groups[gis[0]].size
+    tried = np.flatnonzero(present)
+    return [int(d) for d in tried[np.lexsort((tried, room[tried], fresh[tried]))]]
 
 
 def _fit(
     batch: Batch, scorer: Scorer, gis: Sequence[int], mask: npt.NDArray[np.bool_], fixed: frozenset[str], used: IntArray
 ) -> tuple[Fit, IntArray] | None:
     """Every pod of ``gis`` on nodes of ``mask``, each level not yet ``fixed`` in one domain."""
-    open_levels = [lv for lv in batch.levels if lv.name not in fixed and set(lv.groups) & set(gis)]
+    open_levels = [lv for lv in batch.levels_of(gis) if lv.name not in fixed]
     if not open_levels:
         return _first_fit(batch, scorer, gis, mask, used)
     level = max(open_levels, key=lambda lv: (len(set(lv.groups) & set(gis)), lv.name))
@@ -121,22 +126,57 @@ def _fit(
 def _first_fit(
     batch: Batch, scorer: Scorer, gis: Sequence[int], mask: npt.NDArray[np.bool_], used: IntArray
 ) -> tuple[Fit, IntArray] | None:
+    """Each pod of ``gis`` in turn on the node of ``mask`` where it fits at the least strategy
+    cost (``_PodCosts``), the first such node on ties."""
     alloc = batch.snapshot.alloc
     fit: Fit = {}
     for gi in gis:
         group = batch.groups[gi]
         nodes = group.feasible[mask[group.feasible]]
         nz = np.flatnonzero(group.vec)
+        if len(nz):  # pods of the group each node still holds
+            cap = np.maximum((alloc[np.ix_(nodes, nz)] - used[np.ix_(nodes, nz)]) // group.vec[nz], 0).min(axis=1)
+        else:
+            cap = np.full(len(nodes), group.size, dtype=np.int64)
+        cap = np.minimum(cap, 1 if group.has_ports else group.size)  # host ports: one pod per node
+        costs = _PodCosts(scorer, group.vec, nodes, used, cap)
+        count = np.zeros(len(nodes), dtype=np.int64)
+        now = costs.layer(0).copy()  # the next pod's cost on each node
         fit[gi] = []
         for _ in range(group.size):
-            ok = np.all(alloc[np.ix_(nodes, nz)] - used[np.ix_(nodes, nz)] >= group.vec[nz], axis=1)
-            if group.has_ports:
-                ok &= ~np.isin(nodes, fit[gi])
-            room = nodes[ok]
+            room = np.flatnonzero(count < cap)
             if len(room) == 0:
                 return None
-            cost = scorer.delta(group.vec, room, used)
-            n = int(room[int(np.argmin(cost))])
-            fit[gi].append(n)
-            used[n] += group.vec
+            i = int(room[int(np.argmin(now[room]))])
+            fit[gi].append(int(nodes[i]))
+            count[i] += 1
+            if count[i] < cap[i]:
+                now[i] = costs.layer(int(count[i]))[i]
+        for i in np.flatnonzero(count).tolist():
+            used[nodes[i]] += count[i] * group.vec
     return fit, used
+
+
+class _PodCosts:
+    """Per node of a group, the strategy cost (``Scorer.delta``) of its (k+1)-th pod there, the
+    group's k pods before it added to ``used``: a node's cost reads its own row of ``used`` alone,
+    so these are the costs a fresh evaluation per pod gives, node by node, in a few calls instead
+    of one per pod. Layer k holds them for every node (inf where ``cap``, the pods a node takes,
+    is k or less); layers are computed ``_BLOCK_ROWS`` costs at a time, as the pods reach them."""
+
+    def __init__(self, scorer: Scorer, vec: IntArray, nodes: IntArray, used: IntArray, cap: IntArray) -> None:
+        self.scorer, self.vec, self.nodes, self.cap = scorer, vec, nodes, cap
+        self.base = used[nodes]
+        self.block = max(_BLOCK_ROWS // max(len(nodes), 1), 1)
+        self.layers: list[npt.NDArray[np.float64]] = []
+
+    def layer(self, k: int) -> npt.NDArray[np.float64]:
+        while len(self.layers) <= k:
+            first = len(self.layers)
+            ks = np.arange(first, max(min(first + self.block, int(self.cap.max(initial=0))), k + 1))
+            kk, ii = np.nonzero(ks[:, None] < self.cap[None, :])
+            out = np.full((len(ks), len(self.nodes)), np.inf)
+            rows = self.base[ii] + ks[kk][:, None] * self.vec
+            out[kk, ii] = self.scorer.delta_rows(self.vec, self.nodes[ii], rows)
+            self.layers.extend(out)
+        return self.layers[k]

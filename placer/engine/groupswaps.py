@@ -14,6 +14,7 @@ ports, no inter-pod rules in the batch); the others stay as the reference placed
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
@@ -26,7 +27,8 @@ from placer.engine.scoring import Scorer
 __all__ = ["improve"]
 
 
-def _movable(batch: Batch, gi: int) -> bool:
+def _movable(batch: Batch, gi: int, members: Counter[str | None]) -> bool:
+    """``members``: batch groups per gang."""
     group = batch.groups[gi]
     pod = group.pods[0]
     return bool(
@@ -35,7 +37,7 @@ def _movable(batch: Batch, gi: int) -> bool:
         and not pod.group_quorums
         and not group.has_ports
         and len(group.feasible)
-        and sum(1 for g in batch.groups if g.gang == group.gang) == 1
+        and members[group.gang] == 1
     )
 
 
@@ -48,7 +50,8 @@ def improve(batch: Batch, scorer: Scorer, reference: Assignment, *, spent: Calla
     for gi, nodes in enumerate(out):
         for n in nodes[nodes >= 0].tolist():
             used[n] += batch.groups[gi].vec
-    movable = [gi for gi in range(len(out)) if _movable(batch, gi)]
+    members = Counter(g.gang for g in batch.groups)  # counted once: a thousand gangs are a million checks
+    movable = [gi for gi in range(len(out)) if _movable(batch, gi, members)]
 
     def placed(gi: int) -> bool:
         return bool((out[gi] >= 0).any())

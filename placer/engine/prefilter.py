@@ -25,6 +25,7 @@ __all__ = [
     "NO_MATCH",
     "PodMasks",
     "Prefilter",
+    "diagnosis_signature",
     "fits",
     "ports_conflict",
 ]
@@ -69,6 +70,28 @@ def fits(snapshot: Snapshot, vec: npt.NDArray[np.int64], free: npt.NDArray[np.in
     return np.all(free[:, nz] >= vec[nz], axis=1)  # type: ignore[no-any-return]
 
 
+def mask_signature(pod: Pod) -> tuple[object, ...]:
+    """What a pod's masks (``Prefilter.masks``) read of it: pods alike here get the same masks."""
+    return (
+        tuple(sorted(pod.node_selector.items())),
+        pod.required_terms,
+        pod.preferred_terms,
+        pod.tolerations,
+        pod.host_ports,
+        pod.annotations.get(NO_MATCH),
+        pod.annotations.get(NO_FIT),
+        pod.volume_terms,
+        pod.volume_problem,
+        pod.unsupported,
+    )
+
+
+def diagnosis_signature(pod: Pod) -> tuple[object, ...]:
+    """What ``Prefilter.diagnose`` reads of a pod (its masks' fields and its requests): pods alike
+    here get the same diagnosis on the same state and topology filters."""
+    return mask_signature(pod), tuple(sorted(pod.requests.items()))
+
+
 class Prefilter:
     """Masks for the pods of one batch; identical constraint signatures are computed once."""
 
@@ -83,6 +106,7 @@ class Prefilter:
             if idx == len(self._taint_sets):
                 self._taint_sets.append(taints)
             self._taint_of_node[i] = idx
+        self._unschedulable = np.array([n.unschedulable for n in snapshot.nodes], dtype=np.bool_)
         self._cache: dict[tuple[object, ...], PodMasks] = {}
 
     def taint_ok(self, pod: Pod) -> BoolArray:
@@ -118,18 +142,7 @@ class Prefilter:
         return ok
 
     def masks(self, pod: Pod) -> PodMasks:
-        signature = (
-            tuple(sorted(pod.node_selector.items())),
-            pod.required_terms,
-            pod.preferred_terms,
-            pod.tolerations,
-            pod.host_ports,
-            pod.annotations.get(NO_MATCH),
-            pod.annotations.get(NO_FIT),
-            pod.volume_terms,
-            pod.volume_problem,
-            pod.unsupported,
-        )
+        signature = mask_signature(pod)
         cached = self._cache.get(signature)
         if cached is None:
             cached = self._compute(pod)
@@ -175,7 +188,7 @@ class Prefilter:
         masks = self.masks(pod)
         tally = Tally(len(snap.nodes))
         if first_untolerated((UNSCHEDULABLE_TAINT,), pod.tolerations) is not None:
-            tally.take(np.array([n.unschedulable for n in snap.nodes], dtype=np.bool_), Filter.UNSCHEDULABLE)
+            tally.take(self._unschedulable, Filter.UNSCHEDULABLE)
         for idx, taints in enumerate(self._taint_sets):
             own = tuple(t for t in taints if t != UNSCHEDULABLE_TAINT)
             taint = first_untolerated(own, pod.tolerations)  # type: ignore[arg-type]

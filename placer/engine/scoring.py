@@ -113,8 +113,11 @@ class Scorer:
     def class_cost(self, vec: IntArray, nodes: IntArray, used: IntArray | None = None) -> FloatArray:
         """TBESK's class-weighted utilisation a pod meets on each node: before the decision, or in
         the state ``used`` (a pass placing pods one at a time); ``vec`` as in ``pod_class``."""
-        used = self.snapshot.used if used is None else used
-        after = (used[np.ix_(nodes, self.cols)] + vec[..., self.cols]) * self.inv_alloc[nodes]
+        return self.class_cost_rows(vec, nodes, (self.snapshot.used if used is None else used)[nodes])
+
+    def class_cost_rows(self, vec: IntArray, nodes: IntArray, rows: IntArray) -> FloatArray:
+        """``class_cost`` with each node's row of ``used`` given (``rows``, one per entry of ``nodes``)."""
+        after = (rows[:, self.cols] + vec[..., self.cols]) * self.inv_alloc[nodes]
         weights = self.class_weights[self.pod_class(vec, nodes)]
         return (after * weights).sum(axis=1)  # type: ignore[no-any-return]
 
@@ -122,6 +125,10 @@ class Scorer:
     def delta(self, vec: IntArray, nodes: IntArray, used: IntArray) -> FloatArray:
         """Change of the strategy cost when one pod of ``vec`` joins each of ``nodes``."""
         return self.strategy.delta(self, vec, nodes, used)
+
+    def delta_rows(self, vec: IntArray, nodes: IntArray, rows: IntArray) -> FloatArray:
+        """``delta`` with each node's row of ``used`` given (``StrategyObjective.delta_rows``)."""
+        return self.strategy.delta_rows(self, vec, nodes, rows)
 
     def removal(self, vec: IntArray, node: int, used: IntArray) -> float:
         """Change of the strategy cost when one pod of ``vec`` leaves ``node``."""

@@ -22,7 +22,7 @@ from placer.engine.batch import Batch, build_batch, gang_groups
 from placer.engine.candidates import select_candidates
 from placer.engine.descent import DESCENT_PODS_PER_SECOND, descend
 from placer.engine.domains import keeps_domains
-from placer.engine.encoder import encode
+from placer.engine.encoder import build_seconds, encode
 from placer.engine.greedy import Assignment, counts_of, greedy
 from placer.engine.heap import no_cycle_collection
 from placer.engine.held import keeps_held
@@ -262,11 +262,11 @@ def solve_batch(
         # Level 1 is optimal already; improve the strategy by neighbourhood re-solves.
         counts, report = lns.improve(batch, scorer, counts, config, budget)
         return result(counts, "feasible", 1.0, [_lns_report(report)])  # no bound: the gap is unknown
-    if budget.over():  # no time to build the model, let alone solve it: the start is the answer
-        return result(counts, "fallback", 1.0, [])
+    if not budget.fits(build_seconds(batch)):  # no time to build the model, let alone solve it: the
+        return result(counts, "fallback", 1.0, [])  # start is the answer
     encoding = time.monotonic()
     try:  # stopped at the deadline: a model of thousands of variables takes seconds to build
-        model, sym = encode(batch, scorer, packing=not all_placed, check=budget.check)
+        model, sym = encode(batch, scorer, packing=not all_placed, check=budget.build_check())
     except BuildStoppedError:
         return result(counts, "fallback", 1.0, [])
     groupfloor.hold(model, floor)

@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from placer.engine.batch import Batch, incomplete_gangs
-from placer.engine.prefilter import Prefilter, fits
+from placer.engine.prefilter import Prefilter, diagnosis_signature, fits
 from placer.engine.snapshot import Snapshot
 from placer.engine.topology import TopologyState
 from placer.models import GangWait, Pod, QuorumWait, Reason, SolveStatus, UnplacedCode
@@ -32,14 +33,19 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
     per_group: dict[int, list[int]] = {}
     for (gi, n), c in sorted(counts.items()):
         per_group.setdefault(gi, []).extend([n] * c)
-    final = batch.snapshot.copy()
+    final = batch.snapshot.copy()  # the room and host ports the answer leaves (what diagnoses read)
     placements: list[tuple[Pod, int]] = []
     placed_nodes_by_rank: dict[int, set[int]] = {}
     for gi, group in enumerate(batch.groups):
-        for pod, n in zip(group.pods, per_group.get(gi, []), strict=False):
-            placements.append((pod, n))
-            final.add(pod, n)
-            placed_nodes_by_rank.setdefault(batch.rank(group), set()).add(n)
+        nodes = per_group.get(gi, [])[: group.size]
+        if not nodes:
+            continue
+        placements += zip(group.pods, nodes, strict=False)
+        np.add.at(final.used, nodes, group.vec)  # a group's pods share its request vector
+        if group.has_ports:
+            for pod, n in zip(group.pods, nodes, strict=False):
+                final.ports.setdefault(n, []).extend(pod.host_ports)
+        placed_nodes_by_rank.setdefault(batch.rank(group), set()).update(nodes)
     unplaced: list[Unplaced] = []
     after: Prefilter | None = None
     waiting = incomplete_gangs([p for g in batch.groups for p in g.pods], batch.snapshot)
@@ -52,6 +58,14 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
     everywhere = np.arange(len(batch.snapshot.nodes), dtype=np.int64)
     n_nodes = len(batch.snapshot.nodes)
     unmet = _unmet_quorums(batch, per_group)
+    gang_size: dict[str, int] = {}
+    for group in batch.groups:
+        if group.gang is not None:
+            gang_size[group.gang] = gang_size.get(group.gang, 0) + group.size
+    # Groups of pods alike but for their gang (hundreds of small gangs) share one diagnosis, and
+    # groups of one request vector where it fits in the final state.
+    diagnosed: dict[tuple[object, ...], Reason] = {}
+    fitting: dict[bytes, npt.NDArray[np.bool_]] = {}
     for gi, group in enumerate(batch.groups):
         rest = group.pods[len(per_group.get(gi, [])) :]
         if not rest:
@@ -74,22 +88,32 @@ def extract(batch: Batch, counts: Counts, status: SolveStatus) -> tuple[list[tup
                 unplaced.append((pod, *shared))
                 continue
             checks = topo.checks(gi, everywhere) if topo is not None else []
-            reason = after.diagnose(pod, later=checks)
+            if checks:
+                reason = after.diagnose(pod, later=checks)
+            else:
+                like = diagnosis_signature(pod)
+                if like not in diagnosed:
+                    diagnosed[like] = after.diagnose(pod)
+                reason = diagnosed[like]
             if group.gang is not None:
-                size = sum(g.size for g in batch.groups if g.gang == group.gang)
+                size = gang_size[group.gang]
                 domain = pod.group_domains[0].key if pod.group_domains else None
                 gang = GangWait(gang=group.gang, size=size, pending=size, domain=domain)
                 reason = reason.model_copy(update={"gang": gang})
             if gi in unmet:
                 reason = reason.model_copy(update={"quorum": unmet[gi]})
-            fits_now = group.masks.allowed & after.ports_ok(pod) & fits(final, group.vec)
+            vec = group.vec.tobytes()
+            if vec not in fitting:
+                fitting[vec] = fits(final, group.vec)
+            fit = fitting[vec]
+            fits_now = group.masks.allowed & after.ports_ok(pod) & fit
             for ok, _ in checks:
                 fits_now &= ok
             code: UnplacedCode
             if fits_now.any() and group.gang is None and not pod.group_domains and gi not in unmet:
                 code = "NotSolved"
                 reason = reason.model_copy(update={"solver": status})
-            elif taken & set(group.feasible[~fits(final, group.vec)[group.feasible]].tolist()):
+            elif taken & set(group.feasible[~fit[group.feasible]].tolist()):
                 code = "Outranked"
             else:
                 code = "Unschedulable"

@@ -59,17 +59,17 @@ class Balance(StrategyObjective):
 
     # The greedy pass and descent call these per pod: the same definition, with the utilisations
     # computed once and shifted by the pod's share instead of from two sets of resource rows.
-    def delta(self, s: Scorer, vec: IntArray, nodes: IntArray, used: IntArray) -> FloatArray:
+    def delta_rows(self, s: Scorer, vec: IntArray, nodes: IntArray, rows: IntArray) -> FloatArray:
         if len(nodes) == 0:
             return np.zeros(0)
-        before = s.util(used, nodes)
+        before = s.util_rows(rows, nodes)
         after = before + vec[s.cols] * s.inv_alloc[nodes]
         change = self._util_cost(s, after, nodes) - self._util_cost(s, before, nodes)
         # The class cost the pod meets as ``used`` stands: against the state before the decision,
         # a node the pass already filled still looked empty and drew identical pods (a 2nd, a 3rd)
         # that the nodes loaded before the batch should have had.
         w_class = self.weights(s)[2]
-        return change + (w_class * s.class_cost(vec, nodes, used) if w_class else 0.0)
+        return change + (w_class * s.class_cost_rows(vec, nodes, rows) if w_class else 0.0)
 
     def removal(self, s: Scorer, vec: IntArray, node: int, used: IntArray) -> float:
         at = np.array([node], dtype=np.int64)

@@ -92,9 +92,13 @@ class StrategyObjective(ABC):
 
     # -- derived forms -------------------------------------------------------------------------------
     def delta(self, s: Scorer, vec: IntArray, nodes: IntArray, used: IntArray) -> FloatArray:
+        return self.delta_rows(s, vec, nodes, used[nodes])
+
+    def delta_rows(self, s: Scorer, vec: IntArray, nodes: IntArray, rows: IntArray) -> FloatArray:
+        """``delta`` with each node's row of ``used`` given (``rows``, one per entry of ``nodes``):
+        a node may appear several times with different rows (the k-th pod of a group on it)."""
         if len(nodes) == 0:
             return np.zeros(0)
-        rows = used[nodes]
         return self.node_cost(s, rows + vec, nodes) - self.node_cost(s, rows, nodes) + self.pod_cost(s, vec, nodes)
 
     def removal(self, s: Scorer, vec: IntArray, node: int, used: IntArray) -> float:
