@@ -4,8 +4,10 @@
 runs them; ``starts`` holds the heuristics and the check every other answer goes through
 (``adopt``); ``placeall`` the CP-SAT formulation; ``completion`` with ``exactcover``,
 ``fillsampler`` and ``largefills`` the bin-completion search; ``ejection`` the local search that
-repairs the best start (its steps compiled in ``kernel``); ``repack`` the CP-SAT neighbourhoods
-that continue from its answer; ``tuning`` every constant; ``clock`` the deadline a race can stop.
+repairs the best start (its steps compiled in ``kernel``); ``overload`` the local search that lets
+nodes overflow and drives the overflow to zero (steps in ``overloadsteps``, compiled in ``kernel``);
+``repack`` the CP-SAT neighbourhoods that continue from the ejection search's answer; ``tuning``
+every constant; ``clock`` the deadline a race can stop.
 """
 
 from placer.engine.packing import (
@@ -17,6 +19,8 @@ from placer.engine.packing import (
     fillsampler,
     kernel,
     largefills,
+    overload,
+    overloadsteps,
     placeall,
     repack,
     starts,
@@ -40,6 +44,8 @@ __all__ = [
     "fillsampler",
     "kernel",
     "largefills",
+    "overload",
+    "overloadsteps",
     "placeall",
     "prepare",
     "repack",

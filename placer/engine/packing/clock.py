@@ -4,9 +4,10 @@ Every deadline check of the searches (``completion``, ``exactcover``, ``fillsamp
 ``largefills``, ``ejection``, ``repack``) reads ``now()``. Inside ``stoppable()`` another thread may
 set the event it yields (the race in ``placer.engine.packing.dispatch`` does when CP-SAT wins):
 from then on ``now()`` is infinitely late, so the search in this thread gives up at its next check
-as if its deadline had passed, and a CP-SAT solve run inside ``watched`` is stopped. A context
-variable keeps the event to the thread (and context) that opened it, so decisions running in
-other threads are never stopped by it.
+as if its deadline had passed, and a CP-SAT solve run inside ``watched`` is stopped. Races nest: a
+search inside two ``stoppable()`` gives up once either event is set. A context variable keeps the
+events to the thread (and context) that opened them, so decisions running in other threads are
+never stopped by them; a race's own threads run in a copy of its context.
 """
 
 from __future__ import annotations
@@ -21,15 +22,18 @@ from typing import Protocol
 
 from placer.engine.packing import tuning
 
-__all__ = ["now", "real", "stoppable", "watched"]
+__all__ = ["now", "real", "slice_steps", "stoppable", "watched"]
 
-_STOP: ContextVar[threading.Event | None] = ContextVar("placer_packing_stop", default=None)
+_STOP: ContextVar[tuple[threading.Event, ...]] = ContextVar("placer_packing_stop", default=())
+
+
+def _stopped() -> bool:
+    return any(event.is_set() for event in _STOP.get())
 
 
 def now() -> float:
-    """``time.monotonic()``, or infinity once the enclosing ``stoppable()`` was stopped."""
-    event = _STOP.get()
-    if event is not None and event.is_set():
+    """``time.monotonic()``, or infinity once an enclosing ``stoppable()`` was stopped."""
+    if _stopped():
         return math.inf
     return time.monotonic()
 
@@ -40,11 +44,21 @@ def real() -> float:
     return time.monotonic()
 
 
+def slice_steps(steps: int, began: float, deadline: float) -> int:
+    """How many steps a compiled search (which looks at no clock) takes in its next call: about
+    ``tuning.EJECT_SLICE`` seconds, or what is left before ``deadline``, at the pace of its last
+    call of ``steps`` steps begun at ``began``; at most four times as many as that call."""
+    per_step = max(real() - began, 1e-6) / steps
+    slice_ = min(tuning.EJECT_SLICE, max(deadline - real(), 0.0))
+    return max(1, min(4 * steps, int(slice_ / per_step)))
+
+
 @contextmanager
 def stoppable() -> Iterator[threading.Event]:
-    """Searches in this context give up once the yielded event is set (from any thread)."""
+    """Searches in this context give up once the yielded event (or an enclosing one) is set, from
+    any thread."""
     event = threading.Event()
-    token = _STOP.set(event)
+    token = _STOP.set((*_STOP.get(), event))
     try:
         yield event
     finally:
@@ -57,17 +71,17 @@ class _Stoppable(Protocol):
 
 @contextmanager
 def watched(solver: _Stoppable) -> Iterator[None]:
-    """While inside, a stop of the enclosing ``stoppable()`` (from another thread) stops ``solver``'s
-    search too: a thread looks at the event every ``tuning.WATCH_EVERY`` seconds. Nothing outside one."""
-    event = _STOP.get()
-    if event is None:
+    """While inside, a stop of an enclosing ``stoppable()`` (from another thread) stops ``solver``'s
+    search too: a thread looks at the events every ``tuning.WATCH_EVERY`` seconds. Nothing outside one."""
+    events = _STOP.get()
+    if not events:
         yield
         return
     done = threading.Event()
 
     def watch() -> None:
         while not done.wait(tuning.WATCH_EVERY):
-            if event.is_set():
+            if any(event.is_set() for event in events):
                 solver.stop_search()
                 return
 

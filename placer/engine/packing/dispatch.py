@@ -16,8 +16,10 @@ A batch is tight when the greedy pass leaves pods out that have feasible nodes. 
    fill the nodes exactly (where it usually wins in seconds and CP-SAT finds nothing; elsewhere
    it rarely succeeds), then the ejection search (``ejection``) and repacking (``repack``: small
    CP-SAT models on a few nodes at a time) in turns, each from the other's answer, from the best
-   start until the CP-SAT search ends. When nobody places every pod, the
-   last answer becomes the start of the maximisation if it places more pods per key.
+   start until the CP-SAT search ends; once compiled, the overload search (``overload``: every pod
+   on a node, the overload driven to zero) runs on a thread of its own beside them from the same
+   start. When nobody places every pod, the last answer of the ejection search and repack becomes
+   the start of the maximisation if it places more pods per key.
 
 ``TECHNIQUES`` lists each technique with its precondition and budget (docs/bench/techniques.md
 reports what each achieves on the public corpus); the budgets are in ``tuning``.
@@ -25,6 +27,7 @@ reports what each achieves on the public corpus); the budgets are in ``tuning``.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from dataclasses import dataclass
@@ -36,13 +39,14 @@ from placer.engine.constraints.symmetry import Symmetry
 from placer.engine.greedy import Assignment, counts_of
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
 from placer.engine.model import Model
-from placer.engine.packing import clock, completion, ejection, kernel, placeall, repack, starts, tuning
+from placer.engine.packing import clock, completion, ejection, kernel, overload, placeall, repack, starts, tuning
 from placer.models import POD_COUNT
 
 __all__ = [
     "COMPLETION",
     "EJECTION",
     "HEURISTICS",
+    "OVERLOAD",
     "REPACK",
     "TECHNIQUES",
     "Technique",
@@ -56,6 +60,7 @@ HEURISTICS = "heuristics"
 COMPLETION = "bin-completion"
 EJECTION = "ejection"
 REPACK = "repack"
+OVERLOAD = "overload"
 _STOP_EVERY = 0.01  # seconds between two requests to stop the CP-SAT search once completion won
 
 
@@ -75,7 +80,7 @@ TECHNIQUES = (
     Technique(
         placeall.PLACE_ALL,
         "the volume bound allows every placeable pod (per resource, demand <= free room of their nodes)",
-        f"{tuning.PLACE_ALL_SHARE:.0%} of the budget left, every core (all but the racing thread)",
+        f"{tuning.PLACE_ALL_SHARE:.0%} of the budget left, every core (a worker fewer while the overload search races)",
     ),
     Technique(
         COMPLETION,
@@ -91,6 +96,12 @@ TECHNIQUES = (
         f"{tuning.REPACK_AFTER * tuning.REPACK_CYCLE:g} s of every {tuning.REPACK_CYCLE:g} s (all of it when "
         "repack is off), each from the other's answer; the last answer becomes the maximisation's start when "
         "it places more pods",
+    ),
+    Technique(
+        OVERLOAD,
+        "as ejection, once the compiled steps are ready",
+        "races place-all after bin completion, on a thread of its own beside the ejection search and repack, "
+        "until place-all ends or one of them places every pod; it answers only with a packing of every pod",
     ),
     Technique(
         REPACK,
@@ -161,15 +172,22 @@ def settle(model: Model, symmetry: Symmetry, levels: LevelSolver, budget: Budget
     batch = model.batch
     nodes = completion.applies(batch) if raced and not budget.deterministic else None
     searching = enabled(placeall.PLACE_ALL)  # else the placed level's maximisation is the CP-SAT part
-    racing = nodes is not None and _raced(batch) and any(enabled(t) for t in (COMPLETION, EJECTION, REPACK))
+    racing = nodes is not None and _raced(batch) and any(enabled(t) for t in (COMPLETION, EJECTION, REPACK, OVERLOAD))
     if nodes is None or not racing:
         return searching and levels.feasible(placeall.PLACE_ALL, restrict, share=tuning.PLACE_ALL_SHARE)
     solvers: list[object] = []
     won = threading.Event()  # a race technique placed every pod: the CP-SAT search must not start or go on
     outcome: list[bool] = []
 
+    # While the overload search races beside the turns, the two compiled searches keep about a
+    # core busy: CP-SAT gets one worker fewer (on the 2-core reference machine, 8 of the corpus's
+    # 24 hardest misses packed instead of 5: docs/bench/techniques.md).
+    fewer = 1 if enabled(OVERLOAD) and overload.available() else 0
+
     def starting(solver: object) -> bool:
         solvers.append(solver)
+        params = solver.parameters  # type: ignore[attr-defined]
+        params.num_workers = max(1, params.num_workers - fewer)
         return not won.is_set()
 
     start = _current(model, levels)
@@ -215,8 +233,10 @@ def _race(
 ) -> tuple[Assignment | None, Assignment | None]:
     """The race's Python side: bin completion (when the pods fill the nodes exactly in every
     resource: exact fills are what it finds fast), then the ejection search and repacking in turns
-    from ``start`` (``tuning.REPACK_CYCLE``) until ``seconds`` pass or the CP-SAT search ends. A packing of every
-    pod (or None), and the last answer when it places more per key than ``start`` (or None)."""
+    from ``start`` (``tuning.REPACK_CYCLE``), and beside them the overload search on its own
+    thread, until ``seconds`` pass, one of them places every pod or the CP-SAT search ends. A
+    packing of every pod (or None), and the turns' last answer when it places more per key than
+    ``start`` (or None)."""
     began = time.monotonic()
     if enabled(EJECTION) and seconds >= tuning.EJECT_PRIME_SECONDS:
         kernel.prime()  # compiled (or loaded) once per process; the Python steps run until it is ready
@@ -227,6 +247,39 @@ def _race(
         levels.reports.append(LevelReport(COMPLETION, status, float("nan"), float("nan"), time.monotonic() - began))
         if found is not None:
             return found, None
+    left = seconds - (time.monotonic() - began)
+    if not enabled(OVERLOAD) or not overload.available() or left <= 0:
+        return _turns(batch, nodes, start, left, levels)
+    packed: list[Assignment] = []
+    with clock.stoppable() as done:  # set by whichever of the two threads places every pod first
+
+        def overloaded() -> None:
+            at = time.monotonic()
+            found = overload.search(batch, nodes, start, seconds=left, seed=levels.config.solver.seed)
+            if found is not None:
+                packed.append(found)
+                done.set()
+            status = "optimal" if found is not None else ("stopped" if clock.now() == float("inf") else "unknown")
+            levels.reports.append(LevelReport(OVERLOAD, status, float("nan"), float("nan"), time.monotonic() - at))
+
+        context = contextvars.copy_context()  # the thread sees this race's stops and the caller's
+        thread = threading.Thread(target=context.run, args=(overloaded,), name="placer-overload", daemon=True)
+        thread.start()
+        try:
+            found, partial = _turns(batch, nodes, start, left, levels)
+        finally:
+            done.set()
+            thread.join()
+    if packed:
+        return packed[0], None
+    return found, partial
+
+
+def _turns(
+    batch: Batch, nodes: list[int], start: Assignment, seconds: float, levels: LevelSolver
+) -> tuple[Assignment | None, Assignment | None]:
+    """The ejection search and repacking in turns from ``start`` for ``seconds`` (``_race``)."""
+    began = time.monotonic()
     seed = levels.config.solver.seed
     turns = [name for name in (EJECTION, REPACK) if enabled(name)]
     spent = dict.fromkeys(turns, 0.0)

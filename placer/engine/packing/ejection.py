@@ -237,9 +237,7 @@ def _compiled(run: kernel.Kernel, pods: Pods, bins: int, deadline: float, seed: 
             steps,
             seed * 7919 + rounds,
         )
-        per_step = max(clock.real() - began, 1e-6) / steps
-        slice_ = min(tuning.EJECT_SLICE, max(deadline - clock.real(), 0.0))
-        steps = max(1, min(4 * steps, int(slice_ / per_step)))
+        steps = clock.slice_steps(steps, began, deadline)
     return best
 
 

@@ -24,9 +24,11 @@ expensive to eject, and the pods left out drift towards those that are easy to p
 breakout idea of weighting local search (Morris, AAAI 1993) on the partial solutions of consistent
 neighbourhood search (Buljubasic & Vasquez, Computers & Operations Research 76, 2016).
 
-Numba compiles it once per machine (cached on disk; ``NUMBA_CACHE_DIR`` names the folder where the
-package's own folder is read-only). Compiling takes seconds, so ``prime`` starts it on a thread and
-``ready`` says when the search may use it; until then ``ejection`` runs its Python steps.
+Numba compiles it once per machine, with the overload search's steps (``overloadsteps``), cached
+on disk (``NUMBA_CACHE_DIR`` names the folder where the package's own folder is read-only).
+Compiling takes seconds, so ``prime`` starts it on a thread and ``ready`` (``overload``) says when
+the search may use it; until then ``ejection`` runs its Python steps and the overload search does
+not run.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Kernel", "prime", "ready", "wait"]
+__all__ = ["Kernel", "overload", "prime", "ready", "wait"]
 
 log = logging.getLogger(__name__)
 
@@ -389,7 +391,12 @@ def _build() -> None:
         module[name] = jit(module[name])
     steps = jit(_steps)
     _warm(steps)
-    _compiled.append(steps)
+    from placer.engine.packing import overloadsteps  # noqa: PLC0415 - compiled here, with the ejection steps
+
+    vars(overloadsteps)["_over"] = jit(overloadsteps._over)
+    over = jit(overloadsteps.steps)
+    _warm_overload(over)
+    _compiled.extend((steps, over))
 
 
 def _warm(steps: Kernel) -> None:
@@ -417,6 +424,23 @@ def _warm(steps: Kernel) -> None:
     )
 
 
+def _warm_overload(steps: Kernel) -> None:
+    """As ``_warm``, for the overload search's steps (``overloadsteps``)."""
+    i64 = np.int64
+    steps(
+        np.ones((2, 1), dtype=i64),
+        np.full(1, 1, dtype=i64),
+        np.ones(1),
+        1.0,
+        np.zeros(2, dtype=i64),
+        np.full((1, 1), 2, dtype=i64),
+        np.zeros((2, 1), dtype=i64),
+        np.zeros(1, dtype=i64),
+        2,
+        0,
+    )
+
+
 def prime() -> None:
     """Start compiling (or loading) the kernel on a daemon thread, once per process."""
     with _lock:
@@ -436,3 +460,9 @@ def wait(timeout: float | None = None) -> bool:
 def ready() -> Kernel | None:
     """The compiled kernel once it is, else None (never blocks)."""
     return _compiled[0] if _compiled else None
+
+
+def overload() -> Kernel | None:
+    """The overload search's compiled steps (``overloadsteps``), compiled with the ejection
+    search's: None whenever ``ready`` is."""
+    return _compiled[1] if ready() is not None else None

@@ -84,6 +84,13 @@ EJECT_SLICE = 0.02
 EJECT_FIRST_STEPS = 4
 EJECT_PRIME_SECONDS = 2.0
 
+# The overload search (``overload``, ``overloadsteps``): at a local minimum the weight of each
+# resource some node is over in grows by OVERLOAD_BUMP (every weight starts at 1).
+OVERLOAD_BUMP = 1.0
+# Steps without fewer nodes over their room after which it starts again from its start, weights
+# reset (a restart doubles it).
+OVERLOAD_RESTART = 200_000
+
 # Repacking (``repack``): neighbourhoods of REPACK_NODES nodes to start with (within
 # [REPACK_NODES_MIN, REPACK_NODES_MAX] as they adapt), with at most REPACK_OUT left-out pods each,
 # each question (one pod more, or an exchange) given one CP-SAT worker for at most REPACK_SECONDS.
