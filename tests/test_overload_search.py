@@ -22,8 +22,7 @@ import packgen
 import pytest
 from support import cluster
 
-from placer.engine import build_snapshot, packing, solve_batch
-from placer.engine.levels import LevelSolver
+from placer.engine import LevelSolver, build_snapshot, packing, solve_batch
 from placer.models import Cluster, Config
 from placer.validate import validate_placements
 
