@@ -17,3 +17,9 @@ from placer.engine import packing
 def _python_packing_steps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     if request.node.get_closest_marker("kernel") is None:
         monkeypatch.setattr(packing.kernel, "ready", lambda: None)
+
+
+@pytest.fixture
+def compiled_kernel() -> None:
+    """The packing kernel compiled (or loaded from numba's cache): tests of the compiled steps."""
+    assert packing.kernel.wait(600.0), "the kernel did not compile"

@@ -25,31 +25,28 @@ from placer.engine import packing
 from placer.models import Cluster, Config
 from placer.validate import hard_violations, validate_placements
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.usefixtures("compiled_kernel")]
 
 CONFIG = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 0.01}})
-
-
-@pytest.fixture(autouse=True)
-def compiled() -> None:
-    assert packing.kernel.wait(600.0), "the kernel did not compile"
 
 
 def _case(c: Cluster) -> tuple[Any, Any, list[int], Any]:
     return packgen.first_fit_case(c, CONFIG)
 
 
+@pytest.mark.parametrize("search", ["ejection", "overload"])
 @pytest.mark.parametrize(
     ("seed", "pods", "d", "slack"), [(0, 40, 3, 0), (3, 60, 3, 0), (100, 40, 3, 30), (103, 40, 3, 30)]
 )
-def test_the_compiled_search_places_every_pod_that_first_fit_leaves_out(
-    seed: int, pods: int, d: int, slack: int
+def test_each_compiled_search_places_every_pod_that_first_fit_leaves_out(
+    seed: int, pods: int, d: int, slack: int, search: str
 ) -> None:
+    """The ejection search and the overload search (``overload``, compiled with it)."""
     c = packgen.perfect(seed, pods, d, (3, 5)).cluster(slack=slack)
     state, batch, nodes, start = _case(c)
     total = sum(g.size for g in batch.groups)
     assert packgen.placed(start) < total  # first-fit decreasing leaves pods out
-    found = packing.ejection.search(batch, nodes, start, seconds=600.0, seed=seed)
+    found = getattr(packing, search).search(batch, nodes, start, seconds=600.0, seed=seed)
     assert found is not None and packgen.placed(found) == total
     assert validate_placements(c, packgen.node_names(state, batch, found)) == []
 

@@ -1,15 +1,15 @@
 """The overload search (``placer.engine.packing.overload``, steps compiled from ``overloadsteps``).
 
-Instances: generic perfect packings (``packgen``, seeds of these tests), some on nodes with a
-little more room than the pods fill, and a batch that cannot be packed whole. (It is no search for
-every packing: on some exact 2-resource fills, ``packgen.perfect(7, 60, 2, ...)``, it finds none in
-ten minutes, where the ejection search and bin completion do; the race runs them all.) Aspects: from
-first-fit decreasing's answer it places every pod (through the validator); it answers with a
-packing of every pod or nothing: on a batch that cannot be packed whole it answers None once the
-time runs out, and at once in a stopped race (nested races: either stop counts); its compiled steps
-keep every pod on one node and each node's load the sum of its pods, and report how many nodes are
-over their room; in the race it packs what it finds while the ejection search and repack are off,
-and CP-SAT gets a worker fewer while it runs; it does not run while the kernel is not compiled.
+That it places every pod that first-fit decreasing leaves out on generic perfect packings is
+tested with the ejection search's (``test_ejection_kernel``). It is no search for every packing:
+on some exact 2-resource fills (``packgen.perfect(7, 60, 2, ...)``) it finds none in ten minutes,
+where the ejection search and bin completion do; the race runs them all. Aspects here: it answers
+with a packing of every pod or nothing: on a batch that cannot be packed whole it answers None once
+the time runs out, and at once in a stopped race (nested races: either stop counts); its compiled
+steps keep every pod on one node and each node's load the sum of its pods, and report how many
+nodes are over their room; in the race it packs a perfect packing while the ejection search and
+repack are off, and CP-SAT gets a worker fewer while it runs; it does not run while the kernel is
+not compiled.
 """
 
 from __future__ import annotations
@@ -26,33 +26,9 @@ from placer.engine import LevelSolver, build_snapshot, packing, solve_batch
 from placer.models import Cluster, Config
 from placer.validate import validate_placements
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.usefixtures("compiled_kernel")]
 
 CONFIG = Config.model_validate({"solver": {"workers": 1, "deterministic": True, "timeLimit": 0.01}})
-
-
-@pytest.fixture(autouse=True)
-def compiled() -> None:
-    assert packing.kernel.wait(600.0), "the kernel did not compile"
-
-
-def _case(c: Cluster) -> tuple[Any, Any, list[int], Any]:
-    return packgen.first_fit_case(c, CONFIG)
-
-
-@pytest.mark.parametrize(
-    ("seed", "pods", "d", "slack"), [(0, 40, 3, 0), (3, 60, 3, 0), (100, 40, 3, 30), (103, 40, 3, 30)]
-)
-def test_the_overload_search_places_every_pod_that_first_fit_leaves_out(
-    seed: int, pods: int, d: int, slack: int
-) -> None:
-    c = packgen.perfect(seed, pods, d, (3, 5)).cluster(slack=slack)
-    state, batch, nodes, start = _case(c)
-    total = sum(g.size for g in batch.groups)
-    assert packgen.placed(start) < total  # first-fit decreasing leaves pods out
-    found = packing.overload.search(batch, nodes, start, seconds=600.0, seed=seed)
-    assert found is not None and packgen.placed(found) == total
-    assert validate_placements(c, packgen.node_names(state, batch, found)) == []
 
 
 def _overfull() -> tuple[Cluster, Any, Any, list[int], Any]:
@@ -62,7 +38,7 @@ def _overfull() -> tuple[Cluster, Any, Any, list[int], Any]:
     pods += [{"name": f"small{k}", "requests": {"cpu": "400m", "memory": "400Mi"}} for k in range(3)]
     nodes = [{"name": f"n{i}", "allocatable": {"cpu": "1000m", "memory": "1000Mi", "pods": 110}} for i in range(5)]
     c = cluster(nodes, pods)
-    state, batch, chosen, start = _case(c)
+    state, batch, chosen, start = packgen.first_fit_case(c, CONFIG)
     return c, state, batch, chosen, start
 
 
@@ -146,5 +122,5 @@ def test_it_does_not_run_before_the_kernel_is_compiled(monkeypatch: pytest.Monke
     monkeypatch.setattr(packing.kernel, "ready", lambda: None)
     assert packing.kernel.overload() is None and not packing.overload.available()
     c = packgen.perfect(0, 40, 3, (3, 5)).cluster()
-    _, batch, nodes, start = _case(c)
+    _, batch, nodes, start = packgen.first_fit_case(c, CONFIG)
     assert packing.overload.search(batch, nodes, start, seconds=600.0) is None
