@@ -6,7 +6,8 @@ every pod, ordered the domains in Python and scanned every level for every group
 
 Random clusters of racks in zones, running pods, gangs of PodGroups of a few request shapes held
 to a rack or a zone, some below a CompositePodGroup held to a zone, some with a host port; each
-strategy. Every answer goes through the independent validator.
+strategy; and every gang asking for one host port, which the pass keeps apart across gangs.
+Every answer goes through the independent validator.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def _levels_of(batch: Batch, gis: Sequence[int]) -> list[Any]:
 
 
 def _first_fit(
-    batch: Batch, scorer: Scorer, gis: Sequence[int], mask: Any, used: IntArray
+    batch: Batch, scorer: Scorer, gis: Sequence[int], mask: Any, used: IntArray, ports: Any
 ) -> tuple[Fit, IntArray] | None:
     alloc = batch.snapshot.alloc
     fit: Fit = {}
@@ -78,11 +79,11 @@ def _first_fit(
 SHAPES = (("1", "1Gi"), ("2", "4Gi"), ("3", "2Gi"), ("500m", "6Gi"))
 
 
-def _cluster(seed: int) -> Cluster:
+def _cluster(seed: int, port: int | None = None) -> Cluster:
     """Two zones of three racks of 2-5 nodes (4-16 cpu), pods already running on some, and
     8-14 gangs of 1-7 pods: one request shape per gang, held to a rack (or a zone), a third of
-    them below a composite held to a zone, a few asking for a host port (a port of their own: the
-    pass keeps a group's pods on distinct nodes, not two groups asking for one port apart)."""
+    them below a composite held to a zone, a few asking for a host port (a port of their own, the
+    reference keeping only a group's pods apart; with ``port``, every gang asks for that one)."""
     rng = np.random.default_rng(seed)
     items: list[Any] = []
     names: list[str] = []
@@ -102,13 +103,13 @@ def _cluster(seed: int) -> Cluster:
         key = RACK if rng.random() < 0.8 else ZONE
         parent = "job" if rng.random() < 0.3 else None
         items.append(pod_group(f"g{g}", size, key=key, parent=parent))
-        ported = rng.random() < 0.15
+        ported = port is not None or rng.random() < 0.15
         for i in range(size):
             member = pod(f"g{g}-{i}", f"g{g}", cpu=cpu, created=f"2026-01-01T00:{g:02d}:{i:02d}Z")
             container = member["spec"]["containers"][0]
             container["resources"]["requests"]["memory"] = memory
             if ported:
-                container["ports"] = [{"containerPort": 80, "hostPort": 8000 + g}]  # its own port per gang
+                container["ports"] = [{"containerPort": 80, "hostPort": port or 8000 + g}]
             items.append(member)
     return dump(items)
 
@@ -132,3 +133,12 @@ def test_the_fast_pass_places_as_the_plain_one(strategy: str, seed: int, monkeyp
         patch.setattr(Batch, "levels_of", _levels_of)
         assert fast == _answer(c, config)
     assert any(n >= 0 for nodes in fast for n in nodes)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_gangs_asking_for_one_host_port_never_share_a_node(seed: int) -> None:
+    """Every gang asks for host port 8080: the pass keeps them on distinct nodes across gangs, not
+    only within one (the validator refuses two pods with one host port on a node), and places some."""
+    answer = _answer(_cluster(seed, port=8080), Config())
+    placed = [n for nodes in answer for n in nodes if n >= 0]
+    assert placed and len(placed) == len(set(placed))

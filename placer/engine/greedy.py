@@ -13,9 +13,8 @@ import numpy.typing as npt
 
 from placer.engine.batch import Batch
 from placer.engine.candidates import node_order
-from placer.engine.greedy_domains import place_levels
+from placer.engine.greedy_domains import place_levels, port_clash
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget
-from placer.engine.prefilter import ports_conflict
 from placer.engine.quorums import short
 from placer.engine.scoring import Scorer
 from placer.engine.topology import TopologyState
@@ -175,7 +174,7 @@ def _greedy(
     result: Assignment = [np.full(g.size, -1, dtype=np.int64) for g in batch.groups]
     topo = None if batch.topology.empty else TopologyState(batch.topology, [g.size for g in batch.groups])
     # Groups held in topology domains go first, one workload group at a time (``greedy_domains``).
-    alone = skip | place_levels(batch, scorer, used, result, skip, queue=queue)
+    alone = skip | place_levels(batch, scorer, used, result, skip, queue=queue, ports=port_nodes)
     # Pods whose required affinity other batch pods provide go after their providers.
     dependent = {a.g: a.order for a in batch.topology.affinity if not a.seed}
     by_tier = batch.tiers != "namespace"
@@ -277,7 +276,7 @@ def _choose(
     if topo is not None:
         ok &= topo.allowed(gi, nodes, soft=soft)
     if group.has_ports and port_nodes:
-        clash = [n for n, groups in port_nodes.items() if _port_clash(batch, gi, groups)]
+        clash = [n for n, groups in port_nodes.items() if port_clash(batch, gi, groups)]
         ok &= ~np.isin(nodes, clash)
     nodes = nodes[ok]
     if len(nodes) == 0:
@@ -290,10 +289,3 @@ def _choose(
     if scorer.strategy.spreads_ties:
         load = (used[np.ix_(nodes, scorer.cols)] * scorer.inv_alloc[nodes]).sum(axis=1) / scorer.k[nodes]
     return int(nodes[node_order(group, nodes, cost, load)[0]])
-
-
-def _port_clash(batch: Batch, gi: int, placed_groups: list[int]) -> bool:
-    mine = batch.groups[gi].pods[0].host_ports
-    return any(
-        ports_conflict(a, b) for other in placed_groups for a in mine for b in batch.groups[other].pods[0].host_ports
-    )

@@ -18,12 +18,14 @@ import numpy.typing as npt
 
 from placer.engine.batch import Batch, pod_order
 from placer.engine.domains import DomainLevel
+from placer.engine.prefilter import ports_conflict
 from placer.engine.scoring import Scorer
 
-__all__ = ["Fit", "fit_unit", "place_levels"]
+__all__ = ["Fit", "Ports", "fit_unit", "place_levels", "port_clash"]
 
 IntArray = npt.NDArray[np.int64]
 Fit = dict[int, list[int]]  # batch group -> nodes of its pods
+Ports = dict[int, list[int]]  # node -> the batch groups asking for host ports that the pass put there
 _BLOCK_ROWS = 1 << 16  # (node, pod) costs per call of ``Scorer.delta_rows`` at most (``_PodCosts``)
 
 
@@ -35,9 +37,13 @@ def place_levels(
     skip: frozenset[int],
     *,
     queue: bool = False,
+    ports: Ports | None = None,
 ) -> set[int]:
-    """Place the batch's groups that belong to levels (into ``result``, adding to ``used``);
-    returns those groups (placed or not), which the pod-by-pod pass then leaves alone."""
+    """Place the batch's groups that belong to levels (into ``result``, adding to ``used``, and
+    the nodes of the groups asking for host ports to ``ports``, which none of them may share with
+    a group whose ports conflict); returns those groups (placed or not), which the pod-by-pod pass
+    then leaves alone."""
+    ports = {} if ports is None else ports
     levels = batch.levels
     if not levels:
         return set()
@@ -57,11 +63,12 @@ def place_levels(
     else:
         units = sorted(outer.values(), key=lambda gis: (top(gis), -sum(batch.groups[g].size for g in gis)))
     for gis in units:
-        found = fit_unit(batch, scorer, gis, used)
+        found = fit_unit(batch, scorer, gis, used, ports)
         if found is None:
             continue
         fit, after = found
         used[:] = after
+        ports.update(_noted(batch, fit, ports))
         for gi, nodes in fit.items():
             result[gi][: len(nodes)] = nodes
             group = batch.groups[gi]  # the nodes taken join the candidates: the start stays a solution
@@ -69,12 +76,33 @@ def place_levels(
     return handled
 
 
-def fit_unit(batch: Batch, scorer: Scorer, gis: Sequence[int], used: IntArray) -> tuple[Fit, IntArray] | None:
+def fit_unit(
+    batch: Batch, scorer: Scorer, gis: Sequence[int], used: IntArray, ports: Ports | None = None
+) -> tuple[Fit, IntArray] | None:
     """Every pod of the batch groups ``gis`` (one outermost level's) placed on ``used`` (not
-    modified), each level in one domain, domains tried as ``_order`` says: the nodes per group,
-    and the load after; None when no domain takes them all."""
+    modified), each level in one domain, domains tried as ``_order`` says, no group asking for a
+    host port on a node where ``ports`` (not modified) or the unit itself put a conflicting one: the
+    nodes per group, and the load after; None when no domain takes them all."""
     everywhere = np.ones(len(batch.snapshot.nodes), dtype=np.bool_)
-    return _fit(batch, scorer, gis, everywhere, frozenset(), used.copy())
+    return _fit(batch, scorer, gis, everywhere, frozenset(), used.copy(), {} if ports is None else ports)
+
+
+def port_clash(batch: Batch, gi: int, placed_groups: list[int]) -> bool:
+    """Whether group ``gi`` asks for a host port that conflicts with one of ``placed_groups``'."""
+    mine = batch.groups[gi].pods[0].host_ports
+    return any(
+        ports_conflict(a, b) for other in placed_groups for a in mine for b in batch.groups[other].pods[0].host_ports
+    )
+
+
+def _noted(batch: Batch, fit: Fit, ports: Ports) -> Ports:
+    """``ports`` with the nodes of ``fit``'s groups that ask for host ports (a new dict)."""
+    out = {n: list(gs) for n, gs in ports.items()}
+    for gi, nodes in fit.items():
+        if batch.groups[gi].has_ports:
+            for n in set(nodes):
+                out.setdefault(n, []).append(gi)
+    return out
 
 
 def _order(batch: Batch, level: DomainLevel, gis: Sequence[int], used: IntArray) -> list[int]:
@@ -99,22 +127,29 @@ def _order(batch: Batch, level: DomainLevel, gis: Sequence[int], used: IntArray)
 
 
 def _fit(
-    batch: Batch, scorer: Scorer, gis: Sequence[int], mask: npt.NDArray[np.bool_], fixed: frozenset[str], used: IntArray
+    batch: Batch,
+    scorer: Scorer,
+    gis: Sequence[int],
+    mask: npt.NDArray[np.bool_],
+    fixed: frozenset[str],
+    used: IntArray,
+    ports: Ports,
 ) -> tuple[Fit, IntArray] | None:
-    """Every pod of ``gis`` on nodes of ``mask``, each level not yet ``fixed`` in one domain."""
+    """Every pod of ``gis`` on nodes of ``mask``, each level not yet ``fixed`` in one domain, no
+    host port where ``ports`` has a conflicting one."""
     open_levels = [lv for lv in batch.levels_of(gis) if lv.name not in fixed]
     if not open_levels:
-        return _first_fit(batch, scorer, gis, mask, used)
+        return _first_fit(batch, scorer, gis, mask, used, ports)
     level = max(open_levels, key=lambda lv: (len(set(lv.groups) & set(gis)), lv.name))
     inside = [g for g in gis if g in level.groups]
     outside = [g for g in gis if g not in level.groups]
     for d in _order(batch, level, inside, used):
-        found = _fit(batch, scorer, inside, mask & (level.domain == d), fixed | {level.name}, used.copy())
+        found = _fit(batch, scorer, inside, mask & (level.domain == d), fixed | {level.name}, used.copy(), ports)
         if found is None:
             continue
         fit, after = found
         if outside:
-            rest = _fit(batch, scorer, outside, mask, fixed | {level.name}, after)
+            rest = _fit(batch, scorer, outside, mask, fixed | {level.name}, after, _noted(batch, fit, ports))
             if rest is None:
                 continue  # the others fit nowhere beside this domain: try the next one
             fit = {**fit, **rest[0]}
@@ -124,15 +159,19 @@ def _fit(
 
 
 def _first_fit(
-    batch: Batch, scorer: Scorer, gis: Sequence[int], mask: npt.NDArray[np.bool_], used: IntArray
+    batch: Batch, scorer: Scorer, gis: Sequence[int], mask: npt.NDArray[np.bool_], used: IntArray, ports: Ports
 ) -> tuple[Fit, IntArray] | None:
     """Each pod of ``gis`` in turn on the node of ``mask`` where it fits at the least strategy
-    cost (``_PodCosts``), the first such node on ties."""
+    cost (``_PodCosts``), the first such node on ties; a group asking for host ports never on a
+    node where ``ports`` or an earlier group of ``gis`` has a conflicting one."""
     alloc = batch.snapshot.alloc
     fit: Fit = {}
     for gi in gis:
         group = batch.groups[gi]
         nodes = group.feasible[mask[group.feasible]]
+        if group.has_ports:
+            taken = _noted(batch, fit, ports)
+            nodes = nodes[~np.isin(nodes, [n for n, gs in taken.items() if port_clash(batch, gi, gs)])]
         nz = np.flatnonzero(group.vec)
         if len(nz):  # pods of the group each node still holds
             cap = np.maximum((alloc[np.ix_(nodes, nz)] - used[np.ix_(nodes, nz)]) // group.vec[nz], 0).min(axis=1)
