@@ -243,8 +243,9 @@ def _race(
     if enabled(COMPLETION) and _exact(batch, nodes):
         share = min(tuning.COMPLETION_RACE_SHARE * seconds / tuning.PLACE_ALL_SHARE, seconds)
         found, _ = completion.complete(batch, nodes, seconds=share)
-        status = "optimal" if found is not None else ("stopped" if clock.now() == float("inf") else "unknown")
-        levels.reports.append(LevelReport(COMPLETION, status, float("nan"), float("nan"), time.monotonic() - began))
+        levels.reports.append(
+            LevelReport(COMPLETION, _status(found is not None), float("nan"), float("nan"), time.monotonic() - began)
+        )
         if found is not None:
             return found, None
     left = seconds - (time.monotonic() - began)
@@ -259,8 +260,9 @@ def _race(
             if found is not None:
                 packed.append(found)
                 done.set()
-            status = "optimal" if found is not None else ("stopped" if clock.now() == float("inf") else "unknown")
-            levels.reports.append(LevelReport(OVERLOAD, status, float("nan"), float("nan"), time.monotonic() - at))
+            levels.reports.append(
+                LevelReport(OVERLOAD, _status(found is not None), float("nan"), float("nan"), time.monotonic() - at)
+            )
 
         context = contextvars.copy_context()  # the thread sees this race's stops and the caller's
         thread = threading.Thread(target=context.run, args=(overloaded,), name="placer-overload", daemon=True)
@@ -302,11 +304,15 @@ def _turns(
         turn += 1
     packed = best is not None and _all_placed(batch, best)
     for name, took in spent.items():
-        status = "optimal" if packed else ("stopped" if clock.now() == float("inf") else "unknown")
-        levels.reports.append(LevelReport(name, status, float("nan"), float("nan"), took))
+        levels.reports.append(LevelReport(name, _status(packed), float("nan"), float("nan"), took))
     if best is None or _all_placed(batch, best):
         return best, None
     return None, (best if starts.better_start(batch, start, best) is best else None)
+
+
+def _status(packed: bool) -> str:
+    """A race technique's report status: it placed every pod, the race was stopped, or neither."""
+    return "optimal" if packed else ("stopped" if clock.now() == float("inf") else "unknown")
 
 
 def _exact(batch: Batch, nodes: list[int]) -> bool:

@@ -190,9 +190,7 @@ def _compiled(run: kernel.Kernel, pods: Pods, bins: int, deadline: float, seed: 
     """The search's steps in the compiled kernel, a slice at a time between two looks at the clock
     (slices sized to last about ``tuning.EJECT_SLICE`` seconds): each pod's bin in the answer that
     left the fewest pods out."""
-    asked = np.flatnonzero(pods.room > 0)  # a resource with no room is asked by nobody (Pods.of)
-    vecs = np.ascontiguousarray(pods.vecs[:, asked], dtype=np.int64)
-    room = np.ascontiguousarray(pods.room[asked], dtype=np.int64)
+    vecs, room = pods.asked()
     n = len(vecs)
     tight = vecs.sum(axis=0) / (room * bins)
     base = np.ascontiguousarray(((vecs / room) * (tight / max(float(tight.mean()), 1e-12))).sum(axis=1))
@@ -271,6 +269,14 @@ class Pods:
         if np.any(load > room):  # not a valid start (the model's solutions always are)
             return None
         return Pods(owners, vecs, room, bin_of)
+
+    def asked(self) -> tuple[IntArray, IntArray]:
+        """``vecs`` and ``room`` over the resources with room only (nobody asks for one without:
+        ``of``), contiguous, as the compiled searches take them."""
+        asked = np.flatnonzero(self.room > 0)
+        vecs: IntArray = np.ascontiguousarray(self.vecs[:, asked], dtype=np.int64)
+        room: IntArray = np.ascontiguousarray(self.room[asked], dtype=np.int64)
+        return vecs, room
 
     def assignment(self, batch: Batch, nodes: list[int], bin_of: IntArray) -> Assignment:
         """``bin_of`` (positions in ``nodes``) as the batch's assignment."""

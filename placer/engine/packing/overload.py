@@ -56,9 +56,7 @@ def search(batch: Batch, nodes: list[int], start: Assignment, *, seconds: float,
     pods = Pods.of(batch, nodes, start)
     if run is None or pods is None or clock.now() > deadline:
         return None
-    asked = np.flatnonzero(pods.room > 0)  # a resource with no room is asked by nobody (Pods.of)
-    vecs = np.ascontiguousarray(pods.vecs[:, asked], dtype=np.int64)
-    room = np.ascontiguousarray(pods.room[asked], dtype=np.int64)
+    vecs, room = pods.asked()
     bins = len(nodes)
     first, first_load = _start(vecs, room, pods.bin_of, bins)
     bin_of, load = first.copy(), first_load.copy()
