@@ -34,7 +34,7 @@ def _case(c: Cluster) -> tuple[Any, Any, list[int], Any]:
     return packgen.first_fit_case(c, CONFIG)
 
 
-@pytest.mark.parametrize("search", ["ejection", "overload"])
+@pytest.mark.parametrize("search", ["ejection", "overload", "dive"])
 @pytest.mark.parametrize(
     ("seed", "pods", "d", "slack"), [(0, 40, 3, 0), (3, 60, 3, 0), (100, 40, 3, 30), (103, 40, 3, 30)]
 )

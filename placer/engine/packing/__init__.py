@@ -6,6 +6,7 @@ runs them; ``starts`` holds the heuristics and the check every other answer goes
 ``fillsampler`` and ``largefills`` the bin-completion search; ``ejection`` the local search that
 repairs the best start (its steps compiled in ``kernel``); ``overload`` the local search that lets
 nodes overflow and drives the overflow to zero (steps in ``overloadsteps``, compiled in ``kernel``);
+``dive`` the rounding of the LP of a cover by node contents (listed by ``contents``, compiled too);
 ``repack`` the CP-SAT neighbourhoods that continue from the ejection search's answer; ``tuning``
 every constant; ``clock`` the deadline a race can stop.
 """
@@ -13,7 +14,9 @@ every constant; ``clock`` the deadline a race can stop.
 from placer.engine.packing import (
     clock,
     completion,
+    contents,
     dispatch,
+    dive,
     ejection,
     exactcover,
     fillsampler,
@@ -38,7 +41,9 @@ __all__ = [
     "better_start",
     "clock",
     "completion",
+    "contents",
     "dispatch",
+    "dive",
     "ejection",
     "exactcover",
     "fillsampler",

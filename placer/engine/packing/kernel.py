@@ -24,8 +24,9 @@ expensive to eject, and the pods left out drift towards those that are easy to p
 breakout idea of weighting local search (Morris, AAAI 1993) on the partial solutions of consistent
 neighbourhood search (Buljubasic & Vasquez, Computers & Operations Research 76, 2016).
 
-Numba compiles it once per machine, with the overload search's steps (``overloadsteps``), cached
-on disk (``NUMBA_CACHE_DIR`` names the folder where the package's own folder is read-only).
+Numba compiles it once per machine, with the overload search's steps (``overloadsteps``) and the
+LP dive's listing of contents (``contents``), cached on disk (``NUMBA_CACHE_DIR`` names the
+folder where the package's own folder is read-only).
 Compiling takes seconds, so ``prime`` starts it on a thread and ``ready`` (``overload``) says when
 the search may use it; until then ``ejection`` runs its Python steps and the overload search does
 not run.
@@ -40,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Kernel", "overload", "prime", "ready", "wait"]
+__all__ = ["Kernel", "contents", "overload", "prime", "ready", "wait"]
 
 log = logging.getLogger(__name__)
 
@@ -396,7 +397,12 @@ def _build() -> None:
     vars(overloadsteps)["_over"] = jit(overloadsteps._over)
     over = jit(overloadsteps.steps)
     _warm_overload(over)
-    _compiled.extend((steps, over))
+    from placer.engine.packing import contents  # noqa: PLC0415 - compiled here too
+
+    vars(contents)["_closed"] = jit(contents._closed)
+    listing = jit(contents.maximal)
+    _warm_contents(listing)
+    _compiled.extend((steps, over, listing))
 
 
 def _warm(steps: Kernel) -> None:
@@ -441,6 +447,12 @@ def _warm_overload(steps: Kernel) -> None:
     )
 
 
+def _warm_contents(listing: Kernel) -> None:
+    """As ``_warm``, for the listing of a node's maximal contents (``contents``)."""
+    i64 = np.int64
+    listing(np.ones((2, 1), dtype=i64), np.full(1, 1, dtype=i64), 2, np.zeros(2, dtype=i64), np.zeros(3, dtype=i64))
+
+
 def prime() -> None:
     """Start compiling (or loading) the kernel on a daemon thread, once per process."""
     with _lock:
@@ -466,3 +478,9 @@ def overload() -> Kernel | None:
     """The overload search's compiled steps (``overloadsteps``), compiled with the ejection
     search's: None whenever ``ready`` is."""
     return _compiled[1] if ready() is not None else None
+
+
+def contents() -> Kernel | None:
+    """The compiled listing of a node's maximal contents (``contents``), compiled with the
+    ejection search's steps: None whenever ``ready`` is."""
+    return _compiled[2] if ready() is not None else None

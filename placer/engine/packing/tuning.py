@@ -91,6 +91,20 @@ OVERLOAD_BUMP = 1.0
 # reset (a restart doubles it).
 OVERLOAD_RESTART = 200_000
 
+# The LP dive (``dive``, ``contents``): it runs only where the maximal contents of a node number at
+# most DIVE_CONTENTS (the LP over them is solved dozens of times a dive: a few seconds at this
+# size on one core). One dive per threshold: each round fixes the contents whose LP value is above
+# it, largest first, as far as they share no pod (and the largest at least); lower thresholds fix
+# more at once (fewer LP solves), higher ones follow the LP more closely. On the corpus's hardest
+# misses each threshold packs instances the others do not (docs/bench/techniques.md).
+DIVE_CONTENTS = 1_000_000
+DIVE_THRESHOLDS = (0.6, 0.9, 0.999)
+# After one dive per threshold, the dives go on (thresholds in turn) with each content's cost drawn
+# in [1, 1 + DIVE_NOISE): the LP's optima are many, and other ties lead other dives elsewhere.
+DIVE_NOISE = 0.01
+# Contents that join the LP at most per pricing round (the most negative reduced costs first).
+DIVE_PRICED = 1_000
+
 # Repacking (``repack``): neighbourhoods of REPACK_NODES nodes to start with (within
 # [REPACK_NODES_MIN, REPACK_NODES_MAX] as they adapt), with at most REPACK_OUT left-out pods each,
 # each question (one pod more, or an exchange) given one CP-SAT worker for at most REPACK_SECONDS.
