@@ -111,6 +111,7 @@ def test_every_technique_states_its_precondition_and_budget() -> None:
         packing.dispatch.COMPLETION,
         packing.dispatch.EJECTION,
         packing.dispatch.OVERLOAD,
+        packing.dispatch.DIVE,
         packing.dispatch.REPACK,
     ]
     assert all(t.applies and t.budget for t in packing.TECHNIQUES)

@@ -17,8 +17,9 @@ A batch is tight when the greedy pass leaves pods out that have feasible nodes. 
    it rarely succeeds), then the ejection search (``ejection``) and repacking (``repack``: small
    CP-SAT models on a few nodes at a time) in turns, each from the other's answer, from the best
    start until the CP-SAT search ends; once compiled, the overload search (``overload``: every pod
-   on a node, the overload driven to zero) runs on a thread of its own beside them from the same
-   start. When nobody places every pod, the last answer of the ejection search and repack becomes
+   on a node, the overload driven to zero) and the LP dive (``dive``: the linear relaxation of a
+   cover by node contents rounded, where a node's contents can be listed) each run on a thread of
+   their own beside them. When nobody places every pod, the last answer of the ejection search and repack becomes
    the start of the maximisation if it places more pods per key.
 
 ``TECHNIQUES`` lists each technique with its precondition and budget (docs/bench/techniques.md
@@ -30,6 +31,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,11 +41,12 @@ from placer.engine.constraints.symmetry import Symmetry
 from placer.engine.greedy import Assignment, counts_of
 from placer.engine.levels import DETERMINISTIC_UNITS_PER_SECOND, Budget, LevelReport, LevelSolver
 from placer.engine.model import Model
-from placer.engine.packing import clock, completion, ejection, kernel, overload, placeall, repack, starts, tuning
+from placer.engine.packing import clock, completion, dive, ejection, kernel, overload, placeall, repack, starts, tuning
 from placer.models import POD_COUNT
 
 __all__ = [
     "COMPLETION",
+    "DIVE",
     "EJECTION",
     "HEURISTICS",
     "OVERLOAD",
@@ -61,6 +64,7 @@ COMPLETION = "bin-completion"
 EJECTION = "ejection"
 REPACK = "repack"
 OVERLOAD = "overload"
+DIVE = "dive"
 _STOP_EVERY = 0.01  # seconds between two requests to stop the CP-SAT search once completion won
 
 
@@ -102,6 +106,13 @@ TECHNIQUES = (
         "as ejection, once the compiled steps are ready",
         "races place-all after bin completion, on a thread of its own beside the ejection search and repack, "
         "until place-all ends or one of them places every pod; it answers only with a packing of every pod",
+    ),
+    Technique(
+        DIVE,
+        f"as ejection, once its listing is compiled, where a node has at most {tuning.DIVE_CONTENTS:,} "
+        "maximal contents",
+        f"races place-all after bin completion, on a thread of its own, until place-all ends, one of the others places "
+        f"every pod, or its {len(tuning.DIVE_THRESHOLDS)} dives are over; it answers only with a packing of every pod",
     ),
     Technique(
         REPACK,
@@ -172,7 +183,9 @@ def settle(model: Model, symmetry: Symmetry, levels: LevelSolver, budget: Budget
     batch = model.batch
     nodes = completion.applies(batch) if raced and not budget.deterministic else None
     searching = enabled(placeall.PLACE_ALL)  # else the placed level's maximisation is the CP-SAT part
-    racing = nodes is not None and _raced(batch) and any(enabled(t) for t in (COMPLETION, EJECTION, REPACK, OVERLOAD))
+    racing = (
+        nodes is not None and _raced(batch) and any(enabled(t) for t in (COMPLETION, EJECTION, REPACK, OVERLOAD, DIVE))
+    )
     if nodes is None or not racing:
         return searching and levels.feasible(placeall.PLACE_ALL, restrict, share=tuning.PLACE_ALL_SHARE)
     solvers: list[object] = []
@@ -233,8 +246,9 @@ def _race(
 ) -> tuple[Assignment | None, Assignment | None]:
     """The race's Python side: bin completion (when the pods fill the nodes exactly in every
     resource: exact fills are what it finds fast), then the ejection search and repacking in turns
-    from ``start`` (``tuning.REPACK_CYCLE``), and beside them the overload search on its own
-    thread, until ``seconds`` pass, one of them places every pod or the CP-SAT search ends. A
+    from ``start`` (``tuning.REPACK_CYCLE``), and beside them the overload search and the LP dive,
+    each on its own thread, until ``seconds`` pass, one of them places every pod or the CP-SAT
+    search ends (turns that end sooner without a packing leave the other two running). A
     packing of every pod (or None), and the turns' last answer when it places more per key than
     ``start`` (or None)."""
     began = time.monotonic()
@@ -249,32 +263,50 @@ def _race(
         if found is not None:
             return found, None
     left = seconds - (time.monotonic() - began)
-    if not enabled(OVERLOAD) or not overload.available() or left <= 0:
+    sides = [(name, module.search) for name, module in _SIDES if enabled(name) and module.available()]
+    if not sides or left <= 0:
         return _turns(batch, nodes, start, left, levels)
     packed: list[Assignment] = []
-    with clock.stoppable() as done:  # set by whichever of the two threads places every pod first
+    with clock.stoppable() as done:  # set by whichever thread places every pod first
 
-        def overloaded() -> None:
+        def side(name: str, search: Callable[..., Assignment | None]) -> None:
             at = time.monotonic()
-            found = overload.search(batch, nodes, start, seconds=left, seed=levels.config.solver.seed)
+            found = search(batch, nodes, start, seconds=left, seed=levels.config.solver.seed)
             if found is not None:
                 packed.append(found)
                 done.set()
             levels.reports.append(
-                LevelReport(OVERLOAD, _status(found is not None), float("nan"), float("nan"), time.monotonic() - at)
+                LevelReport(name, _status(found is not None), float("nan"), float("nan"), time.monotonic() - at)
             )
 
-        context = contextvars.copy_context()  # the thread sees this race's stops and the caller's
-        thread = threading.Thread(target=context.run, args=(overloaded,), name="placer-overload", daemon=True)
-        thread.start()
+        threads = [
+            # each thread sees this race's stops and the caller's: it runs in a copy of the context
+            threading.Thread(
+                target=contextvars.copy_context().run, args=(side, name, search), name=f"placer-{name}", daemon=True
+            )
+            for name, search in sides
+        ]
+        for thread in threads:
+            thread.start()
         try:
             found, partial = _turns(batch, nodes, start, left, levels)
-        finally:
+        except BaseException:
             done.set()
+            for thread in threads:
+                thread.join()
+            raise
+        if found is not None:  # the turns placed every pod: the others stop
+            done.set()
+        for thread in threads:  # else they run on to their deadline (the turns' own), a packing or a stop
             thread.join()
     if packed:
         return packed[0], None
     return found, partial
+
+
+# The searches that race the turns on threads of their own: each module's ``search`` answers a
+# packing of every pod or None, its ``available`` says whether it can run (compiled).
+_SIDES = ((OVERLOAD, overload), (DIVE, dive))
 
 
 def _turns(
