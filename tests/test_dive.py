@@ -42,12 +42,24 @@ def _maximal_by_subsets(vecs: np.ndarray, room: np.ndarray) -> set[tuple[int, ..
     return found
 
 
-def _listing(vecs: np.ndarray, room: np.ndarray, most: int) -> set[tuple[int, ...]] | None:
+def _listing(
+    vecs: np.ndarray, room: np.ndarray, most: int, visits: int = 10**9, per_call: int = 10**9
+) -> set[tuple[int, ...]] | None:
+    """The compiled listing, called in slices of ``per_call`` sets until it is over or ``visits``
+    sets were gone through; None when it reports too many (or is not over by then)."""
     listing = packing.kernel.contents()
     assert listing is not None
     flat = np.zeros(most * len(vecs), dtype=np.int64)
     starts = np.zeros(most + 1, dtype=np.int64)
-    found = int(listing(vecs, room, most, flat, starts))
+    path = np.zeros(len(vecs) + 1, dtype=np.int64)
+    load = np.zeros(len(room), dtype=np.int64)
+    state = np.zeros(3, dtype=np.int64)
+    packing.contents.begin(path, state)
+    found = packing.contents.MORE
+    while found == packing.contents.MORE and visits > 0:
+        call = min(per_call, visits)
+        found = int(listing(vecs, room, most, call, flat, starts, path, load, state))
+        visits -= call
     if found < 0:
         return None
     return {tuple(int(p) for p in flat[starts[c] : starts[c + 1]]) for c in range(found)}
@@ -64,6 +76,16 @@ def test_the_listing_holds_exactly_the_maximal_contents_of_a_node(seed: int) -> 
     assert _listing(vecs, room, len(expected)) == expected  # exactly as many as allowed: listed
     if len(expected) > 1:
         assert _listing(vecs, room, len(expected) - 1) is None  # one more than allowed: stops
+    fitting = sum(
+        1
+        for size in range(1, n + 1)
+        for subset in itertools.combinations(range(n), size)
+        if (vecs[list(subset)].sum(axis=0) <= room).all()
+    )
+    assert _listing(vecs, room, 10_000, visits=fitting) == expected  # each set that fits gone through once
+    assert _listing(vecs, room, 10_000, visits=fitting - 1) is None
+    for per_call in (1, 2, 7):  # in slices, resumed from the arrays: the same listing
+        assert _listing(vecs, room, 10_000, per_call=per_call) == expected
 
 
 def _overfull() -> tuple[object, object, list[int], object]:

@@ -29,12 +29,13 @@ from ortools.linear_solver import pywraplp
 
 from placer.engine.batch import Batch
 from placer.engine.greedy import Assignment
-from placer.engine.packing import clock, kernel, tuning
+from placer.engine.packing import clock, contents, kernel, tuning
 from placer.engine.packing.ejection import Pods
 from placer.engine.scoring import IntArray
 
 __all__ = ["available", "search"]
 
+_FIRST_VISITS = 1_000  # the listing's first slice (the next are sized by the clock)
 _MEAN_PODS = 6  # room for this many pods per content on average in the listing (it stops when full)
 _FIXED = 1 - 1e-6  # an LP value this close to 1 is 1
 _PRICE_TOLERANCE = 1e-9  # a content joins the LP when its reduced cost is below minus this
@@ -45,18 +46,32 @@ def available() -> bool:
     return kernel.contents() is not None
 
 
-def _contents(vecs: IntArray, room: IntArray) -> tuple[IntArray, IntArray] | None:
+def _contents(vecs: IntArray, room: IntArray, deadline: float) -> tuple[IntArray, IntArray] | None:
     """Every maximal content of a node (``contents.maximal``'s ``flat`` and ``starts``, cut to
-    length), or None when they are too many (or the listing is not compiled)."""
+    length), or None when they are too many, the listing goes through more than
+    ``tuning.DIVE_VISITS`` sets, ``deadline`` passes (or the race is stopped) or it is not
+    compiled. The listing runs in slices of about ``tuning.EJECT_SLICE`` seconds."""
     listing = kernel.contents()
     if listing is None:
         return None
     flat: IntArray = np.zeros(tuning.DIVE_CONTENTS * _MEAN_PODS, dtype=np.int64)
     starts: IntArray = np.zeros(tuning.DIVE_CONTENTS + 1, dtype=np.int64)
-    found = int(listing(vecs, room, tuning.DIVE_CONTENTS, flat, starts))
-    if found < 0:
-        return None
-    return flat[: starts[found]], starts[: found + 1]
+    path: IntArray = np.zeros(len(vecs) + 1, dtype=np.int64)
+    load: IntArray = np.zeros(len(room), dtype=np.int64)
+    state: IntArray = np.zeros(3, dtype=np.int64)
+    contents.begin(path, state)
+    visits, left = _FIRST_VISITS, tuning.DIVE_VISITS
+    while left > 0 and clock.now() <= deadline:
+        began = clock.real()
+        visits = min(visits, left)
+        found = int(listing(vecs, room, tuning.DIVE_CONTENTS, visits, flat, starts, path, load, state))
+        if found == contents.TOO_MANY:
+            return None
+        if found != contents.MORE:
+            return flat[: starts[found]], starts[: found + 1]
+        left -= visits
+        visits = clock.slice_steps(visits, began, deadline)
+    return None
 
 
 class _Stop:
@@ -180,7 +195,7 @@ def search(batch: Batch, nodes: list[int], start: Assignment, *, seconds: float,
     if pods is None or not available() or clock.now() > deadline:
         return None
     vecs, room = pods.asked()
-    listed = _contents(vecs, room)
+    listed = _contents(vecs, room, deadline)
     if listed is None or clock.now() > deadline:
         return None
     cover = _Cover(*listed, len(vecs))

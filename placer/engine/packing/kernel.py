@@ -450,7 +450,17 @@ def _warm_overload(steps: Kernel) -> None:
 def _warm_contents(listing: Kernel) -> None:
     """As ``_warm``, for the listing of a node's maximal contents (``contents``)."""
     i64 = np.int64
-    listing(np.ones((2, 1), dtype=i64), np.full(1, 1, dtype=i64), 2, np.zeros(2, dtype=i64), np.zeros(3, dtype=i64))
+    listing(
+        np.ones((2, 1), dtype=i64),
+        np.full(1, 1, dtype=i64),
+        2,
+        10,
+        np.zeros(2, dtype=i64),
+        np.zeros(3, dtype=i64),
+        np.full(3, -1, dtype=i64),
+        np.zeros(1, dtype=i64),
+        np.zeros(3, dtype=i64),
+    )
 
 
 def prime() -> None:

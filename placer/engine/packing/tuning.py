@@ -98,6 +98,9 @@ OVERLOAD_RESTART = 200_000
 # more at once (fewer LP solves), higher ones follow the LP more closely. On the corpus's hardest
 # misses each threshold packs instances the others do not (docs/bench/techniques.md).
 DIVE_CONTENTS = 1_000_000
+# The listing gives up after going through this many sets of pods that fit one node (each once),
+# about a second on the reference machine: where pods are small, few of them are maximal.
+DIVE_VISITS = 3_000_000
 DIVE_THRESHOLDS = (0.6, 0.9, 0.999)
 # After one dive per threshold, the dives go on (thresholds in turn) with each content's cost drawn
 # in [1, 1 + DIVE_NOISE): the LP's optima are many, and other ties lead other dives elsewhere.
