@@ -195,7 +195,8 @@ def settle(model: Model, symmetry: Symmetry, levels: LevelSolver, budget: Budget
     # While the overload search races beside the turns, the two compiled searches keep about a
     # core busy: CP-SAT gets one worker fewer (on the 2-core reference machine, 8 of the corpus's
     # 24 hardest misses packed instead of 5: docs/bench/techniques.md).
-    fewer = 1 if enabled(OVERLOAD) and overload.available() else 0
+    sides = _sides()  # decided once: the kernel may finish compiling during the race
+    fewer = 1 if any(name == OVERLOAD for name, _ in sides) else 0
 
     def starting(solver: object) -> bool:
         solvers.append(solver)
@@ -219,7 +220,7 @@ def settle(model: Model, symmetry: Symmetry, levels: LevelSolver, budget: Budget
 
         thread = threading.Thread(target=search, name="placer-place-all", daemon=True)
         thread.start()
-        found, partial = _race(batch, nodes, start, race, levels)
+        found, partial = _race(batch, nodes, start, race, levels, sides)
         counts = _counts(model, symmetry, found) if found is not None and not stop.is_set() else None
         if counts is not None:
             won.set()
@@ -242,7 +243,12 @@ def settle(model: Model, symmetry: Symmetry, levels: LevelSolver, budget: Budget
 
 
 def _race(
-    batch: Batch, nodes: list[int], start: Assignment, seconds: float, levels: LevelSolver
+    batch: Batch,
+    nodes: list[int],
+    start: Assignment,
+    seconds: float,
+    levels: LevelSolver,
+    sides: list[tuple[str, _Search]],
 ) -> tuple[Assignment | None, Assignment | None]:
     """The race's Python side: bin completion (when the pods fill the nodes exactly in every
     resource: exact fills are what it finds fast), then the ejection search and repacking in turns
@@ -263,13 +269,12 @@ def _race(
         if found is not None:
             return found, None
     left = seconds - (time.monotonic() - began)
-    sides = [(name, module.search) for name, module in _SIDES if enabled(name) and module.available()]
     if not sides or left <= 0:
         return _turns(batch, nodes, start, left, levels)
     packed: list[Assignment] = []
     with clock.stoppable() as done:  # set by whichever thread places every pod first
 
-        def side(name: str, search: Callable[..., Assignment | None]) -> None:
+        def side(name: str, search: _Search) -> None:
             at = time.monotonic()
             found = search(batch, nodes, start, seconds=left, seed=levels.config.solver.seed)
             if found is not None:
@@ -307,6 +312,12 @@ def _race(
 # The searches that race the turns on threads of their own: each module's ``search`` answers a
 # packing of every pod or None, its ``available`` says whether it can run (compiled).
 _SIDES = ((OVERLOAD, overload), (DIVE, dive))
+_Search = Callable[..., Assignment | None]
+
+
+def _sides() -> list[tuple[str, _Search]]:
+    """The searches of ``_SIDES`` that are on and can run now."""
+    return [(name, module.search) for name, module in _SIDES if enabled(name) and module.available()]
 
 
 def _turns(
