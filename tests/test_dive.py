@@ -6,8 +6,9 @@ stops once there are more than asked; on generic perfect packings the dive place
 first-fit decreasing leaves out (``test_ejection_kernel`` runs it beside the other searches); it
 answers a packing of every pod or nothing: None on a batch that cannot be packed whole (once the
 time runs out, or at once in a stopped race); in the race it packs while every other technique of
-the race is off (the turns ending at once leave it running); it does not run while the kernel is
-not compiled. Every placement goes through the validator.
+the race is off (the turns ending at once leave it running). That it does not run while the kernel
+is not compiled is tested with the overload search (``test_overload_search``). Every placement
+goes through the validator.
 """
 
 from __future__ import annotations
@@ -131,11 +132,3 @@ def test_in_the_race_it_packs_while_every_other_race_technique_is_off(monkeypatc
     assert dispatch.DIVE in reports and dispatch.OVERLOAD not in reports
     assert len(result.placements) == inst.pods
     assert validate_placements(c, {pod.key: state.nodes[n].name for pod, n in result.placements}) == []
-
-
-def test_it_does_not_run_before_the_kernel_is_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(packing.kernel, "ready", lambda: None)
-    assert packing.kernel.contents() is None and not packing.dive.available()
-    c = packgen.perfect(0, 40, 3, (3, 5)).cluster()
-    _, batch, nodes, start = packgen.first_fit_case(c, CONFIG)
-    assert packing.dive.search(batch, nodes, start, seconds=600.0) is None

@@ -118,9 +118,14 @@ def test_in_the_race_it_packs_alone_and_cp_sat_gets_a_worker_fewer(monkeypatch: 
     assert solvers[0].parameters.num_workers == 1  # place-all's, the batch's first CP-SAT search
 
 
-def test_it_does_not_run_before_the_kernel_is_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("search", "compiled"), [("overload", "overload"), ("dive", "contents")])
+def test_it_does_not_run_before_the_kernel_is_compiled(
+    monkeypatch: pytest.MonkeyPatch, search: str, compiled: str
+) -> None:
+    """The overload search, and the LP dive whose listing of contents is compiled with it."""
     monkeypatch.setattr(packing.kernel, "ready", lambda: None)
-    assert packing.kernel.overload() is None and not packing.overload.available()
+    module = getattr(packing, search)
+    assert getattr(packing.kernel, compiled)() is None and not module.available()
     c = packgen.perfect(0, 40, 3, (3, 5)).cluster()
     _, batch, nodes, start = packgen.first_fit_case(c, CONFIG)
-    assert packing.overload.search(batch, nodes, start, seconds=600.0) is None
+    assert module.search(batch, nodes, start, seconds=600.0) is None

@@ -51,12 +51,7 @@ def maximal(
         first = last + 1 if last >= 0 else (path[depth - 1] + 1 if depth > 0 else 0)
         nxt = -1
         for k in range(first, n):
-            fits = True
-            for j in range(d):
-                if load[j] + vecs[k, j] > room[j]:
-                    fits = False
-                    break
-            if fits:
+            if _fits(vecs, room, load, k):
                 nxt = k
                 break
         if nxt >= 0:
@@ -89,17 +84,20 @@ def maximal(
 
 def _closed(vecs: Any, room: Any, load: Any, path: Any, depth: int) -> bool:
     """No pod outside ``path[:depth]`` fits beside it (``load`` is its load)."""
-    n, d = vecs.shape
+    n = vecs.shape[0]
     q = 0
     for k in range(n):
         if q < depth and path[q] == k:  # the path ascends: its pods are skipped in one pass
             q += 1
             continue
-        fits = True
-        for j in range(d):
-            if load[j] + vecs[k, j] > room[j]:
-                fits = False
-                break
-        if fits:
+        if _fits(vecs, room, load, k):
+            return False
+    return True
+
+
+def _fits(vecs: Any, room: Any, load: Any, k: int) -> bool:
+    """Pod ``k`` fits beside ``load``."""
+    for j in range(room.shape[0]):  # noqa: SIM110 - a plain loop is what numba compiles best
+        if load[j] + vecs[k, j] > room[j]:
             return False
     return True

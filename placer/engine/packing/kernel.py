@@ -399,6 +399,7 @@ def _build() -> None:
     _warm_overload(over)
     from placer.engine.packing import contents  # noqa: PLC0415 - compiled here too
 
+    vars(contents)["_fits"] = jit(contents._fits)
     vars(contents)["_closed"] = jit(contents._closed)
     listing = jit(contents.maximal)
     _warm_contents(listing)
