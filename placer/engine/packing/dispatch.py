@@ -19,8 +19,8 @@ A batch is tight when the greedy pass leaves pods out that have feasible nodes. 
    start until the CP-SAT search ends; once compiled, the overload search (``overload``: every pod
    on a node, the overload driven to zero) and the LP dive (``dive``: the linear relaxation of a
    cover by node contents rounded, where a node's contents can be listed) each run on a thread of
-   their own beside them. When nobody places every pod, the last answer of the ejection search and repack becomes
-   the start of the maximisation if it places more pods per key.
+   their own beside them. When nobody places every pod, the last answer of the ejection search
+   and repack becomes the start of the maximisation if it places more pods per key.
 
 ``TECHNIQUES`` lists each technique with its precondition and budget (docs/bench/techniques.md
 reports what each achieves on the public corpus); the budgets are in ``tuning``.
@@ -111,8 +111,8 @@ TECHNIQUES = (
         DIVE,
         f"as ejection, once its listing is compiled, where a node has at most {tuning.DIVE_CONTENTS:,} "
         "maximal contents",
-        f"races place-all after bin completion, on a thread of its own, until place-all ends, one of the others places "
-        f"every pod, or its {len(tuning.DIVE_THRESHOLDS)} dives are over; it answers only with a packing of every pod",
+        "races place-all after bin completion, on a thread of its own, until place-all ends or one of the "
+        "others places every pod: dives one after the other; it answers only with a packing of every pod",
     ),
     Technique(
         REPACK,

@@ -11,8 +11,9 @@ A dive rounds it (diving heuristics, as in Berthold, *Primal heuristics for mixe
 programs*, 2006): solve the LP (GLOP), fix the contents whose value is above a threshold to 1
 (largest first, as far as they share no pod still uncovered; the largest at least), and solve
 again from the previous basis, until every pod is covered, or give up as soon as the LP needs more
-nodes than there are. Each threshold of ``tuning.DIVE_THRESHOLDS`` is one dive; a pod covered
-twice stays on the first node that covers it.
+nodes than there are. The first dives take the thresholds of ``tuning.DIVE_THRESHOLDS`` in turn;
+then they go on, thresholds in turn, with each content's cost drawn near 1 (``tuning.DIVE_NOISE``),
+until one succeeds or the time runs out. A pod covered twice stays on the first node that covers it.
 
 It answers only with a packing of every pod (or None: the contents are too many, a dive failed or
 the race was stopped), and runs on a thread of its own in the race (``dispatch``): GLOP releases
@@ -21,7 +22,6 @@ the interpreter's lock while it solves, and a stopped race interrupts it.
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -196,16 +196,18 @@ def search(batch: Batch, nodes: list[int], start: Assignment, *, seconds: float,
         return None
     vecs, room = pods.asked()
     listed = _contents(vecs, room, deadline)
-    if listed is None or clock.now() > deadline:
+    if listed is None:
         return None
     cover = _Cover(*listed, len(vecs))
     count = len(listed[1]) - 1
     rng = np.random.default_rng(seed)
-    for dive_no in itertools.count():
-        threshold = tuning.DIVE_THRESHOLDS[dive_no % len(tuning.DIVE_THRESHOLDS)]
+    dives = 0
+    while clock.now() <= deadline:
+        threshold = tuning.DIVE_THRESHOLDS[dives % len(tuning.DIVE_THRESHOLDS)]
         costs = np.ones(count)
-        if dive_no >= len(tuning.DIVE_THRESHOLDS):  # the same dive again would fail again: other ties
+        if dives >= len(tuning.DIVE_THRESHOLDS):  # the same dive again would fail again: other ties
             costs += tuning.DIVE_NOISE * rng.random(count)
+        dives += 1
         chosen = cover.dive(threshold, len(nodes), deadline, costs)
         if chosen is not None:
             bin_of: IntArray = np.full(len(vecs), -1, dtype=np.int64)
@@ -213,6 +215,4 @@ def search(batch: Batch, nodes: list[int], start: Assignment, *, seconds: float,
                 content = cover.content(c)
                 bin_of[content[bin_of[content] < 0]] = b
             return pods.assignment(batch, nodes, bin_of)
-        if clock.now() > deadline:
-            return None
     return None

@@ -92,8 +92,8 @@ OVERLOAD_BUMP = 1.0
 OVERLOAD_RESTART = 200_000
 
 # The LP dive (``dive``, ``contents``): it runs only where the maximal contents of a node number at
-# most DIVE_CONTENTS (the LP over them is solved dozens of times a dive: a few seconds at this
-# size on one core). One dive per threshold: each round fixes the contents whose LP value is above
+# most DIVE_CONTENTS (their listing holds about 6 entries each: 48 MB at this size, listed in well
+# under a second on the corpus). One dive per threshold: each round fixes the contents whose LP value is above
 # it, largest first, as far as they share no pod (and the largest at least); lower thresholds fix
 # more at once (fewer LP solves), higher ones follow the LP more closely. On the corpus's hardest
 # misses each threshold packs instances the others do not (docs/bench/techniques.md).
